@@ -1,0 +1,219 @@
+//! An incremental decoder for the chunked transfer coding (RFC 9112 §7.1).
+//!
+//! ```text
+//! chunked-body = *chunk last-chunk trailer-section CRLF
+//! chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+//! chunk-size   = 1*HEXDIG
+//! last-chunk   = 1*("0") [ chunk-ext ] CRLF
+//! ```
+//!
+//! Strict where leniency has been exploited: every line must end in CRLF (a bare LF in a
+//! chunk line is how Go CVE-2025-22871 smuggled requests); a size line, extensions
+//! included, is at most [`MAX_LINE`] bytes (chunk-extension amplification, Go
+//! CVE-2023-39326); sizes never overflow; the trailer section is bounded and discarded.
+
+/// The longest chunk-size line or trailer line, CRLF included.
+pub const MAX_LINE: usize = 4096;
+/// The most bytes of trailer fields accepted.
+pub const MAX_TRAILERS: usize = 16 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkError {
+    /// The chunk-size is not hex, is empty, or does not fit 64 bits.
+    Size,
+    /// A size line or trailer line is longer than [`MAX_LINE`], or trailers exceed [`MAX_TRAILERS`].
+    LineTooLong,
+    /// A line does not end in CRLF, or chunk data is not followed by CRLF.
+    LineEnding,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Reading a size line; `len` bytes of it seen so far, `cr` if the last was CR.
+    SizeLine {
+        size: u64,
+        digits: u8,
+        in_ext: bool,
+        len: usize,
+        cr: bool,
+    },
+    Data {
+        left: u64,
+    },
+    DataCr,
+    DataLf,
+    /// Reading the trailer section; `line` bytes into the current line.
+    Trailer {
+        line: usize,
+        total: usize,
+        cr: bool,
+    },
+    Done,
+}
+
+/// Decodes a chunked body fed in pieces of any size.
+#[derive(Debug, Clone)]
+pub struct ChunkedDecoder {
+    state: State,
+}
+
+impl Default for ChunkedDecoder {
+    fn default() -> Self {
+        ChunkedDecoder { state: State::SizeLine { size: 0, digits: 0, in_ext: false, len: 0, cr: false } }
+    }
+}
+
+/// The result of one [`ChunkedDecoder::decode`] call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Input bytes consumed.
+    pub consumed: usize,
+    /// Whether the whole body, trailers included, has been read.
+    pub done: bool,
+}
+
+impl ChunkedDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Consumes as much of `input` as belongs to the body, appending decoded data to `out`.
+    /// Bytes after the end of the body are left unconsumed (they are the next request).
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Progress, ChunkError> {
+        let mut i = 0;
+        while i < input.len() && self.state != State::Done {
+            if let State::Data { left } = self.state {
+                let take = usize::try_from(left).unwrap_or(usize::MAX).min(input.len() - i);
+                out.extend_from_slice(&input[i..i + take]);
+                i += take;
+                let left = left - take as u64;
+                self.state = if left == 0 { State::DataCr } else { State::Data { left } };
+                continue;
+            }
+            self.state = step(self.state, input[i])?;
+            i += 1;
+        }
+        Ok(Progress { consumed: i, done: self.state == State::Done })
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+}
+
+fn step(state: State, b: u8) -> Result<State, ChunkError> {
+    Ok(match state {
+        State::SizeLine { size, digits, in_ext, len, cr } => size_line(size, digits, in_ext, len, cr, b)?,
+        State::DataCr if b == b'\r' => State::DataLf,
+        State::DataLf if b == b'\n' => State::SizeLine { size: 0, digits: 0, in_ext: false, len: 0, cr: false },
+        State::DataCr | State::DataLf => return Err(ChunkError::LineEnding),
+        State::Trailer { line, total, cr } => trailer(line, total, cr, b)?,
+        State::Data { .. } | State::Done => unreachable!("handled by decode"),
+    })
+}
+
+fn size_line(size: u64, digits: u8, in_ext: bool, len: usize, cr: bool, b: u8) -> Result<State, ChunkError> {
+    if len + 1 > MAX_LINE {
+        return Err(ChunkError::LineTooLong);
+    }
+    let len = len + 1;
+    match b {
+        b'\n' if cr && digits == 0 => Err(ChunkError::Size),
+        b'\n' if cr && size == 0 => Ok(State::Trailer { line: 0, total: 0, cr: false }),
+        b'\n' if cr => Ok(State::Data { left: size }),
+        b'\n' => Err(ChunkError::LineEnding),
+        _ if cr => Err(ChunkError::LineEnding),
+        b'\r' => Ok(State::SizeLine { size, digits, in_ext, len, cr: true }),
+        _ if in_ext => {
+            if b != b'\t' && (b < 0x20 || b == 0x7f) {
+                return Err(ChunkError::Size);
+            }
+            Ok(State::SizeLine { size, digits, in_ext, len, cr: false })
+        }
+        b';' | b' ' | b'\t' if digits > 0 => Ok(State::SizeLine { size, digits, in_ext: true, len, cr: false }),
+        _ => {
+            let d = (b as char).to_digit(16).ok_or(ChunkError::Size)?;
+            if size >> 60 != 0 {
+                return Err(ChunkError::Size);
+            }
+            let digits = digits.saturating_add(1);
+            Ok(State::SizeLine { size: size << 4 | u64::from(d), digits, in_ext, len, cr: false })
+        }
+    }
+}
+
+fn trailer(line: usize, total: usize, cr: bool, b: u8) -> Result<State, ChunkError> {
+    if line + 1 > MAX_LINE || total + 1 > MAX_TRAILERS {
+        return Err(ChunkError::LineTooLong);
+    }
+    match b {
+        b'\n' if cr && line == 1 => Ok(State::Done),
+        b'\n' if cr => Ok(State::Trailer { line: 0, total: total + 1, cr: false }),
+        b'\n' => Err(ChunkError::LineEnding),
+        _ if cr => Err(ChunkError::LineEnding),
+        b'\r' => Ok(State::Trailer { line: line + 1, total: total + 1, cr: true }),
+        _ => Ok(State::Trailer { line: line + 1, total: total + 1, cr: false }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(input: &[u8]) -> Result<(Vec<u8>, usize), ChunkError> {
+        let mut d = ChunkedDecoder::new();
+        let mut out = Vec::new();
+        let p = d.decode(input, &mut out)?;
+        assert!(p.done, "not done: {input:?}");
+        Ok((out, p.consumed))
+    }
+
+    #[test]
+    fn bodies_table() {
+        let cases: &[(&[u8], Result<(&[u8], usize), ChunkError>)] = &[
+            (b"5\r\nhello\r\n0\r\n\r\n", Ok((b"hello", 15))),
+            (b"5\r\nhello\r\n0\r\n\r\nGET", Ok((b"hello", 15))),
+            (b"3;a=b\r\nabc\r\n0\r\n\r\n", Ok((b"abc", 17))),
+            (b"A\r\n0123456789\r\n00\r\n\r\n", Ok((b"0123456789", 21))),
+            (b"1\r\nx\r\n0\r\nX-T: v\r\n\r\n", Ok((b"x", 19))),
+            (b"0\r\n\r\n", Ok((b"", 5))),
+            (b"5\nhello\r\n0\r\n\r\n", Err(ChunkError::LineEnding)),
+            (b"5\r\nhello\n0\r\n\r\n", Err(ChunkError::LineEnding)),
+            (b"5\r\nhelloXX0\r\n\r\n", Err(ChunkError::LineEnding)),
+            (b"0\r\n\n", Err(ChunkError::LineEnding)),
+            (b"\r\n", Err(ChunkError::Size)),
+            (b"g\r\n", Err(ChunkError::Size)),
+            (b"-1\r\n", Err(ChunkError::Size)),
+            (b"+1\r\n", Err(ChunkError::Size)),
+            (b";x\r\n", Err(ChunkError::Size)),
+            (b"10000000000000000\r\n", Err(ChunkError::Size)),
+            (b"1;a\x00\r\n", Err(ChunkError::Size)),
+        ];
+        for (input, want) in cases {
+            let got = decode_all(input);
+            let got = got.as_ref().map(|(o, n)| (o.as_slice(), *n)).map_err(|e| *e);
+            assert_eq!(got, *want, "{:?}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn oversized_extension_is_refused() {
+        let mut input = b"1;".to_vec();
+        input.extend(std::iter::repeat_n(b'a', MAX_LINE));
+        assert_eq!(ChunkedDecoder::new().decode(&input, &mut Vec::new()), Err(ChunkError::LineTooLong));
+    }
+
+    #[test]
+    fn byte_at_a_time_equals_all_at_once() {
+        let input = b"4\r\nWiki\r\n5;x=y\r\npedia\r\n0\r\nT: 1\r\n\r\nNEXT";
+        let mut d = ChunkedDecoder::new();
+        let mut out = Vec::new();
+        let mut consumed = 0;
+        for b in input.iter() {
+            consumed += d.decode(std::slice::from_ref(b), &mut out).unwrap().consumed;
+        }
+        assert!(d.is_done());
+        assert_eq!(out, b"Wikipedia");
+        assert_eq!(consumed, input.len() - 4);
+    }
+}

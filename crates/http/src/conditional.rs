@@ -1,0 +1,112 @@
+//! Validators and conditional requests (RFC 9110 §8.8, §13).
+//!
+//! ```text
+//! ETag          = entity-tag
+//! entity-tag    = [ weak ] opaque-tag        weak = %s"W/"
+//! If-None-Match = "*" / #entity-tag
+//! ```
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A strong ETag for a file: modification time (seconds and nanoseconds) and size, in hex,
+/// in the spirit of nginx's `"mtime-size"`.
+pub fn etag(mtime: SystemTime, len: u64) -> String {
+    let since = mtime.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    format!("\"{:x}.{:x}-{:x}\"", since.as_secs(), since.subsec_nanos(), len)
+}
+
+/// Whether a GET or HEAD may be answered 304 Not Modified (RFC 9110 §13.2.2).
+///
+/// `If-None-Match` wins when present; `If-Modified-Since` is consulted only without it.
+pub fn not_modified(
+    if_none_match: Option<&[u8]>,
+    if_modified_since: Option<&[u8]>,
+    etag: &str,
+    mtime: SystemTime,
+) -> bool {
+    match (if_none_match, if_modified_since) {
+        (Some(inm), _) => none_match_hits(inm, etag),
+        (None, Some(ims)) => match crate::date::parse(ims) {
+            Some(since) => crate::date::unix_seconds(mtime) <= crate::date::unix_seconds(since),
+            None => false,
+        },
+        (None, None) => false,
+    }
+}
+
+/// Weak comparison of each listed tag with ours; `*` matches any current representation.
+fn none_match_hits(header: &[u8], etag: &str) -> bool {
+    let ours = opaque(etag.as_bytes());
+    header.split(|&b| b == b',').map(crate::request::trim_ows).any(|tag| tag == b"*" || opaque(tag) == ours)
+}
+
+fn opaque(tag: &[u8]) -> &[u8] {
+    tag.strip_prefix(b"W/").unwrap_or(tag)
+}
+
+/// Whether a `Range` may be honoured given `If-Range` (RFC 9110 §13.1.5): the validator
+/// must be our strong ETag exactly, or a date equal to the modification time.
+pub fn if_range_holds(if_range: Option<&[u8]>, etag: &str, mtime: SystemTime) -> bool {
+    let Some(value) = if_range.map(crate::request::trim_ows) else {
+        return true;
+    };
+    if value.starts_with(b"\"") {
+        return value == etag.as_bytes();
+    }
+    if value.starts_with(b"W/") {
+        return false;
+    }
+    crate::date::parse(value).is_some_and(|d| crate::date::unix_seconds(d) == crate::date::unix_seconds(mtime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditional_table() {
+        let mtime = UNIX_EPOCH + Duration::new(784_111_777, 5);
+        let tag = etag(mtime, 100);
+        assert_eq!(tag, "\"2ebc98a1.5-64\"");
+        let before = "Sat, 05 Nov 1994 08:49:37 GMT";
+        let same = "Sun, 06 Nov 1994 08:49:37 GMT";
+        let later = "Mon, 07 Nov 1994 08:49:37 GMT";
+        let weak = format!("W/{tag}");
+        let listed = format!("\"x\", {tag}");
+        let cases: &[(Option<&str>, Option<&str>, bool)] = &[
+            (Some(&tag), None, true),
+            (Some(&weak), None, true),
+            (Some(&listed), None, true),
+            (Some("*"), None, true),
+            (Some("\"other\""), None, false),
+            (Some("\"other\""), Some(later), false),
+            (None, Some(same), true),
+            (None, Some(later), true),
+            (None, Some(before), false),
+            (None, Some("garbage"), false),
+            (None, None, false),
+        ];
+        for (inm, ims, want) in cases {
+            let got = not_modified(inm.map(str::as_bytes), ims.map(str::as_bytes), &tag, mtime);
+            assert_eq!(got, *want, "{inm:?} {ims:?}");
+        }
+    }
+
+    #[test]
+    fn if_range_table() {
+        let mtime = UNIX_EPOCH + Duration::new(784_111_777, 0);
+        let tag = etag(mtime, 1);
+        let weak = format!("W/{tag}");
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, true),
+            (Some(&tag), true),
+            (Some(&weak), false),
+            (Some("\"x\""), false),
+            (Some("Sun, 06 Nov 1994 08:49:37 GMT"), true),
+            (Some("Mon, 07 Nov 1994 08:49:37 GMT"), false),
+        ];
+        for (value, want) in cases {
+            assert_eq!(if_range_holds(value.map(str::as_bytes), &tag, mtime), *want, "{value:?}");
+        }
+    }
+}

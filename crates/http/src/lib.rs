@@ -1,0 +1,26 @@
+//! Spidey's HTTP/1.1 protocol core.
+//!
+//! Everything here is pure: bytes in, decisions out. No sockets, no files, no clocks
+//! except the ones passed in, so every function can be unit-tested and fuzzed.
+//!
+//! - [`request`]: the request head parser (httparse underneath) with Spidey's limits and
+//!   the framing rules of RFC 9112 that httparse leaves to its caller.
+//! - [`error`]: the small error enum, named by where parsing failed, and its one mapping
+//!   to a status code.
+//! - [`response`]: status codes and the response head writer.
+//! - [`range`]: the `Range` header (RFC 9110 §14), single ranges only.
+//! - [`conditional`]: ETags, `If-None-Match`, `If-Modified-Since`, `If-Range`.
+//! - [`date`]: IMF-fixdate formatting with a once-per-second cache.
+//! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
+
+pub mod chunked;
+pub mod conditional;
+pub mod date;
+pub mod error;
+pub mod range;
+pub mod request;
+pub mod response;
+
+pub use error::ParseError;
+pub use request::{parse, BodyFraming, HeaderSlots, Limits, Method, Parsed, Request, Target, Version};
+pub use response::{write_head, HeadOptions, StatusCode};

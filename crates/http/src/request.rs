@@ -1,0 +1,376 @@
+//! The request head parser.
+//!
+//! ```text
+//! HTTP-message   = start-line CRLF *( field-line CRLF ) CRLF [ message-body ]  (RFC 9112 §2.1)
+//! request-line   = method SP request-target SP HTTP-version                   (RFC 9112 §3)
+//! request-target = origin-form / absolute-form / authority-form / asterisk-form
+//! field-line     = field-name ":" OWS field-value OWS                         (RFC 9112 §5)
+//! ```
+//!
+//! [`parse`] is zero-copy: the returned [`Request`] borrows the caller's buffer and header
+//! slots. It returns [`Parsed::Partial`] until a whole head has arrived, enforcing the size
+//! limits on partial input too, so a client cannot make the server buffer without bound.
+//! httparse does the tokenising (and already refuses obs-fold, whitespace before a colon,
+//! bare CR and control bytes in requests); this module adds the limits and the framing
+//! rules of RFC 9112 §6 that decide where the request ends.
+
+use crate::error::ParseError;
+
+/// Size limits on a request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest request line, in bytes, CRLF excluded (default 8 KiB; beyond → 414).
+    pub max_request_line: usize,
+    /// The longest head, request line and fields together (default 16 KiB; beyond → 431).
+    pub max_head: usize,
+    /// The most header fields (default 100; beyond → 431).
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_request_line: 8 * 1024, max_head: 16 * 1024, max_headers: 100 }
+    }
+}
+
+/// The most header fields [`Limits::max_headers`] can allow.
+pub const MAX_HEADER_SLOTS: usize = 256;
+
+/// Storage for the parsed header fields: a fixed array, so parsing never allocates.
+pub struct HeaderSlots<'b>([httparse::Header<'b>; MAX_HEADER_SLOTS]);
+
+impl<'b> HeaderSlots<'b> {
+    pub fn new() -> Self {
+        HeaderSlots([httparse::EMPTY_HEADER; MAX_HEADER_SLOTS])
+    }
+}
+
+impl Default for HeaderSlots<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The outcome of feeding bytes to the parser.
+#[derive(Debug)]
+pub enum Parsed<T> {
+    /// A whole head: the request and the number of bytes it took.
+    Complete(T, usize),
+    /// More bytes are needed.
+    Partial,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+/// The request method (RFC 9110 §9). Unregistered tokens are `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method<'b> {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Options,
+    Patch,
+    Connect,
+    Trace,
+    Other(&'b str),
+}
+
+impl<'b> Method<'b> {
+    fn from_token(token: &'b str) -> Self {
+        match token {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            "OPTIONS" => Method::Options,
+            "PATCH" => Method::Patch,
+            "CONNECT" => Method::Connect,
+            "TRACE" => Method::Trace,
+            other => Method::Other(other),
+        }
+    }
+
+    pub fn as_str(&self) -> &'b str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+            Method::Options => "OPTIONS",
+            Method::Patch => "PATCH",
+            Method::Connect => "CONNECT",
+            Method::Trace => "TRACE",
+            Method::Other(s) => s,
+        }
+    }
+}
+
+/// The request-target, split into the parts the content side uses.
+///
+/// ```text
+/// origin-form   = absolute-path [ "?" query ]
+/// absolute-form = absolute-URI                     ; "http://host:port/path?query"
+/// asterisk-form = "*"                              ; OPTIONS only
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target<'b> {
+    /// The path, still percent-encoded, always starting with `/` (or `*`).
+    pub path: &'b str,
+    /// The query without its `?`, if any.
+    pub query: Option<&'b str>,
+    /// The authority of an absolute-form target.
+    pub authority: Option<&'b str>,
+}
+
+/// How the request's body is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A parsed request head, borrowing the receive buffer.
+#[derive(Debug)]
+pub struct Request<'h, 'b> {
+    pub method: Method<'b>,
+    /// The request-target exactly as sent.
+    pub raw_target: &'b str,
+    pub target: Target<'b>,
+    pub version: Version,
+    pub headers: &'h [httparse::Header<'b>],
+    pub body: BodyFraming,
+    /// Whether the client lets the connection persist after this exchange.
+    pub keep_alive: bool,
+    /// The Host field (or the absolute-form authority).
+    pub host: Option<&'b str>,
+    /// The request line, for the access log.
+    pub request_line: &'b [u8],
+}
+
+impl<'h, 'b> Request<'h, 'b> {
+    /// The value of the first field named `name` (ASCII case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&'b [u8]> {
+        self.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+    }
+
+    /// Like [`Request::header`], as a string if it is valid UTF-8.
+    pub fn header_str(&self, name: &str) -> Option<&'b str> {
+        self.header(name).and_then(|v| std::str::from_utf8(v).ok())
+    }
+}
+
+/// Parses a request head from the start of `buf`.
+///
+/// On success returns the request and its head length; the body (if any) starts there.
+pub fn parse<'h, 'b>(
+    buf: &'b [u8],
+    slots: &'h mut HeaderSlots<'b>,
+    limits: &Limits,
+) -> Result<Parsed<Request<'h, 'b>>, ParseError> {
+    let line_end = buf.iter().position(|&b| b == b'\n');
+    let line_len = match line_end {
+        Some(i) => i.saturating_sub(usize::from(i > 0 && buf[i - 1] == b'\r')),
+        None => buf.len(),
+    };
+    if line_len > limits.max_request_line {
+        return Err(ParseError::RequestLineTooLong);
+    }
+    let slots = &mut slots.0[..limits.max_headers.min(MAX_HEADER_SLOTS)];
+    let mut req = httparse::Request::new(slots);
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > limits.max_head => return Err(ParseError::HeadTooLarge),
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Err(e) => return Err(map_httparse(e, buf)),
+    };
+    if head_len > limits.max_head {
+        return Err(ParseError::HeadTooLarge);
+    }
+    let (Some(method), Some(raw_target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(ParseError::Method);
+    };
+    let version = if minor == 0 { Version::Http10 } else { Version::Http11 };
+    let headers: &'h [httparse::Header<'b>] = req.headers;
+    let target = split_target(raw_target)?;
+    let method = Method::from_token(method);
+    if raw_target == "*" && method != Method::Options {
+        return Err(ParseError::Target);
+    }
+    let body = body_framing(headers, version)?;
+    let host = host(headers, version, target.authority)?;
+    let keep_alive = keep_alive(headers, version);
+    let request_line = &buf[..line_len];
+    let request = Request { method, raw_target, target, version, headers, body, keep_alive, host, request_line };
+    Ok(Parsed::Complete(request, head_len))
+}
+
+fn map_httparse(e: httparse::Error, buf: &[u8]) -> ParseError {
+    match e {
+        httparse::Error::Token => ParseError::Method,
+        httparse::Error::HeaderName => ParseError::HeaderName,
+        httparse::Error::HeaderValue => ParseError::HeaderValue,
+        httparse::Error::NewLine | httparse::Error::Status => ParseError::NewLine,
+        httparse::Error::TooManyHeaders => ParseError::TooManyHeaders,
+        httparse::Error::Version => version_error(buf),
+    }
+}
+
+/// httparse takes only `HTTP/1.0` and `HTTP/1.1`. A well-formed other version
+/// (`HTTP/2.0`, `HTTP/1.2`) is 505; anything else is a malformed request line.
+fn version_error(buf: &[u8]) -> ParseError {
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
+    match version {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
+            ParseError::UnsupportedVersion
+        }
+        _ => ParseError::Version,
+    }
+}
+
+fn split_target(raw: &str) -> Result<Target<'_>, ParseError> {
+    if raw == "*" {
+        return Ok(Target { path: raw, query: None, authority: None });
+    }
+    let (authority, rest) = if raw.starts_with('/') {
+        (None, raw)
+    } else {
+        let after_scheme = strip_prefix_ignore_case(raw, "http://")
+            .or_else(|| strip_prefix_ignore_case(raw, "https://"))
+            .ok_or(ParseError::Target)?;
+        let slash = after_scheme.find(['/', '?']).unwrap_or(after_scheme.len());
+        let (authority, rest) = after_scheme.split_at(slash);
+        if authority.is_empty() || !valid_host(authority.as_bytes()) {
+            return Err(ParseError::Target);
+        }
+        (Some(authority), if rest.is_empty() { "/" } else { rest })
+    };
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    if !path.starts_with('/') || rest.contains('#') {
+        return Err(ParseError::Target);
+    }
+    Ok(Target { path, query, authority })
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+}
+
+/// RFC 9112 §6.3: Transfer-Encoding overrides nothing here — a request carrying both it and
+/// Content-Length is refused outright, as are repeated or malformed lengths.
+fn body_framing(headers: &[httparse::Header<'_>], version: Version) -> Result<BodyFraming, ParseError> {
+    let mut length = None;
+    let mut codings = 0usize;
+    let mut chunked_last = false;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            if length.is_some() {
+                return Err(ParseError::ContentLength);
+            }
+            length = Some(parse_content_length(h.value)?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            for coding in h.value.split(|&b| b == b',') {
+                let coding = trim_ows(coding);
+                if coding.is_empty() || chunked_last {
+                    // An empty list element, or anything after `chunked` (including a second
+                    // `chunked`): the framing is ambiguous.
+                    return Err(ParseError::TransferEncoding);
+                }
+                codings += 1;
+                chunked_last = coding.eq_ignore_ascii_case(b"chunked");
+            }
+        }
+    }
+    match (length, codings) {
+        (Some(_), 1..) => Err(ParseError::LengthWithEncoding),
+        (None, 1..) if version == Version::Http10 => Err(ParseError::TransferEncoding),
+        (None, 1) if chunked_last => Ok(BodyFraming::Chunked),
+        (None, 1..) => Err(ParseError::UnsupportedCoding),
+        (Some(0), _) | (None, _) => Ok(BodyFraming::None),
+        (Some(n), _) => Ok(BodyFraming::Length(n)),
+    }
+}
+
+/// ```text
+/// Content-Length = 1*DIGIT          (RFC 9110 §8.6)
+/// ```
+/// No sign, no list, no whitespace inside, at most 18 digits (so it fits an i64 too).
+pub fn parse_content_length(value: &[u8]) -> Result<u64, ParseError> {
+    let digits = trim_ows(value);
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(ParseError::ContentLength);
+    }
+    Ok(digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+fn host<'b>(
+    headers: &[httparse::Header<'b>],
+    version: Version,
+    authority: Option<&'b str>,
+) -> Result<Option<&'b str>, ParseError> {
+    let mut found = None;
+    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("host")) {
+        if found.is_some() {
+            return Err(ParseError::Host);
+        }
+        let value = trim_ows(h.value);
+        if !value.is_empty() && !valid_host(value) {
+            return Err(ParseError::Host);
+        }
+        found = Some(std::str::from_utf8(value).map_err(|_| ParseError::Host)?);
+    }
+    if found.is_none() && version == Version::Http11 {
+        return Err(ParseError::Host);
+    }
+    Ok(authority.or(found))
+}
+
+/// `Host = uri-host [ ":" port ]`: reg-name or IP-literal characters only.
+fn valid_host(value: &[u8]) -> bool {
+    value.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b))
+}
+
+fn keep_alive(headers: &[httparse::Header<'_>], version: Version) -> bool {
+    let mut close = false;
+    let mut keep = false;
+    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")) {
+        for token in h.value.split(|&b| b == b',').map(trim_ows) {
+            close |= token.eq_ignore_ascii_case(b"close");
+            keep |= token.eq_ignore_ascii_case(b"keep-alive");
+        }
+    }
+    match version {
+        _ if close => false,
+        Version::Http11 => true,
+        Version::Http10 => keep,
+    }
+}
+
+/// Trims optional whitespace (SP and HTAB) from both ends.
+pub fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;

@@ -1,0 +1,32 @@
+//! The system calls Spidey needs that no safe crate wraps. This is the only crate in the
+//! workspace that may contain `unsafe`; every block cites the man page that makes it sound.
+//! Everything else (sendfile, openat2, poll, sockets, signals, waitpid) goes through the
+//! safe wrappers of rustix, socket2 and signal-hook.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::io;
+
+/// Which side of a [`fork`] we are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fork {
+    Parent { child: i32 },
+    Child,
+}
+
+/// fork(2).
+///
+/// Sound only while the calling process has exactly one thread: the child gets a copy of
+/// the calling thread alone, so a lock held by any other thread would stay locked in it
+/// forever. Spidey's forking parents (`fork`, `prefork`) are single-threaded by design.
+pub fn fork() -> io::Result<Fork> {
+    // SAFETY: fork(2) has no memory-safety preconditions of its own; the hazards listed in
+    // fork(2) NOTES ("the child process is created with a single thread") concern
+    // multi-threaded callers, and the documented contract of this function restricts it to
+    // single-threaded ones.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Fork::Child),
+        child => Ok(Fork::Parent { child }),
+    }
+}

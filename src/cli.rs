@@ -1,0 +1,93 @@
+//! The command line: `spidey serve | bench | lab`.
+
+use crate::modes::{Mode, Workers};
+use clap::{Args, Parser, Subcommand};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "spidey",
+    version,
+    about = "A web server laboratory: one HTTP/1.1 server, seven concurrency architectures."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve a directory over HTTP/1.1.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The directory to serve.
+    #[arg(default_value = ".")]
+    pub root: PathBuf,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub addr: IpAddr,
+    /// The port to listen on; 0 picks a free one (the startup line names it).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The listen queue length (listen(2) backlog).
+    #[arg(long, default_value_t = 1024)]
+    pub backlog: i32,
+    /// The concurrency architecture.
+    #[arg(long, value_enum, default_value_t = Mode::Single)]
+    pub mode: Mode,
+    /// Workers (threads or processes) for modes that have them: N, or MIN-MAX to adapt
+    /// (pool, prefork). Defaults: pool cores+2, prefork/event/uring cores.
+    #[arg(long)]
+    pub workers: Option<Workers>,
+    /// The most connections open at once.
+    #[arg(long, default_value_t = 4096)]
+    pub max_conns: usize,
+    /// List dotfiles in directory listings.
+    #[arg(long)]
+    pub show_hidden: bool,
+    /// No access log on stdout.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The longest request line, in bytes (beyond: 414).
+    #[arg(long, default_value_t = 8192)]
+    pub max_request_line: usize,
+    /// The largest request head, in bytes (beyond: 431).
+    #[arg(long, default_value_t = 16384)]
+    pub max_head: usize,
+    /// The most header fields in a request, at most 256 (beyond: 431).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_headers: u16,
+    /// The largest request body accepted, in bytes (beyond: 413).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body: u64,
+    /// The most requests served on one connection before it is closed.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests: u32,
+    /// The time a client has to send a whole request head (beyond: 408 and close).
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub head_timeout: Duration,
+    /// How long a kept-alive connection may sit idle between requests.
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub idle_timeout: Duration,
+    /// How long one write may wait for a client that does not read.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub send_timeout: Duration,
+    /// How long in-flight responses may run after SIGINT or SIGTERM.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub grace: Duration,
+}
+
+/// Parses `1.5s`, `500ms`, `2m` (humantime), or a bare number of seconds.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e}"))
+}

@@ -1,0 +1,120 @@
+//! The blocking connection driver shared by `single`, `fork`, `thread`, `pool` and
+//! `prefork`: read a head, answer it, repeat while the connection is kept alive.
+//!
+//! Waiting is done with poll(2) on the socket and the shutdown pipe together, so an idle
+//! keep-alive connection notices shutdown at once and every wait has a deadline: the idle
+//! timeout between requests, the whole-head timeout once a request has begun. Writes
+//! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2).
+//! EPIPE and ECONNRESET are how clients leave, not errors: the connection just ends.
+
+use crate::content::Body;
+use crate::exchange::{Answer, Exchanger, Step};
+use crate::net::{wait_readable, Shutdown, Wake};
+use crate::server::Server;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+/// Receive buffer size: the largest head the limits allow, plus room for pipelining.
+fn buffer_size(server: &Server) -> usize {
+    server.limits.max_head + 4096
+}
+
+/// Serves one connection until it closes, times out, or shutdown is asked between
+/// requests. Returns when the connection is done; the stream is closed on drop.
+pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
+    crate::net::tune_stream(&stream);
+    let _ = stream.set_write_timeout(Some(server.timeouts.send));
+    let mut exchanger = Exchanger::new();
+    let mut buf = vec![0u8; buffer_size(server)];
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut served = 0u32;
+    let mut head_started: Option<Instant> = None;
+    loop {
+        if start < end {
+            let must_close = served + 1 >= server.max_requests || shutdown.flagged();
+            if let Step::Respond(answer) = exchanger.step(server, &buf[start..end], peer, must_close) {
+                served += 1;
+                start += answer.consumed;
+                head_started = (start < end).then(Instant::now);
+                let keep = answer.keep_alive;
+                if send(&mut stream, &exchanger.head, answer, shutdown).is_err() || !keep {
+                    break;
+                }
+                continue;
+            }
+        }
+        // Need more bytes: compact the buffer, then wait for them.
+        buf.copy_within(start..end, 0);
+        (end, start) = (end - start, 0);
+        crate::log::flush();
+        let deadline = match head_started {
+            Some(t) => t + server.timeouts.head,
+            None => Instant::now() + server.timeouts.idle,
+        };
+        match wait_readable(stream.as_fd(), shutdown, Some(deadline)) {
+            Ok(Wake::Ready) => {}
+            Ok(Wake::Timeout) if end > 0 => {
+                let answer = exchanger.timeout(server, &buf[..end], peer);
+                let _ = send(&mut stream, &exchanger.head, answer, shutdown);
+                break;
+            }
+            // Idle, or asked to stop with no request under way.
+            Ok(Wake::Timeout | Wake::Shutdown) if end == 0 => break,
+            Ok(Wake::Shutdown) => {} // a request has begun: let it finish within its deadline
+            Ok(Wake::Timeout) | Err(_) => break,
+        }
+        match stream.read(&mut buf[end..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                head_started.get_or_insert_with(Instant::now);
+                end += n;
+            }
+        }
+    }
+    crate::log::flush();
+}
+
+/// Writes the head and the body. Small in-memory bodies share the head's write.
+fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, shutdown: &Shutdown) -> io::Result<()> {
+    match answer.body {
+        Body::Empty => stream.write_all(head),
+        Body::Bytes(bytes) => {
+            let mut out = Vec::with_capacity(head.len() + bytes.len());
+            out.extend_from_slice(head);
+            out.extend_from_slice(&bytes);
+            stream.write_all(&out)
+        }
+        Body::File { file, offset, len } => {
+            rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE).map_err(io::Error::from).and_then(|n| {
+                if n < head.len() {
+                    stream.write_all(&head[n..])
+                } else {
+                    Ok(())
+                }
+            })?;
+            send_file(stream, &file, offset, len, shutdown)
+        }
+    }
+}
+
+/// sendfile(2) until `len` bytes are out; blocking, bounded by SO_SNDTIMEO per call and
+/// by the shutdown grace period overall.
+fn send_file(stream: &TcpStream, file: &std::fs::File, offset: u64, len: u64, shutdown: &Shutdown) -> io::Result<()> {
+    let mut offset = offset;
+    let end = offset + len;
+    while offset < end {
+        if shutdown.deadline().is_some_and(|d| Instant::now() >= d) {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        let chunk = usize::try_from(end - offset).unwrap_or(usize::MAX).min(1 << 30);
+        match rustix::fs::sendfile(stream, file, Some(&mut offset), chunk) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()), // the file shrank
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}

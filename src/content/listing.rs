@@ -1,0 +1,266 @@
+//! Directory listings: an HTML page people like to read, or the same as JSON.
+//!
+//! Directories first, then files; `?sort=name|size|time&order=asc|desc`; dotfiles hidden
+//! unless `--show-hidden`. Every name is HTML-escaped where it is text and percent-encoded
+//! where it is a link, byte by byte, so `<script>`, quotes, newlines and non-UTF-8 names
+//! are shown faithfully and link to themselves. Symlinks are listed by their own metadata
+//! (lstat), so a listing never reveals anything about a target outside ROOT.
+
+use super::page::escape_html;
+use super::resolve::OpenDir;
+use super::{Body, Response, SiteOptions};
+use rustix::fs::{AtFlags, FileType};
+use serde::Serialize;
+use spidey_http::{Request, StatusCode};
+use std::fmt::Write;
+
+/// One listed entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    /// The name, with invalid UTF-8 replaced by U+FFFD (the exact bytes are in `href`).
+    pub name: String,
+    /// The percent-encoded link, relative to the directory (with a trailing `/` for dirs).
+    pub href: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub size: u64,
+    /// Modification time, seconds since the epoch.
+    pub mtime: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SortKey {
+    Name,
+    Size,
+    Time,
+}
+
+/// The listing's query parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct View {
+    key: SortKey,
+    descending: bool,
+    json: bool,
+}
+
+fn view(query: Option<&str>) -> View {
+    let mut v = View { key: SortKey::Name, descending: false, json: false };
+    for pair in query.unwrap_or("").split('&') {
+        match pair.split_once('=').unwrap_or((pair, "")) {
+            ("sort", "size") => v.key = SortKey::Size,
+            ("sort", "time") => v.key = SortKey::Time,
+            ("sort", "name") => v.key = SortKey::Name,
+            ("order", "desc") => v.descending = true,
+            ("order", "asc") => v.descending = false,
+            ("format", "json") => v.json = true,
+            _ => {}
+        }
+    }
+    v
+}
+
+/// Answers GET or HEAD for a directory without an index.
+pub fn respond(req: &Request<'_, '_>, dir: &OpenDir, options: &SiteOptions) -> Response {
+    let Ok(mut entries) = read_entries(dir, options.show_hidden) else {
+        return Response::error(StatusCode::FORBIDDEN, "This directory cannot be listed.");
+    };
+    let v = view(req.target.query);
+    sort(&mut entries, v);
+    let (content_type, body) = if v.json {
+        ("application/json", json(req.target.path, &entries))
+    } else {
+        ("text/html; charset=utf-8", html(req.target.path, &entries, v).into_bytes())
+    };
+    let fields = vec![("Content-Type", content_type.into()), ("Cache-Control", "no-cache".into())];
+    Response::new(StatusCode::OK, fields, Body::Bytes(body))
+}
+
+fn read_entries(dir: &OpenDir, show_hidden: bool) -> rustix::io::Result<Vec<Entry>> {
+    let mut entries = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&dir.fd)? {
+        let entry = entry?;
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." || (!show_hidden && raw.starts_with(b".")) {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(&dir.fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let kind = match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => "dir",
+            FileType::RegularFile => "file",
+            FileType::Symlink => "symlink",
+            _ => "other",
+        };
+        let mut href = percent_encode(raw);
+        if kind == "dir" {
+            href.push('/');
+        }
+        let name = String::from_utf8_lossy(raw).into_owned();
+        entries.push(Entry { name, href, kind, size: st.st_size as u64, mtime: st.st_mtime });
+    }
+    Ok(entries)
+}
+
+fn sort(entries: &mut [Entry], v: View) {
+    entries.sort_by(|a, b| {
+        let dirs_first = (b.kind == "dir").cmp(&(a.kind == "dir"));
+        let by_key = match v.key {
+            SortKey::Name => a.name.cmp(&b.name),
+            SortKey::Size => a.size.cmp(&b.size),
+            SortKey::Time => a.mtime.cmp(&b.mtime),
+        };
+        let by_key = if v.descending { by_key.reverse() } else { by_key };
+        dirs_first.then(by_key).then_with(|| a.href.cmp(&b.href))
+    });
+}
+
+/// Percent-encodes every byte outside RFC 3986's unreserved set.
+pub fn percent_encode(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for &b in raw {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+fn json(path: &str, entries: &[Entry]) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Listing<'a> {
+        path: &'a str,
+        entries: &'a [Entry],
+    }
+    let mut out = serde_json::to_vec_pretty(&Listing { path, entries }).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+fn html(path: &str, entries: &[Entry], v: View) -> String {
+    let shown = escape_html(&String::from_utf8_lossy(&super::resolve::decode_path(path).unwrap_or_default()));
+    let title = if shown == "." { "/".to_string() } else { format!("/{shown}/") };
+    let mut out = String::with_capacity(1024 + entries.len() * 200);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Index of {title}</title><style>{STYLE}</style></head>\n<body><h1>Index of {title}</h1>\n\
+         <table><thead><tr>{}{}{}</tr></thead><tbody>\n",
+        header_cell("Name", SortKey::Name, v),
+        header_cell("Size", SortKey::Size, v),
+        header_cell("Modified", SortKey::Time, v),
+    );
+    if title != "/" {
+        out.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+    }
+    for e in entries {
+        let slash = if e.kind == "dir" { "/" } else { "" };
+        let size = if e.kind == "dir" { "-".to_string() } else { human_size(e.size) };
+        let time =
+            spidey_http::date::format(std::time::UNIX_EPOCH + std::time::Duration::from_secs(e.mtime.max(0) as u64));
+        let _ = writeln!(
+            out,
+            "<tr><td><a href=\"{}\">{}{slash}</a></td><td title=\"{} bytes\">{size}</td><td>{time}</td></tr>",
+            e.href,
+            escape_html(&e.name),
+            e.size
+        );
+    }
+    let _ = writeln!(
+        out,
+        "</tbody></table><p class=\"n\">{} entries · <a href=\"?format=json\">JSON</a></p></body></html>",
+        entries.len()
+    );
+    out
+}
+
+const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}\
+h1{font-size:1.3em;word-break:break-all}table{border-collapse:collapse;width:100%}\
+th,td{text-align:left;padding:.25em .75em;border-bottom:1px solid #eee;white-space:pre-wrap;word-break:break-all}\
+td:nth-child(2),th:nth-child(2){text-align:right}th a{color:inherit}a{color:#0645ad;text-decoration:none}\
+a:hover{text-decoration:underline}.n{color:#777;font-size:.9em}";
+
+/// A column heading that sorts by its key, toggling the order when already sorted by it.
+fn header_cell(label: &str, key: SortKey, v: View) -> String {
+    let name = match key {
+        SortKey::Name => "name",
+        SortKey::Size => "size",
+        SortKey::Time => "time",
+    };
+    let (order, arrow) = match (v.key == key, v.descending) {
+        (true, false) => ("desc", " ↑"),
+        (true, true) => ("asc", " ↓"),
+        (false, _) => ("asc", ""),
+    };
+    format!("<th><a href=\"?sort={name}&amp;order={order}\">{label}{arrow}</a></th>")
+}
+
+fn human_size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{n} B"),
+        _ => format!("{value:.1} {}", UNITS[unit]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_encode_table() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"plain.txt", "plain.txt"),
+            (b"a b", "a%20b"),
+            (b"%20", "%2520"),
+            (b"<script>", "%3Cscript%3E"),
+            (b"q\"uote's", "q%22uote%27s"),
+            (b"new\nline", "new%0Aline"),
+            (b"\xff\xfe", "%FF%FE"),
+            ("café".as_bytes(), "caf%C3%A9"),
+            (b"a/b?c#d", "a%2Fb%3Fc%23d"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(percent_encode(raw), *want);
+        }
+    }
+
+    #[test]
+    fn view_table() {
+        let cases = [
+            (None, (SortKey::Name, false, false)),
+            (Some("sort=size&order=desc"), (SortKey::Size, true, false)),
+            (Some("sort=time"), (SortKey::Time, false, false)),
+            (Some("format=json&sort=bogus"), (SortKey::Name, false, true)),
+            (Some("order=sideways"), (SortKey::Name, false, false)),
+        ];
+        for (query, (key, descending, json)) in cases {
+            assert_eq!(view(query), View { key, descending, json }, "{query:?}");
+        }
+    }
+
+    #[test]
+    fn sizes_table() {
+        for (n, want) in [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (1 << 30, "1.0 GiB")] {
+            assert_eq!(human_size(n), want);
+        }
+    }
+
+    #[test]
+    fn directories_sort_first_in_either_order() {
+        let e = |name: &str, kind, size| Entry { name: name.into(), href: name.into(), kind, size, mtime: 0 };
+        let mut entries = vec![e("b", "file", 1), e("z", "dir", 0), e("a", "file", 9)];
+        sort(&mut entries, View { key: SortKey::Size, descending: true, json: false });
+        let names: Vec<_> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["z", "a", "b"]);
+    }
+}

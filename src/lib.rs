@@ -1,0 +1,19 @@
+//! Spidey: a web server laboratory.
+//!
+//! Three layers, each readable alone (see ARCHITECTURE.md):
+//! - the protocol, in the `spidey-http` crate: parsing, limits, heads, ranges, dates;
+//! - the content side, [`content`]: what to answer (resolve, static files, listings);
+//! - the modes, [`modes`]: how connections are scheduled, over [`conn`] (blocking) or
+//!   [`exchange`] (any driver).
+//!
+//! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
+
+pub mod cli;
+pub mod conn;
+pub mod content;
+pub mod exchange;
+pub mod log;
+pub mod modes;
+pub mod net;
+pub mod serve;
+pub mod server;

@@ -1,0 +1,22 @@
+use clap::Parser;
+use spidey::cli::{Cli, Command};
+use spidey::serve::ConfigError;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => spidey::serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<ConfigError>() => {
+            eprintln!("spidey: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("spidey: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The concurrency modes: how connections are scheduled. Nothing else.
+//!
+//! # The contract every mode meets
+//!
+//! A mode is one file exposing `pub fn run(ctx: ModeContext) -> anyhow::Result<()>`, listed
+//! in [`Mode::entry`]. It receives a bound, listening, non-blocking, close-on-exec
+//! [`Listener`] and must:
+//!
+//! 1. **Answer through the shared code only.** Blocking modes hand each accepted stream to
+//!    [`crate::conn::serve`]; event-driven modes feed bytes to
+//!    [`crate::exchange::Exchanger`] and move the [`crate::content::Body`] it returns. A mode
+//!    never parses HTTP or decides content, so adding one never touches those layers.
+//! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
+//!    finish within `Shutdown::grace`, close idle connections, reap every child and join
+//!    or abandon every thread, then return `Ok(())` (the process exits 0).
+//! 3. **Survive the world**: accept errors (EMFILE, ENFILE, ECONNABORTED) back off and
+//!    retry ([`accept`]); a peer that resets costs only its connection (SIGPIPE is ignored
+//!    process-wide by Rust's runtime, so writes fail with EPIPE instead); open connections
+//!    stay within `max_conns`.
+//! 4. **Fork only while single-threaded** (`fork`, `prefork`): the parent has no other
+//!    thread when it forks, and signals reach it through the self-pipe, not a thread.
+
+pub mod accept;
+pub mod single;
+
+use crate::net::{Listener, Shutdown};
+use crate::server::Server;
+use std::sync::Arc;
+
+/// The concurrency architectures, chosen with `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Iterative: accept one connection, serve it to the end, accept the next.
+    Single,
+    /// A child process per connection.
+    Fork,
+    /// A thread per connection, capped by --max-conns.
+    Thread,
+    /// A fixed or adaptive pool of threads fed by a bounded queue.
+    Pool,
+    /// Worker processes, each with its own SO_REUSEPORT listener.
+    Prefork,
+    /// epoll event loops, one per worker thread.
+    Event,
+    /// io_uring event loops, one per worker thread.
+    Uring,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Single => "single",
+            Mode::Fork => "fork",
+            Mode::Thread => "thread",
+            Mode::Pool => "pool",
+            Mode::Prefork => "prefork",
+            Mode::Event => "event",
+            Mode::Uring => "uring",
+        }
+    }
+
+    /// The mode's entry point, or `None` while it is not built yet.
+    pub fn entry(self) -> Option<fn(ModeContext) -> anyhow::Result<()>> {
+        match self {
+            Mode::Single => Some(single::run),
+            _ => None,
+        }
+    }
+}
+
+/// How many workers a mode runs: a fixed number (`min == max`) or an adaptive range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workers {
+    pub min: usize,
+    pub max: usize,
+}
+
+impl std::str::FromStr for Workers {
+    type Err = String;
+
+    /// `N` or `MIN-MAX`, with 1 ≤ MIN ≤ MAX ≤ 4096.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let num = |t: &str| {
+            t.trim().parse::<usize>().map_err(|_| format!("invalid worker count '{s}': expected N or MIN-MAX"))
+        };
+        let (min, max) = match s.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(s)?, num(s)?),
+        };
+        if min == 0 || min > max || max > 4096 {
+            return Err(format!("invalid worker count '{s}': need 1 <= MIN <= MAX <= 4096"));
+        }
+        Ok(Workers { min, max })
+    }
+}
+
+/// Everything a mode is given.
+#[derive(Debug)]
+pub struct ModeContext {
+    pub server: Arc<Server>,
+    pub listener: Listener,
+    pub shutdown: Shutdown,
+    /// `--workers`, if given; each mode has its own default.
+    pub workers: Option<Workers>,
+    /// The most connections open at once.
+    pub max_conns: usize,
+}
+
+/// The number of online CPUs.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Workers;
+
+    #[test]
+    fn workers_table() {
+        let cases = [
+            ("4", Ok(Workers { min: 4, max: 4 })),
+            ("2-8", Ok(Workers { min: 2, max: 8 })),
+            ("0", Err(())),
+            ("5-2", Err(())),
+            ("x", Err(())),
+            ("1-99999", Err(())),
+        ];
+        for (input, want) in cases {
+            assert_eq!(input.parse::<Workers>().map_err(|_| ()), want, "{input}");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Listening sockets and the shutdown signal every mode watches.
+
+use anyhow::Context;
+use rustix::event::{poll, PollFd, PollFlags};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The server's listening socket, and how to bind siblings on the same port.
+///
+/// Every listener is bound with SO_REUSEPORT, so modes that want one listener per worker
+/// (`prefork`, `event`, `uring`) bind siblings with [`Listener::bind_sibling`] and the kernel
+/// spreads new connections across them. Only processes of the same user can join the group.
+#[derive(Debug)]
+pub struct Listener {
+    pub socket: TcpListener,
+    /// The bound address, with the real port when `--port 0` was asked.
+    pub addr: SocketAddr,
+    pub backlog: i32,
+}
+
+impl Listener {
+    pub fn bind(addr: SocketAddr, backlog: i32) -> anyhow::Result<Listener> {
+        let socket = bind_reuseport(addr, backlog).with_context(|| format!("failed to bind {addr}"))?;
+        let addr = socket.local_addr()?;
+        Ok(Listener { socket, addr, backlog })
+    }
+
+    /// Another non-blocking listener on the same address and port.
+    pub fn bind_sibling(&self) -> io::Result<TcpListener> {
+        bind_reuseport(self.addr, self.backlog)
+    }
+}
+
+fn bind_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    // socket2 creates sockets close-on-exec, so CGI children never inherit a listener.
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(backlog)?;
+    Ok(socket.into())
+}
+
+/// Sets the per-connection socket options every mode wants.
+pub fn tune_stream(stream: &TcpStream) {
+    // Responses are written whole; Nagle would only delay the last segment.
+    let _ = stream.set_nodelay(true);
+}
+
+/// The request to stop, as seen by every thread and every forked child.
+///
+/// SIGINT and SIGTERM write a byte into a pipe (signal-hook's async-signal-safe handler)
+/// and set a flag. The pipe is never drained, so once written its read end stays readable
+/// for good: every thread polling it, and every child that inherited it across fork, wakes
+/// up. That is the whole broadcast; no thread is needed to relay it. The flag is the cheap
+/// check for hot loops in this process. A second signal while draining exits at once.
+#[derive(Debug, Clone)]
+pub struct Shutdown {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    read: OwnedFd,
+    write: OwnedFd,
+    flag: Arc<AtomicBool>,
+    grace: Duration,
+    started: std::sync::OnceLock<Instant>,
+}
+
+impl Shutdown {
+    /// Creates the pipe and installs the signal handlers.
+    pub fn install(grace: Duration) -> anyhow::Result<Shutdown> {
+        let shutdown = Shutdown::new(grace)?;
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // A second signal while the first is being honoured exits at once (status 1).
+            signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&shutdown.inner.flag))?;
+            signal_hook::flag::register(signal, Arc::clone(&shutdown.inner.flag))?;
+            let write = shutdown.inner.write.try_clone()?;
+            signal_hook::low_level::pipe::register(signal, write)?;
+        }
+        Ok(shutdown)
+    }
+
+    /// A shutdown signal with no handlers installed (for tests and the in-process lab).
+    pub fn new(grace: Duration) -> anyhow::Result<Shutdown> {
+        let (read, write) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)?;
+        let inner = Inner { read, write, flag: Arc::new(AtomicBool::new(false)), grace, started: Default::default() };
+        Ok(Shutdown { inner: Arc::new(inner) })
+    }
+
+    /// Asks every watcher to stop, as a signal would.
+    pub fn trigger(&self) {
+        self.inner.flag.store(true, Ordering::SeqCst);
+        let _ = rustix::io::write(&self.inner.write, b"x");
+    }
+
+    /// The fd that becomes readable, and stays readable, once shutdown is asked.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.inner.read.as_fd()
+    }
+
+    /// Whether shutdown was asked. In a forked child only the pipe carries the news, so
+    /// this polls it (without blocking) when the flag is not yet set.
+    pub fn requested(&self) -> bool {
+        if self.inner.flag.load(Ordering::Relaxed) {
+            return true;
+        }
+        let mut fds = [PollFd::new(&self.inner.read, PollFlags::IN)];
+        let ready = matches!(poll(&mut fds, Some(&rustix::time::Timespec::default())), Ok(n) if n > 0);
+        if ready {
+            self.note();
+        }
+        ready
+    }
+
+    /// Records that the pipe was seen readable (by a caller that polled it itself).
+    pub fn note(&self) {
+        self.inner.flag.store(true, Ordering::SeqCst);
+        self.inner.started.get_or_init(Instant::now);
+    }
+
+    /// The flag alone, for hot paths that also poll [`Shutdown::fd`].
+    pub fn flagged(&self) -> bool {
+        self.inner.flag.load(Ordering::Relaxed)
+    }
+
+    /// When in-flight work must be abandoned: the grace period after shutdown was seen.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.started.get().map(|t| *t + self.inner.grace)
+    }
+
+    pub fn grace(&self) -> Duration {
+        self.inner.grace
+    }
+}
+
+/// Which of the fds given to [`wait_readable`] woke up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    Ready,
+    Shutdown,
+    Timeout,
+}
+
+/// Waits until `fd` is readable, shutdown is asked, or `deadline` passes.
+pub fn wait_readable(fd: BorrowedFd<'_>, shutdown: &Shutdown, deadline: Option<Instant>) -> io::Result<Wake> {
+    loop {
+        let timeout = match deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(to_timespec(left)),
+                _ => return Ok(Wake::Timeout),
+            },
+            None => None,
+        };
+        let mut fds =
+            [PollFd::from_borrowed_fd(fd, PollFlags::IN), PollFd::from_borrowed_fd(shutdown.fd(), PollFlags::IN)];
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(0) => return Ok(Wake::Timeout),
+            Ok(_) if !fds[0].revents().is_empty() => return Ok(Wake::Ready),
+            Ok(_) => {
+                shutdown.note();
+                return Ok(Wake::Shutdown);
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn to_timespec(d: Duration) -> rustix::time::Timespec {
+    rustix::time::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: i64::from(d.subsec_nanos()) }
+}

@@ -1,0 +1,34 @@
+//! The server's shared, read-only state: the site, the limits, the timeouts.
+
+use crate::content::Site;
+use spidey_http::Limits;
+use std::time::Duration;
+
+/// The `Server` field value.
+pub const SOFTWARE: &str = concat!("spidey/", env!("CARGO_PKG_VERSION"));
+
+/// How long a connection may take at each stage.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// From the first byte of a request head to its end (a whole-head deadline, not a
+    /// per-read one, so a client trickling bytes cannot hold a connection forever).
+    pub head: Duration,
+    /// Between requests on a kept-alive connection.
+    pub idle: Duration,
+    /// For one write or sendfile to make progress.
+    pub send: Duration,
+}
+
+/// Everything a mode needs to answer requests; shared by all workers, never mutated.
+#[derive(Debug)]
+pub struct Server {
+    pub site: Site,
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+    /// The largest request body accepted, in bytes (beyond: 413).
+    pub max_body: u64,
+    /// The most requests served on one connection before it is closed.
+    pub max_requests: u32,
+    /// No access log.
+    pub quiet: bool,
+}

@@ -1,0 +1,257 @@
+//! The integration harness: start the real `spidey` binary on `--port 0`, talk to it over
+//! loopback with ureq and raw sockets, stop it with SIGTERM.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+/// A running server; stopped (SIGTERM, then SIGKILL) on drop.
+pub struct Spidey {
+    pub child: Child,
+    pub port: u16,
+    pub stdout: Option<BufReader<ChildStdout>>,
+}
+
+impl Spidey {
+    /// Starts `spidey serve ROOT --port 0 --mode MODE ARGS...` and waits for its startup line.
+    pub fn start(mode: &str, root: &Path, args: &[&str]) -> Spidey {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .arg("serve")
+            .arg(root)
+            .args(["--port", "0", "--mode", mode])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn spidey");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read startup line");
+        let want = format!("(mode {mode})");
+        assert!(line.starts_with("spidey listening on http://127.0.0.1:") && line.trim_end().ends_with(&want), "startup line: {line:?}");
+        let port = line.split(':').nth(2).and_then(|p| p.split(' ').next()).and_then(|p| p.parse().ok()).expect("port in startup line");
+        Spidey { child, port, stdout: Some(stdout) }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// Sends `request` on a fresh connection and reads until the server closes it.
+    pub fn raw(&self, request: &[u8]) -> String {
+        let mut s = self.connect();
+        s.write_all(request).unwrap();
+        let _ = s.shutdown(Shutdown::Write);
+        read_to_close(&mut s)
+    }
+
+    /// GET with ureq, never following redirects; any status is returned, not an error.
+    pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let agent = ureq::AgentBuilder::new().redirects(0).timeout(Duration::from_secs(10)).build();
+        let mut req = agent.get(&self.url(path));
+        for (n, v) in headers {
+            req = req.set(n, v);
+        }
+        let resp = match req.call() {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("GET {path}: {e}"),
+        };
+        let status = resp.status();
+        let headers = resp.headers_names().into_iter().map(|n| (n.to_ascii_lowercase(), resp.header(&n).unwrap_or("").to_string())).collect();
+        let mut body = Vec::new();
+        resp.into_reader().read_to_end(&mut body).unwrap();
+        Reply { status, headers, body }
+    }
+
+    /// SIGTERM, and the exit status once it has stopped.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), "TERM");
+        wait_timeout(&mut self.child, Duration::from_secs(20)).expect("spidey did not stop within 20 s of SIGTERM")
+    }
+
+    /// The access log so far (reads stdout until `lines` lines have arrived).
+    pub fn log_lines(&mut self, lines: usize) -> Vec<String> {
+        let out = self.stdout.as_mut().unwrap();
+        (0..lines)
+            .map(|_| {
+                let mut l = String::new();
+                out.read_line(&mut l).unwrap();
+                l
+            })
+            .collect()
+    }
+}
+
+impl Drop for Spidey {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal(self.child.id(), "TERM");
+            if wait_timeout(&mut self.child, Duration::from_secs(5)).is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
+
+pub fn signal(pid: u32, sig: &str) {
+    let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status();
+}
+
+pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+pub fn read_to_close(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Reads exactly one response (head plus Content-Length body) from a kept-alive stream.
+pub fn read_response(s: &mut TcpStream) -> (String, Vec<u8>) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => panic!("connection ended inside a head: {:?}", String::from_utf8_lossy(&head)),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let len = head_field(&head, "content-length").map(|v| v.parse::<usize>().unwrap()).unwrap_or(0);
+    let skip_body = head.starts_with("HTTP/1.1 304") || head.contains("\r\nX-Head-Request: 1");
+    let mut body = vec![0u8; if skip_body { 0 } else { len }];
+    s.read_exact(&mut body).unwrap();
+    (head, body)
+}
+
+/// The status code of a raw response text.
+pub fn status_of(response: &str) -> u16 {
+    response.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+pub fn head_field<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.split("\r\n").find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Whether the server has closed `s` (EOF within `wait`).
+pub fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The document root every test serves: plain files, an index, hostile names, a dotfile.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub outside: tempfile::TempDir,
+}
+
+pub const HELLO: &str = "hello, spidey\n";
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let w = |p: &str, body: &[u8]| std::fs::write(root.join(p), body).unwrap();
+        std::fs::create_dir_all(root.join("site")).unwrap();
+        std::fs::create_dir_all(root.join("list/sub dir")).unwrap();
+        std::fs::create_dir_all(root.join("evil.com")).unwrap();
+        w("hello.txt", HELLO.as_bytes());
+        w("digits.txt", b"0123456789");
+        w("page.html", b"<p>page</p>\n");
+        w("site/index.html", b"<h1>index</h1>\n");
+        w("big.bin", &(0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect::<Vec<_>>());
+        w("list/plain.txt", b"123");
+        w("list/<script>alert(1)</script>", b"x");
+        w("list/q\"uote's", b"xy");
+        w("list/a b", b"");
+        w("list/%20", b"");
+        w("list/café", b"");
+        w("list/.hidden", b"secret");
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::write(root.join("list").join(std::ffi::OsStr::from_bytes(b"new\nline")), b"").unwrap();
+        std::fs::write(root.join("list").join(std::ffi::OsStr::from_bytes(b"bad\xffutf8")), b"").unwrap();
+        std::fs::write(outside.path().join("secret.txt"), b"TOP SECRET").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("out-file")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out-dir")).unwrap();
+        std::os::unix::fs::symlink("hello.txt", root.join("in-link")).unwrap();
+        let fifo = root.join("fifo");
+        let ok = Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+        assert!(ok, "mkfifo failed");
+        Fixture { dir, outside }
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+}
+
+/// Generates `mod <mode> { #[test] fn <case>() }` for every mode and every case, so each
+/// case runs once per mode with its own test name (`single::range_requests`).
+///
+/// The list of modes below is the one place a new mode joins the whole suite.
+#[macro_export]
+macro_rules! for_each_mode {
+    ($($case:ident),* $(,)?) => {
+        $crate::for_each_mode!(@modes [single] $($case),*);
+    };
+    (@modes [$($mode:ident),*] $($case:ident),*) => {
+        $(
+            mod $mode {
+                $(
+                    #[test]
+                    fn $case() {
+                        super::$case(stringify!($mode));
+                    }
+                )*
+            }
+        )*
+    };
+}
