@@ -27,6 +27,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Err(ConfigError(format!("mode '{}' is not available in this build", args.mode.name())).into());
     };
     let server = Arc::new(server(&args)?);
+    raise_fd_limit();
     let shutdown = Shutdown::install(args.grace)?;
     let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;
     let url = match listener.addr {
@@ -57,4 +58,15 @@ fn server(args: &ServeArgs) -> anyhow::Result<Server> {
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
     let timeouts = Timeouts { head: args.head_timeout, idle: args.idle_timeout, send: args.send_timeout };
     Ok(Server { site, limits, timeouts, max_body: args.max_body, max_requests: args.max_requests, quiet: args.quiet })
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit: event-driven modes hold one
+/// descriptor per connection, and the usual soft limit (1024) is far below `--max-conns`.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
 }

@@ -21,7 +21,11 @@
 //!    thread when it forks, and signals reach it through the self-pipe, not a thread.
 
 pub mod accept;
+pub mod event;
+mod loops;
+mod session;
 pub mod single;
+mod timer;
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;
@@ -63,6 +67,7 @@ impl Mode {
     pub fn entry(self) -> Option<fn(ModeContext) -> anyhow::Result<()>> {
         match self {
             Mode::Single => Some(single::run),
+            Mode::Event => Some(event::run),
             _ => None,
         }
     }

@@ -1,0 +1,300 @@
+//! `event`: non-blocking sockets in edge-triggered epoll loops (mio), one loop per worker
+//! thread, each with its own SO_REUSEPORT listener.
+//!
+//! Model: every connection is a [`Session`] state machine (read head → answer → write head
+//! → sendfile body → keep-alive or close) driven by readiness: a loop never blocks except
+//! in `epoll_wait`, so one thread holds thousands of connections, idle ones costing no
+//! buffer. Timeouts are per-loop FIFO deadline lists ([`Deadlines`]), O(1) per event.
+//! Trade-off: the fastest mode and the cheapest per connection, but all work on a loop is
+//! serialized, so anything slow inside a step (a cold disk read in `open`) stalls every
+//! connection of that loop; and the code is a state machine instead of a straight line.
+//!
+//! Shutdown: each loop registers the shutdown pipe (readable forever once asked). On it the
+//! loop drops its listener, closes idle connections, lets in-flight requests and responses
+//! finish (answering `Connection: close`) until `Shutdown::deadline`, then returns;
+//! `run` joins every loop thread.
+
+use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
+use super::loops::{self, LoopContext};
+use super::session::{Pool, Sent, Session};
+use super::timer::{Deadlines, Kind};
+use super::ModeContext;
+use crate::exchange::Exchanger;
+use crate::server::Server;
+use mio::net::{TcpListener, TcpStream};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+const LISTENER: Token = Token(0);
+const SHUTDOWN: Token = Token(1);
+/// Connection slot `i` is token `FIRST_CONN + i`.
+const FIRST_CONN: usize = 2;
+
+pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
+    loops::run(ctx, "event", event_loop)
+}
+
+/// One connection: its socket, its state machine, and its current deadline's stamp.
+struct Conn {
+    stream: TcpStream,
+    session: Session,
+    stamp: u64,
+    /// The last read was short: the socket is drained until the next readable edge.
+    drained: bool,
+}
+
+struct Loop {
+    server: std::sync::Arc<Server>,
+    shutdown: crate::net::Shutdown,
+    poll: Poll,
+    listener: Option<TcpListener>,
+    /// Whether the listener is registered (it is not while full or backing off).
+    listening: bool,
+    backoff_until: Option<Instant>,
+    max_conns: usize,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    open: usize,
+    ex: Exchanger,
+    pool: Pool,
+    deadlines: Deadlines,
+    draining: bool,
+    now: Instant,
+    /// Scratch list of due deadlines, kept to avoid an allocation per wake-up.
+    due: Vec<(Kind, usize, u64)>,
+}
+
+fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
+    let poll = Poll::new()?;
+    let mut listener = TcpListener::from_std(lc.listener);
+    poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+    let shutdown_fd = lc.shutdown.fd().as_raw_fd();
+    poll.registry().register(&mut SourceFd(&shutdown_fd), SHUTDOWN, Interest::READABLE)?;
+    let mut lp = Loop {
+        pool: Pool::new(&lc.server),
+        deadlines: Deadlines::new(&lc.server.timeouts),
+        server: lc.server,
+        shutdown: lc.shutdown,
+        poll,
+        listener: Some(listener),
+        listening: true,
+        backoff_until: None,
+        max_conns: lc.max_conns,
+        conns: Vec::new(),
+        free: Vec::new(),
+        open: 0,
+        ex: Exchanger::new(),
+        draining: false,
+        now: Instant::now(),
+        due: Vec::new(),
+    };
+    let mut events = Events::with_capacity(1024);
+    loop {
+        if lp.draining && (lp.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
+            break;
+        }
+        crate::log::flush();
+        let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()));
+        match lp.poll.poll(&mut events, timeout.map(round_up_ms)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+        lp.now = Instant::now();
+        for event in events.iter() {
+            match event.token() {
+                LISTENER => lp.accept_all(),
+                SHUTDOWN => lp.begin_drain(),
+                Token(t) => lp.drive(t - FIRST_CONN, event.is_readable() || event.is_read_closed() || event.is_error()),
+            }
+        }
+        lp.expire();
+        lp.resume_listening();
+    }
+    crate::log::flush();
+    Ok(())
+}
+
+/// epoll's timeout is in milliseconds; round up so a deadline is never polled for early
+/// in a busy loop of zero timeouts.
+fn round_up_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_micros().div_ceil(1000) as u64)
+}
+
+impl Loop {
+    fn next_wake(&self) -> Option<Instant> {
+        let wakes = [self.deadlines.next(), self.backoff_until, self.shutdown.deadline().filter(|_| self.draining)];
+        wakes.into_iter().flatten().min()
+    }
+
+    fn accept_all(&mut self) {
+        while self.listening && !self.draining {
+            if self.open >= self.max_conns {
+                self.set_listening(false); // resumed when a connection closes
+                return;
+            }
+            let Some(listener) = &self.listener else { return };
+            match listener.accept() {
+                Ok((stream, peer)) => self.add(stream, peer),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if is_exhaustion(&e) => {
+                    // Out of descriptors: the connection stays queued, so stop listening
+                    // for a while instead of spinning (see modes/accept.rs).
+                    self.set_listening(false);
+                    self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
+                    return;
+                }
+                Err(_) => {} // ECONNABORTED and friends: that one is gone, take the next
+            }
+        }
+    }
+
+    fn set_listening(&mut self, on: bool) {
+        let Some(listener) = &mut self.listener else { return };
+        if on == self.listening {
+            return;
+        }
+        let registry = self.poll.registry();
+        let done = if on { registry.register(listener, LISTENER, Interest::READABLE) } else { registry.deregister(listener) };
+        if done.is_ok() {
+            self.listening = on;
+        }
+    }
+
+    fn resume_listening(&mut self) {
+        if self.backoff_until.is_some_and(|t| self.now < t) || self.draining || self.open >= self.max_conns {
+            return;
+        }
+        self.backoff_until = None;
+        if !self.listening {
+            self.set_listening(true);
+            self.accept_all(); // connections that queued meanwhile: the edge may be gone
+        }
+    }
+
+    fn add(&mut self, mut stream: TcpStream, peer: std::net::SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        let token = Token(FIRST_CONN + slot);
+        if self.poll.registry().register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+            self.free.push(slot);
+            return;
+        }
+        let stamp = self.deadlines.arm(Kind::Idle, self.now, slot);
+        self.conns[slot] = Some(Conn { stream, session: Session::new(peer), stamp, drained: false });
+        self.open += 1;
+    }
+
+    /// Advances connection `slot` as far as it can go without blocking: send what is
+    /// pending, answer buffered requests (pipelined ones too), read until drained.
+    fn drive(&mut self, slot: usize, readable: bool) {
+        let Some(Some(conn)) = self.conns.get_mut(slot) else { return };
+        if readable {
+            conn.drained = false;
+        }
+        let (server, pool, ex) = (&*self.server, &mut self.pool, &mut self.ex);
+        let closing = self.draining;
+        let was_sending = conn.session.is_sending();
+        let had_partial = conn.session.has_partial_request();
+        let keep = loop {
+            if conn.session.is_sending() {
+                match conn.session.send(&conn.stream) {
+                    Sent::Done if conn.session.finish_response(pool) => continue,
+                    Sent::Done | Sent::Failed => break false,
+                    Sent::Blocked => break true,
+                }
+            }
+            if conn.session.answer(ex, server, pool, closing) {
+                continue;
+            }
+            if conn.drained || (closing && conn.session.is_idle()) {
+                break !(closing && conn.session.is_idle());
+            }
+            let space = conn.session.recv_space(pool);
+            let asked = space.len();
+            match (&conn.stream).read(space) {
+                Ok(0) => break false,
+                Ok(n) => {
+                    conn.session.received(n, pool);
+                    conn.drained = n < asked;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.drained = true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break false,
+            }
+        };
+        if !keep {
+            self.close(slot);
+            return;
+        }
+        self.rearm(slot, was_sending, had_partial);
+    }
+
+    /// Arms the deadline matching the connection's new state, only when the state changed
+    /// (or a blocked send made progress), so a busy connection appends O(1) per event.
+    fn rearm(&mut self, slot: usize, was_sending: bool, had_partial: bool) {
+        let Some(Some(conn)) = self.conns.get_mut(slot) else { return };
+        let s = &conn.session;
+        let kind = if s.is_sending() {
+            Kind::Send
+        } else if s.has_partial_request() {
+            if had_partial && !was_sending {
+                return; // the head deadline runs from the first byte: keep it
+            }
+            Kind::Head
+        } else {
+            Kind::Idle
+        };
+        conn.stamp = self.deadlines.arm(kind, self.now, slot);
+    }
+
+    fn close(&mut self, slot: usize) {
+        // Closing the socket removes it from epoll: no deregister call needed.
+        if let Some(mut conn) = self.conns[slot].take() {
+            conn.session.release(&mut self.pool);
+            self.free.push(slot);
+            self.open -= 1;
+        }
+    }
+
+    fn expire(&mut self) {
+        let mut due = std::mem::take(&mut self.due);
+        self.deadlines.expire(self.now, |kind, slot, stamp| due.push((kind, slot, stamp)));
+        for &(kind, slot, stamp) in &due {
+            let Some(Some(conn)) = self.conns.get_mut(slot) else { continue };
+            if conn.stamp != stamp {
+                continue; // re-armed or disarmed since
+            }
+            if kind == Kind::Head {
+                conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.pool);
+                conn.drained = true;
+                self.drive(slot, false);
+            } else {
+                self.close(slot);
+            }
+        }
+        due.clear();
+        self.due = due;
+    }
+
+    fn begin_drain(&mut self) {
+        if self.draining {
+            return;
+        }
+        self.shutdown.note();
+        self.draining = true;
+        self.set_listening(false);
+        self.listener = None;
+        let idle: Vec<usize> =
+            (0..self.conns.len()).filter(|&i| self.conns[i].as_ref().is_some_and(|c| c.session.is_idle())).collect();
+        for slot in idle {
+            self.close(slot);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Starting and joining the per-core loops of `event` and `uring`.
+//!
+//! Each loop is a thread with its own SO_REUSEPORT listener (loop 0 takes the original,
+//! the others bind siblings), its own connections, buffers and exchanger: nothing is
+//! shared on the hot path, the kernel spreads new connections over the listeners.
+//! Shutdown reaches every loop through the shutdown pipe, which each loop watches.
+
+use super::ModeContext;
+use crate::net::Shutdown;
+use crate::server::Server;
+use anyhow::Context;
+use std::net::TcpListener;
+use std::sync::Arc;
+
+/// What one loop is given.
+pub(crate) struct LoopContext {
+    pub server: Arc<Server>,
+    pub listener: TcpListener,
+    pub shutdown: Shutdown,
+    /// This loop's share of `--max-conns`.
+    pub max_conns: usize,
+}
+
+/// Runs `body` on `--workers` threads (default: one per core) and joins them all.
+pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let n = ctx.workers.map(|w| w.max).unwrap_or_else(super::cores).max(1);
+    let max_conns = ctx.max_conns.div_ceil(n).max(1);
+    let mut siblings = Vec::with_capacity(n - 1);
+    for _ in 1..n {
+        siblings.push(ctx.listener.bind_sibling().context("bind a sibling listener")?);
+    }
+    let listeners = std::iter::once(ctx.listener.socket).chain(siblings);
+    let mut threads = Vec::with_capacity(n);
+    for (i, listener) in listeners.enumerate() {
+        let lc = LoopContext { server: Arc::clone(&ctx.server), listener, shutdown: ctx.shutdown.clone(), max_conns };
+        let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
+            let shutdown = lc.shutdown.clone();
+            let result = body(lc);
+            if result.is_err() {
+                shutdown.trigger(); // one loop failing stops them all
+            }
+            result
+        });
+        match thread {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                // Stop the loops already running before reporting.
+                ctx.shutdown.trigger();
+                let _ = join_all(threads);
+                return Err(e).context("spawn a loop thread");
+            }
+        }
+    }
+    join_all(threads)
+}
+
+fn join_all(threads: Vec<std::thread::JoinHandle<anyhow::Result<()>>>) -> anyhow::Result<()> {
+    let mut first_error = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {
+                first_error.get_or_insert(anyhow::anyhow!("a loop thread panicked"));
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}

@@ -1,0 +1,290 @@
+//! The per-connection state machine shared by the event-driven modes (`event`, `uring`).
+//!
+//! A [`Session`] is one connection's protocol state, independent of how readiness or
+//! completions are learned: bytes come in through [`Session::recv_space`] /
+//! [`Session::received`], requests are answered with [`Session::answer`] (through
+//! [`Exchanger::step`]), and the response leaves as [`Session::out`] bytes (head and any
+//! in-memory body, one write) followed by an optional [`Outgoing`] body that is moved
+//! without a copy through user space (a file today; a CGI pipe can join the enum later).
+//!
+//! ```text
+//!   Idle ──bytes──▶ Reading ──whole head──▶ Sending ──all out──▶ keep-alive? ──▶ Idle / Reading
+//!     │                │ head deadline: 408           │ send deadline           └─▶ close
+//!     └─idle deadline─▶ close                         └─▶ close
+//! ```
+//!
+//! Memory: an idle connection owns no buffer at all. The receive buffer and the output
+//! buffer are taken from a per-loop [`Pool`] when bytes arrive or a response is framed,
+//! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
+//! few hundred bytes each and a busy loop allocates nothing per request.
+
+use crate::content::Body;
+use crate::exchange::{Exchanger, Step};
+use crate::server::Server;
+use rustix::io::Errno;
+use rustix::net::SendFlags;
+use std::fs::File;
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+
+/// Reusable buffers of one loop; a buffer is only held while it has bytes in it.
+/// Receive buffers keep their full length (no zeroing on reuse); output buffers are
+/// kept empty with their capacity.
+pub(crate) struct Pool {
+    ins: Vec<Vec<u8>>,
+    outs: Vec<Vec<u8>>,
+    size: usize,
+}
+
+/// Buffers kept for reuse per kind; beyond that they are freed.
+const POOL_KEEP: usize = 256;
+
+impl Pool {
+    /// Buffers of `size` bytes: the largest head the limits allow plus room to pipeline.
+    pub(crate) fn new(server: &Server) -> Pool {
+        Pool { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + 4096 }
+    }
+
+    fn take_in(&mut self) -> Vec<u8> {
+        self.ins.pop().unwrap_or_else(|| vec![0; self.size])
+    }
+
+    fn give_in(&mut self, buf: Vec<u8>) {
+        if self.ins.len() < POOL_KEEP {
+            self.ins.push(buf);
+        }
+    }
+
+    fn take_out(&mut self) -> Vec<u8> {
+        self.outs.pop().unwrap_or_else(|| Vec::with_capacity(1024))
+    }
+
+    fn give_out(&mut self, mut buf: Vec<u8>) {
+        // Outsized buffers (a big listing) are freed rather than kept.
+        if buf.capacity() <= self.size && self.outs.len() < POOL_KEEP {
+            buf.clear();
+            self.outs.push(buf);
+        }
+    }
+}
+
+/// A body still to be moved after [`Session::out`], without passing through user space.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// `end - offset` bytes of `file` from `offset` (sendfile).
+    File { file: File, offset: u64, end: u64 },
+}
+
+/// How far [`Session::send`] got.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// The whole response is out.
+    Done,
+    /// The socket is full: wait until it is writable.
+    Blocked,
+    /// The peer left (EPIPE, ECONNRESET) or the file shrank: close.
+    Failed,
+}
+
+/// One connection's protocol state.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub peer: SocketAddr,
+    /// Received bytes `[start, end)`; empty (no allocation) when nothing is buffered.
+    inbuf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// The framed head and in-memory body, `[out_pos..]` still to send.
+    out: Vec<u8>,
+    out_pos: usize,
+    body: Option<Outgoing>,
+    /// Whether the connection stays open after the response being sent.
+    keep_alive: bool,
+    served: u32,
+}
+
+impl Session {
+    pub(crate) fn new(peer: SocketAddr) -> Session {
+        Session {
+            peer,
+            inbuf: Vec::new(),
+            start: 0,
+            end: 0,
+            out: Vec::new(),
+            out_pos: 0,
+            body: None,
+            keep_alive: true,
+            served: 0,
+        }
+    }
+
+    /// Whether part of a request has arrived (the head deadline runs).
+    pub(crate) fn has_partial_request(&self) -> bool {
+        self.start < self.end
+    }
+
+    /// Whether a response is being sent.
+    pub(crate) fn is_sending(&self) -> bool {
+        self.out_pos < self.out.len() || self.body.is_some()
+    }
+
+    /// Nothing buffered either way: the connection can be closed without losing anything.
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.has_partial_request() && !self.is_sending()
+    }
+
+    /// Room to receive into (never empty), taking a buffer from the pool if needed.
+    pub(crate) fn recv_space(&mut self, pool: &mut Pool) -> &mut [u8] {
+        if self.inbuf.is_empty() {
+            self.inbuf = pool.take_in();
+        } else if self.end == self.inbuf.len() && self.start > 0 {
+            self.inbuf.copy_within(self.start..self.end, 0);
+            (self.end, self.start) = (self.end - self.start, 0);
+        }
+        // [`Session::answer`] answers (431) before the buffer can fill, so space remains.
+        &mut self.inbuf[self.end..]
+    }
+
+    /// Records `n` bytes written into [`Session::recv_space`].
+    pub(crate) fn received(&mut self, n: usize, pool: &mut Pool) {
+        self.end += n;
+        self.release_inbuf_if_empty(pool);
+    }
+
+    /// Copies `data` in (for drivers that receive into their own buffers); returns how
+    /// much fitted.
+    pub(crate) fn push_bytes(&mut self, data: &[u8], pool: &mut Pool) -> usize {
+        let space = self.recv_space(pool);
+        let n = data.len().min(space.len());
+        space[..n].copy_from_slice(&data[..n]);
+        self.received(n, pool);
+        n
+    }
+
+    /// Answers the next buffered request, if a whole head is there and no response is
+    /// still being sent. Returns whether a response is now ready in [`Session::out`].
+    ///
+    /// `closing`: the server is shutting down, so the answer says `Connection: close`.
+    pub(crate) fn answer(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, closing: bool) -> bool {
+        if self.is_sending() || !self.keep_alive || !self.has_partial_request() {
+            return false;
+        }
+        let must_close = closing || self.served + 1 >= server.max_requests;
+        let answer = match ex.step(server, &self.inbuf[self.start..self.end], self.peer, must_close) {
+            Step::Partial => return false,
+            Step::Respond(answer) => answer,
+        };
+        self.served += 1;
+        self.start += answer.consumed;
+        self.keep_alive = answer.keep_alive;
+        self.release_inbuf_if_empty(pool);
+        self.frame(&ex.head, answer.body, pool);
+        true
+    }
+
+    /// Frames the 408 for a head that did not arrive in time; the connection then closes.
+    pub(crate) fn answer_timeout(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) {
+        let answer = ex.timeout(server, &self.inbuf[self.start..self.end], self.peer);
+        self.start = self.end;
+        self.keep_alive = false;
+        self.release_inbuf_if_empty(pool);
+        self.out.clear();
+        self.out_pos = 0;
+        self.body = None;
+        self.frame(&ex.head, answer.body, pool);
+    }
+
+    fn frame(&mut self, head: &[u8], body: Body, pool: &mut Pool) {
+        if self.out.capacity() == 0 {
+            self.out = pool.take_out();
+        }
+        self.out.clear();
+        self.out.extend_from_slice(head);
+        self.out_pos = 0;
+        self.body = match body {
+            Body::Empty => None,
+            Body::Bytes(bytes) => {
+                self.out.extend_from_slice(&bytes);
+                None
+            }
+            Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
+        };
+    }
+
+    /// The head and in-memory body bytes not yet sent.
+    pub(crate) fn out(&self) -> &[u8] {
+        &self.out[self.out_pos..]
+    }
+
+    /// Whether a body follows [`Session::out`] (so the head write should say MSG_MORE).
+    pub(crate) fn body_follows(&self) -> bool {
+        self.body.is_some()
+    }
+
+    /// Records `n` bytes of [`Session::out`] as sent.
+    pub(crate) fn sent_out(&mut self, n: usize) {
+        self.out_pos += n;
+    }
+
+    /// Sends what is pending on the non-blocking socket `fd`: the out bytes (with
+    /// MSG_MORE when a file follows, so head and first file bytes share a segment), then
+    /// the file with sendfile(2), until done or EAGAIN.
+    pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd) -> Sent {
+        while !self.out().is_empty() {
+            let flags = if self.body.is_some() { SendFlags::MORE } else { SendFlags::empty() };
+            match rustix::net::send(&fd, self.out(), flags | SendFlags::NOSIGNAL) {
+                Ok(n) => self.sent_out(n),
+                Err(Errno::AGAIN) => return Sent::Blocked,
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+        }
+        self.send_body(fd)
+    }
+
+    /// Moves the [`Outgoing`] body (the out bytes must already be sent).
+    pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: Fd) -> Sent {
+        loop {
+            let Some(Outgoing::File { file, offset, end }) = &mut self.body else {
+                return Sent::Done;
+            };
+            if *offset >= *end {
+                self.body = None;
+                return Sent::Done;
+            }
+            let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
+            match rustix::fs::sendfile(&fd, &*file, Some(offset), chunk) {
+                Ok(0) => return Sent::Failed, // the file shrank under us
+                Ok(_) => {}
+                Err(Errno::AGAIN) => return Sent::Blocked,
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+        }
+    }
+
+    /// After [`Sent::Done`]: gives the output buffer back; returns whether the
+    /// connection stays open.
+    pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
+        self.out_pos = 0;
+        if self.out.capacity() > 0 {
+            pool.give_out(std::mem::take(&mut self.out));
+        }
+        self.keep_alive
+    }
+
+    /// Gives every buffer back (the connection is closing).
+    pub(crate) fn release(&mut self, pool: &mut Pool) {
+        self.start = self.end;
+        self.release_inbuf_if_empty(pool);
+        self.body = None;
+        self.finish_response(pool);
+    }
+
+    fn release_inbuf_if_empty(&mut self, pool: &mut Pool) {
+        if self.start == self.end && !self.inbuf.is_empty() {
+            (self.start, self.end) = (0, 0);
+            pool.give_in(std::mem::take(&mut self.inbuf));
+        }
+    }
+}
