@@ -209,7 +209,7 @@ impl Fixture {
         w("site/index.html", b"<h1>index</h1>\n");
         w("big.bin", &(0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect::<Vec<_>>());
         w("list/plain.txt", b"123");
-        w("list/<script>alert(1)</script>", b"x");
+        w("list/<img src=x onerror=alert(1)>", b"x");
         w("list/q\"uote's", b"xy");
         w("list/a b", b"");
         w("list/%20", b"");
@@ -240,18 +240,19 @@ impl Fixture {
 #[macro_export]
 macro_rules! for_each_mode {
     ($($case:ident),* $(,)?) => {
-        $crate::for_each_mode!(@modes [single] $($case),*);
+        $crate::for_each_mode!(@modes [single] [$($case),*]);
     };
-    (@modes [$($mode:ident),*] $($case:ident),*) => {
-        $(
-            mod $mode {
-                $(
-                    #[test]
-                    fn $case() {
-                        super::$case(stringify!($mode));
-                    }
-                )*
-            }
-        )*
+    (@modes [$($mode:ident),*] $cases:tt) => {
+        $( $crate::for_each_mode!(@one $mode $cases); )*
+    };
+    (@one $mode:ident [$($case:ident),*]) => {
+        mod $mode {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(stringify!($mode));
+                }
+            )*
+        }
     };
 }
