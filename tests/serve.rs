@@ -301,7 +301,8 @@ fn limits_on_line_head_and_fields(mode: &str) {
     let long_line = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000));
     let fields = format!("GET / HTTP/1.1\r\nHost: t\r\n{}\r\n", "X-A: b\r\n".repeat(101));
     let big_head = format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(17 * 1024));
-    let just_under = format!("GET /hello.txt HTTP/1.1\r\nHost: t\r\n{}Connection: close\r\n\r\n", "X-A: b\r\n".repeat(98));
+    let just_under =
+        format!("GET /hello.txt HTTP/1.1\r\nHost: t\r\n{}Connection: close\r\n\r\n", "X-A: b\r\n".repeat(98));
     let cases = [(long_line, 414), (fields, 431), (big_head, 431), (just_under, 200)];
     for (request, want) in cases {
         assert_eq!(status_of(&s.raw(request.as_bytes())), want, "{}", &request[..40]);
@@ -391,13 +392,12 @@ fn max_requests_per_connection(mode: &str) {
 fn access_log_is_combined_format(mode: &str) {
     let fx = Fixture::new();
     let mut s = Spidey::start(mode, &fx.root(), &[]);
-    let r = s.raw(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nReferer: http://r/\r\nUser-Agent: \"evil\"\nConnection: close\r\n\r\n");
+    let r = s.raw(
+        b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nReferer: http://r/\r\nUser-Agent: \"evil\"\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status_of(&r), 200);
     let line = s.log_lines(1).remove(0);
-    let want_tail = format!(
-        " \"GET /hello.txt HTTP/1.1\" 200 {} \"http://r/\" \"\\\"evil\\\"\"\n",
-        HELLO.len()
-    );
+    let want_tail = format!(" \"GET /hello.txt HTTP/1.1\" 200 {} \"http://r/\" \"\\\"evil\\\"\"\n", HELLO.len());
     assert!(line.starts_with("127.0.0.1 - - ["), "{line:?}");
     assert!(line.ends_with(&want_tail), "{line:?}");
 }

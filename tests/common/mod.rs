@@ -31,8 +31,16 @@ impl Spidey {
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read startup line");
         let want = format!("(mode {mode})");
-        assert!(line.starts_with("spidey listening on http://127.0.0.1:") && line.trim_end().ends_with(&want), "startup line: {line:?}");
-        let port = line.split(':').nth(2).and_then(|p| p.split(' ').next()).and_then(|p| p.parse().ok()).expect("port in startup line");
+        assert!(
+            line.starts_with("spidey listening on http://127.0.0.1:") && line.trim_end().ends_with(&want),
+            "startup line: {line:?}"
+        );
+        let port = line
+            .split(':')
+            .nth(2)
+            .and_then(|p| p.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .expect("port in startup line");
         Spidey { child, port, stdout: Some(stdout) }
     }
 
@@ -67,7 +75,11 @@ impl Spidey {
             Err(e) => panic!("GET {path}: {e}"),
         };
         let status = resp.status();
-        let headers = resp.headers_names().into_iter().map(|n| (n.to_ascii_lowercase(), resp.header(&n).unwrap_or("").to_string())).collect();
+        let headers = resp
+            .headers_names()
+            .into_iter()
+            .map(|n| (n.to_ascii_lowercase(), resp.header(&n).unwrap_or("").to_string()))
+            .collect();
         let mut body = Vec::new();
         resp.into_reader().read_to_end(&mut body).unwrap();
         Reply { status, headers, body }
