@@ -158,7 +158,8 @@ impl Loop {
             return;
         }
         let registry = self.poll.registry();
-        let done = if on { registry.register(listener, LISTENER, Interest::READABLE) } else { registry.deregister(listener) };
+        let done =
+            if on { registry.register(listener, LISTENER, Interest::READABLE) } else { registry.deregister(listener) };
         if done.is_ok() {
             self.listening = on;
         }
@@ -187,7 +188,9 @@ impl Loop {
             return;
         }
         let stamp = self.deadlines.arm(Kind::Idle, self.now, slot);
-        self.conns[slot] = Some(Conn { stream, session: Session::new(peer), stamp, drained: false });
+        // Registering reports data that is already there as a readable edge, so the
+        // connection starts out drained: no read until epoll says so.
+        self.conns[slot] = Some(Conn { stream, session: Session::new(peer), stamp, drained: true });
         self.open += 1;
     }
 
@@ -224,7 +227,10 @@ impl Loop {
                     conn.session.received(n, pool);
                     conn.drained = n < asked;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.drained = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    conn.session.received(0, pool); // gives an unused buffer back
+                    conn.drained = true;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => break false,
             }

@@ -87,12 +87,7 @@ mod tests {
         let a = d.arm(Kind::Idle, t0, 7);
         let b = d.arm(Kind::Head, t0, 8);
         assert_eq!(d.next(), Some(t0 + Duration::from_secs(1)));
-        let cases = [
-            (0, vec![]),
-            (1, vec![(Kind::Head, 8, b)]),
-            (2, vec![(Kind::Idle, 7, a)]),
-            (9, vec![]),
-        ];
+        let cases = [(0, vec![]), (1, vec![(Kind::Head, 8, b)]), (2, vec![(Kind::Idle, 7, a)]), (9, vec![])];
         for (secs, want) in cases {
             let mut got = Vec::new();
             d.expire(t0 + Duration::from_secs(secs), |k, s, st| got.push((k, s, st)));
