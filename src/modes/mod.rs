@@ -26,6 +26,7 @@ mod loops;
 mod session;
 pub mod single;
 mod timer;
+pub mod uring;
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;
@@ -68,6 +69,7 @@ impl Mode {
         match self {
             Mode::Single => Some(single::run),
             Mode::Event => Some(event::run),
+            Mode::Uring => Some(uring::run),
             _ => None,
         }
     }

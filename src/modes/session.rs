@@ -101,6 +101,8 @@ pub(crate) struct Session {
     /// Whether the connection stays open after the response being sent.
     keep_alive: bool,
     served: u32,
+    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]).
+    lent: bool,
 }
 
 impl Session {
@@ -115,6 +117,7 @@ impl Session {
             body: None,
             keep_alive: true,
             served: 0,
+            lent: false,
         }
     }
 
@@ -123,9 +126,10 @@ impl Session {
         self.start < self.end
     }
 
-    /// Whether a response is being sent.
+    /// Whether a response is under way: framed and not yet finished with
+    /// [`Session::finish_response`] (even if all its bytes are out).
     pub(crate) fn is_sending(&self) -> bool {
-        self.out_pos < self.out.len() || self.body.is_some()
+        self.lent || !self.out.is_empty() || self.body.is_some()
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -221,9 +225,18 @@ impl Session {
         self.body.is_some()
     }
 
-    /// Records `n` bytes of [`Session::out`] as sent.
-    pub(crate) fn sent_out(&mut self, n: usize) {
-        self.out_pos += n;
+    /// Lends the out buffer and how much of it was already sent to a driver that sends
+    /// it asynchronously; [`Session::return_out`] gives it back.
+    pub(crate) fn lend_out(&mut self) -> (Vec<u8>, usize) {
+        self.lent = true;
+        (std::mem::take(&mut self.out), self.out_pos)
+    }
+
+    /// Takes the out buffer back after an asynchronous send of `sent` more bytes.
+    pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
+        self.lent = false;
+        self.out = buf;
+        self.out_pos = (self.out_pos + sent).min(self.out.len());
     }
 
     /// Sends what is pending on the non-blocking socket `fd`: the out bytes (with
@@ -233,7 +246,7 @@ impl Session {
         while !self.out().is_empty() {
             let flags = if self.body.is_some() { SendFlags::MORE } else { SendFlags::empty() };
             match rustix::net::send(&fd, self.out(), flags | SendFlags::NOSIGNAL) {
-                Ok(n) => self.sent_out(n),
+                Ok(n) => self.out_pos += n,
                 Err(Errno::AGAIN) => return Sent::Blocked,
                 Err(Errno::INTR) => {}
                 Err(_) => return Sent::Failed,
@@ -267,6 +280,7 @@ impl Session {
     /// connection stays open.
     pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
         self.out_pos = 0;
+        self.body = None;
         if self.out.capacity() > 0 {
             pool.give_out(std::mem::take(&mut self.out));
         }

@@ -5,6 +5,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod uring;
+
 use std::io;
 
 /// Which side of a [`fork`] we are on.

@@ -1,0 +1,264 @@
+//! A small, safe io_uring ring for the `uring` mode.
+//!
+//! The io-uring crate's `push` is unsafe because the kernel reads and writes the memory an
+//! entry points to until the operation completes (io_uring_enter(2): "the application must
+//! ensure the buffers remain valid until the completion"). This wrapper makes every
+//! operation sound by owning all such memory itself:
+//! - receive buffers live in one region owned by the ring and lent to the kernel with
+//!   IORING_OP_PROVIDE_BUFFERS; a completed receive shows its bytes to the caller, then
+//!   the buffer is given back to the kernel;
+//! - a send takes ownership of its `Vec` and hands it back with the completion;
+//! - every other operation (accept, poll, cancel) points at no user memory.
+//!
+//! In-flight operations are counted; dropping the ring cancels them and waits for their
+//! completions before freeing any memory they could still touch (or leaks the memory
+//! if the kernel does not answer in time).
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// The buffer group of the receive buffers.
+const GROUP: u16 = 0;
+/// The user data of internal operations (buffer returns, cancels): never shown to callers.
+const INTERNAL: u64 = u64::MAX;
+
+/// What a completion carried.
+#[derive(Debug)]
+pub enum Outcome<'a> {
+    /// An accept: the new connection (non-blocking, close-on-exec), or the error.
+    Accepted(io::Result<OwnedFd>),
+    /// A receive: the bytes (empty at end of stream), or the error (ENOBUFS: no
+    /// receive buffer was free; retry).
+    Received(io::Result<&'a [u8]>),
+    /// A send: how many bytes went out, and the buffer given back.
+    Sent(io::Result<usize>, Vec<u8>),
+    /// A poll: the ready events, or the error.
+    Polled(io::Result<u32>),
+}
+
+/// One completion, tagged with the caller's user data. `more`: a multishot operation
+/// stays armed and will complete again.
+#[derive(Debug)]
+pub struct Completion<'a> {
+    pub user_data: u64,
+    pub more: bool,
+    pub outcome: Outcome<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Accept,
+    Recv,
+    Send,
+    Poll,
+}
+
+/// An io_uring instance with its receive buffers and the sends it holds.
+pub struct Ring {
+    ring: IoUring,
+    /// `count` receive buffers of `size` bytes; the kernel may write into any buffer it
+    /// was given back until it picks one for a receive.
+    region: Box<[u8]>,
+    size: usize,
+    /// The kind of each in-flight operation, by user data; a send also keeps its buffer.
+    kinds: HashMap<u64, Kind>,
+    sends: HashMap<u64, Vec<u8>>,
+    /// Operations submitted whose last completion has not been reaped yet.
+    in_flight: usize,
+}
+
+impl std::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring").field("in_flight", &self.in_flight).finish_non_exhaustive()
+    }
+}
+
+impl Ring {
+    /// Sets up a ring of `entries` and lends it `count` receive buffers of `size` bytes.
+    /// Fails with ENOSYS or EPERM where the kernel has no (or forbids) io_uring.
+    pub fn new(entries: u32, count: u16, size: usize) -> io::Result<Ring> {
+        let ring = IoUring::builder().setup_single_issuer().build(entries).or_else(|_| IoUring::new(entries))?;
+        let region = vec![0u8; usize::from(count) * size].into_boxed_slice();
+        let mut ring = Ring { ring, region, size, kinds: HashMap::new(), sends: HashMap::new(), in_flight: 0 };
+        let len = i32::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let ptr = ring.region.as_mut_ptr();
+        let entry = opcode::ProvideBuffers::new(ptr, len, count, GROUP, 0).build().user_data(INTERNAL);
+        ring.push(&entry)?;
+        ring.ring.submit_and_wait(1)?;
+        let cqe = ring.ring.completion().next();
+        ring.in_flight -= 1;
+        match cqe.map(|c| c.result()) {
+            Some(r) if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+            _ => Ok(ring),
+        }
+    }
+
+    /// Pushes one entry, submitting first if the queue is full.
+    fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        if self.ring.submission().is_full() {
+            self.ring.submit()?;
+        }
+        // SAFETY: io_uring_enter(2) requires the memory an entry points to to stay valid
+        // until its completion. Every entry built in this module points either at no user
+        // memory (accept, poll, cancel), at `self.region` (provide buffers, and receives
+        // through buffer selection), which lives as long as `self` and is only freed by
+        // `Drop` after every operation completed, or at a send buffer owned by
+        // `self.sends` until its completion is reaped.
+        unsafe { self.ring.submission().push(entry) }.map_err(|_| io::Error::other("submission queue full"))?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn track(&mut self, entry: squeue::Entry, user_data: u64, kind: Kind) -> io::Result<()> {
+        self.push(&entry.user_data(user_data))?;
+        self.kinds.insert(user_data, kind);
+        Ok(())
+    }
+
+    /// A multishot accept on `listener`: one completion per connection, until an error.
+    pub fn accept_multi(&mut self, listener: BorrowedFd<'_>, user_data: u64) -> io::Result<()> {
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        let entry = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd())).flags(flags).build();
+        self.track(entry, user_data, Kind::Accept)
+    }
+
+    /// A receive into one of the ring's buffers.
+    pub fn recv(&mut self, fd: BorrowedFd<'_>, user_data: u64) -> io::Result<()> {
+        let len = u32::try_from(self.size).unwrap_or(u32::MAX);
+        let entry = opcode::Recv::new(types::Fd(fd.as_raw_fd()), std::ptr::null_mut(), len)
+            .buf_group(GROUP)
+            .build()
+            .flags(squeue::Flags::BUFFER_SELECT);
+        self.track(entry, user_data, Kind::Recv)
+    }
+
+    /// Sends `buf[from..]` (MSG_MORE if `more`); the buffer comes back with the completion.
+    pub fn send(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        buf: Vec<u8>,
+        from: usize,
+        more: bool,
+        user_data: u64,
+    ) -> io::Result<()> {
+        let bytes = &buf[from.min(buf.len())..];
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+        let entry = opcode::Send::new(types::Fd(fd.as_raw_fd()), bytes.as_ptr(), len).flags(flags).build();
+        // The Vec's heap block does not move when the Vec itself is moved into the map.
+        self.sends.insert(user_data, buf);
+        self.track(entry, user_data, Kind::Send)
+    }
+
+    /// A one-shot poll for `events` (POLLIN, POLLOUT) on `fd`.
+    pub fn poll(&mut self, fd: BorrowedFd<'_>, events: u32, user_data: u64) -> io::Result<()> {
+        let entry = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), events).build();
+        self.track(entry, user_data, Kind::Poll)
+    }
+
+    /// Asks the kernel to cancel the operation tagged `user_data` (it completes with
+    /// ECANCELED, or normally if it was already done).
+    pub fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        self.push(&opcode::AsyncCancel::new(user_data).build().user_data(INTERNAL))
+    }
+
+    /// Submits what is queued and waits for at least one completion, or `timeout`.
+    pub fn submit_and_wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let result = match timeout {
+            Some(t) => {
+                let ts = types::Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            None => self.ring.submit_and_wait(1),
+        };
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Calls `handle` for every completion ready now.
+    pub fn complete(&mut self, mut handle: impl FnMut(Completion<'_>)) -> io::Result<()> {
+        loop {
+            let next = self.ring.completion().next();
+            let Some(cqe) = next else { break };
+            let (user_data, result, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+            let more = cqueue::more(flags);
+            if !more {
+                self.in_flight -= 1;
+            }
+            if user_data == INTERNAL {
+                continue;
+            }
+            let kind = if more { self.kinds.get(&user_data).copied() } else { self.kinds.remove(&user_data) };
+            let error = || io::Error::from_raw_os_error(-result);
+            let outcome = match kind {
+                None => continue,
+                Some(Kind::Accept) if result < 0 => Outcome::Accepted(Err(error())),
+                // SAFETY: a successful accept completion's result is a new descriptor that
+                // the kernel just installed in this process's table (io_uring_enter(2),
+                // IORING_OP_ACCEPT: "returns the new file descriptor"); nothing else owns it.
+                Some(Kind::Accept) => Outcome::Accepted(Ok(unsafe { OwnedFd::from_raw_fd(result) })),
+                Some(Kind::Poll) => Outcome::Polled(if result < 0 { Err(error()) } else { Ok(result as u32) }),
+                Some(Kind::Send) => {
+                    let buf = self.sends.remove(&user_data).unwrap_or_default();
+                    Outcome::Sent(if result < 0 { Err(error()) } else { Ok(result as usize) }, buf)
+                }
+                Some(Kind::Recv) => {
+                    let id = cqueue::buffer_select(flags);
+                    if result < 0 || id.is_none() {
+                        let r = if result < 0 { Err(error()) } else { Ok(&[][..]) };
+                        handle(Completion { user_data, more, outcome: Outcome::Received(r) });
+                        continue;
+                    }
+                    let id = id.unwrap_or(0);
+                    let start = usize::from(id) * self.size;
+                    let n = (result as usize).min(self.size);
+                    handle(Completion {
+                        user_data,
+                        more,
+                        outcome: Outcome::Received(Ok(&self.region[start..start + n])),
+                    });
+                    self.give_back(id)?;
+                    continue;
+                }
+            };
+            handle(Completion { user_data, more, outcome });
+        }
+        Ok(())
+    }
+
+    /// Lends receive buffer `id` to the kernel again.
+    fn give_back(&mut self, id: u16) -> io::Result<()> {
+        let len = i32::try_from(self.size).unwrap_or(i32::MAX);
+        // The pointer is taken inside `region`, which outlives every operation (see push).
+        let ptr = self.region[usize::from(id) * self.size..].as_mut_ptr();
+        self.push(&opcode::ProvideBuffers::new(ptr, len, 1, GROUP, id).build().user_data(INTERNAL))
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // Cancel everything still in flight and reap it, so no operation can touch the
+        // region or a send buffer after they are freed.
+        let pending: Vec<u64> = self.kinds.keys().copied().collect();
+        for user_data in pending {
+            let _ = self.cancel(user_data);
+        }
+        for _ in 0..100 {
+            if self.in_flight == 0 {
+                return;
+            }
+            let _ = self.submit_and_wait(Some(Duration::from_millis(10)));
+            let _ = self.complete(|_| {});
+        }
+        // The kernel did not finish in time: leak rather than free memory it may write.
+        std::mem::forget(std::mem::take(&mut self.region));
+        std::mem::forget(std::mem::take(&mut self.sends));
+    }
+}

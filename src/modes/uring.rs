@@ -1,0 +1,385 @@
+//! `uring`: the `event` state machine driven by io_uring completions, one ring per worker
+//! thread, each with its own SO_REUSEPORT listener.
+//!
+//! Model: a multishot accept, one receive per connection into ring-provided buffers (an
+//! idle connection holds no buffer of its own), sends of the framed head and in-memory
+//! body as ring operations, and file bodies with sendfile(2) straight from the page cache
+//! (no copy through user space), waiting for POLLOUT through the ring when the socket is
+//! full. Every loop iteration is one io_uring_enter that both submits and waits, with the
+//! next deadline as its timeout ([`Deadlines`], O(1) per event). Trade-off: fewer system
+//! calls per request than `event`, at the price of buffer ownership rules (the ring owns
+//! what the kernel may touch; see spidey_sys::uring) and a kernel feature that sandboxes
+//! often disable (then this mode refuses to start and names `event`).
+//!
+//! Shutdown: each ring polls the shutdown pipe. On it the loop cancels its accept, closes
+//! idle connections, lets in-flight responses finish (answering `Connection: close`)
+//! until `Shutdown::deadline`, then returns; dropping the ring cancels and reaps what is
+//! left; `run` joins every loop thread.
+
+use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
+use super::loops::{self, LoopContext};
+use super::session::{Pool, Sent, Session};
+use super::timer::{Deadlines, Kind};
+use super::ModeContext;
+use crate::exchange::Exchanger;
+use crate::net::Shutdown;
+use crate::serve::ConfigError;
+use crate::server::Server;
+use spidey_sys::uring::{Completion, Outcome, Ring};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ACCEPT: u64 = u64::MAX - 1;
+const SHUTDOWN: u64 = u64::MAX - 2;
+/// Per-connection operations, in the low byte of the user data.
+const RECV: u64 = 1;
+const SEND: u64 = 2;
+const POLL_OUT: u64 = 3;
+
+/// Ring size, and receive buffers lent to the kernel per loop.
+const ENTRIES: u32 = 4096;
+const RECV_BUFFERS: u16 = 512;
+const RECV_SIZE: usize = 4096;
+
+pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
+    if let Err(e) = Ring::new(8, 1, 64) {
+        let msg = format!("io_uring is not available here ({e}); use --mode event instead");
+        return Err(ConfigError(msg).into());
+    }
+    loops::run(ctx, "uring", ring_loop)
+}
+
+/// One connection. `generation` tells its operations from those of an earlier
+/// connection in the same slot; `*_armed` say which operations are in flight.
+struct Conn {
+    stream: TcpStream,
+    session: Session,
+    generation: u64,
+    stamp: u64,
+    /// The kind of the deadline `stamp` belongs to.
+    deadline: Kind,
+    recv_armed: bool,
+    send_armed: bool,
+    poll_armed: bool,
+}
+
+struct Loop {
+    server: Arc<Server>,
+    shutdown: Shutdown,
+    ring: Ring,
+    listener: Option<TcpListener>,
+    accepting: bool,
+    backoff_until: Option<Instant>,
+    max_conns: usize,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    open: usize,
+    next_generation: u64,
+    ex: Exchanger,
+    pool: Pool,
+    deadlines: Deadlines,
+    draining: bool,
+    now: Instant,
+    /// Completions gathered from the ring, handled after it is released (reused).
+    events: Vec<(u64, Event)>,
+}
+
+/// A completion, detached from the ring's buffers.
+enum Event {
+    Accepted(std::io::Result<std::os::fd::OwnedFd>, bool),
+    Received(usize, bool),
+    Sent(std::io::Result<usize>, Vec<u8>),
+    Polled,
+}
+
+fn user_data(slot: usize, generation: u64, op: u64) -> u64 {
+    (generation << 40) | ((slot as u64) << 8) | op
+}
+
+fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
+    let mut ring = Ring::new(ENTRIES, RECV_BUFFERS, RECV_SIZE)?;
+    ring.accept_multi(lc.listener.as_fd(), ACCEPT)?;
+    ring.poll(lc.shutdown.fd(), libc_pollin(), SHUTDOWN)?;
+    let mut lp = Loop {
+        pool: Pool::new(&lc.server),
+        deadlines: Deadlines::new(&lc.server.timeouts),
+        server: lc.server,
+        shutdown: lc.shutdown,
+        ring,
+        listener: Some(lc.listener),
+        accepting: true,
+        backoff_until: None,
+        max_conns: lc.max_conns,
+        conns: Vec::new(),
+        free: Vec::new(),
+        open: 0,
+        next_generation: 1,
+        ex: Exchanger::new(),
+        draining: false,
+        now: Instant::now(),
+        events: Vec::new(),
+    };
+    loop {
+        if lp.draining && (lp.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
+            break;
+        }
+        crate::log::flush();
+        let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()).max(Duration::from_micros(1)));
+        lp.ring.submit_and_wait(timeout)?;
+        lp.now = Instant::now();
+        lp.reap()?;
+        lp.expire();
+        lp.resume_accepting();
+    }
+    crate::log::flush();
+    Ok(())
+}
+
+fn libc_pollin() -> u32 {
+    rustix::event::PollFlags::IN.bits().into()
+}
+
+fn libc_pollout() -> u32 {
+    rustix::event::PollFlags::OUT.bits().into()
+}
+
+impl Loop {
+    fn next_wake(&self) -> Option<Instant> {
+        let wakes = [self.deadlines.next(), self.backoff_until, self.shutdown.deadline().filter(|_| self.draining)];
+        wakes.into_iter().flatten().min()
+    }
+
+    /// Handles every completion ready now. Received bytes are copied into their
+    /// session while the ring still shows them, then the buffer goes back to the kernel.
+    fn reap(&mut self) -> anyhow::Result<()> {
+        let mut events = std::mem::take(&mut self.events);
+        let (conns, pool) = (&mut self.conns, &mut self.pool);
+        self.ring.complete(|c: Completion<'_>| {
+            let event = match c.outcome {
+                Outcome::Accepted(r) => Event::Accepted(r, c.more),
+                Outcome::Sent(r, buf) => Event::Sent(r, buf),
+                Outcome::Polled(_) => Event::Polled,
+                Outcome::Received(Ok(bytes)) => {
+                    if let Some(conn) = live_conn(conns, c.user_data) {
+                        conn.session.push_bytes(bytes, pool);
+                    }
+                    Event::Received(bytes.len(), false)
+                }
+                Outcome::Received(Err(e)) => {
+                    Event::Received(0, e.raw_os_error() == Some(rustix::io::Errno::NOBUFS.raw_os_error()))
+                }
+            };
+            events.push((c.user_data, event));
+        })?;
+        for (ud, event) in events.drain(..) {
+            self.handle(ud, event);
+        }
+        self.events = events;
+        Ok(())
+    }
+
+    fn handle(&mut self, ud: u64, event: Event) {
+        match (ud, event) {
+            (ACCEPT, Event::Accepted(r, more)) => self.accepted(r, more),
+            (SHUTDOWN, _) => self.begin_drain(),
+            (ud, event) => {
+                let slot = ((ud >> 8) & 0xffff_ffff) as usize;
+                let Some(conn) = live_conn(&mut self.conns, ud) else { return };
+                match event {
+                    Event::Received(0, starved) => {
+                        conn.recv_armed = false;
+                        if !starved {
+                            return self.close(slot); // end of stream or error
+                        }
+                    }
+                    Event::Received(_, _) => conn.recv_armed = false,
+                    Event::Sent(Ok(n), buf) => {
+                        conn.send_armed = false;
+                        conn.session.return_out(buf, n);
+                    }
+                    Event::Sent(Err(_), buf) => {
+                        conn.session.return_out(buf, 0);
+                        return self.close(slot);
+                    }
+                    Event::Polled => conn.poll_armed = false,
+                    Event::Accepted(..) => return,
+                }
+                self.drive(slot);
+            }
+        }
+    }
+
+    fn accepted(&mut self, r: std::io::Result<std::os::fd::OwnedFd>, more: bool) {
+        if !more {
+            self.accepting = false; // the multishot ended (an error, or our cancel)
+        }
+        match r {
+            Ok(fd) if self.draining || self.open >= self.max_conns => drop(fd),
+            Ok(fd) => self.add(TcpStream::from(fd)),
+            Err(e) if is_exhaustion(&e) => self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF),
+            Err(_) => {}
+        }
+        if self.open >= self.max_conns && self.accepting {
+            let _ = self.ring.cancel(ACCEPT); // re-armed when a connection closes
+        }
+    }
+
+    fn resume_accepting(&mut self) {
+        if self.accepting || self.draining || self.open >= self.max_conns {
+            return;
+        }
+        if self.backoff_until.is_some_and(|t| self.now < t) {
+            return;
+        }
+        self.backoff_until = None;
+        if let Some(listener) = &self.listener {
+            self.accepting = self.ring.accept_multi(listener.as_fd(), ACCEPT).is_ok();
+        }
+    }
+
+    fn add(&mut self, stream: TcpStream) {
+        let Ok(peer) = stream.peer_addr() else { return };
+        let _ = stream.set_nodelay(true);
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        self.next_generation = (self.next_generation + 1) & 0xff_ffff;
+        let stamp = self.deadlines.arm(Kind::Idle, self.now, slot);
+        let conn = Conn {
+            stream,
+            session: Session::new(peer),
+            generation: self.next_generation,
+            stamp,
+            deadline: Kind::Idle,
+            recv_armed: false,
+            send_armed: false,
+            poll_armed: false,
+        };
+        self.conns[slot] = Some(conn);
+        self.open += 1;
+        self.drive(slot);
+    }
+
+    /// Advances connection `slot` until it waits on an operation in flight.
+    fn drive(&mut self, slot: usize) {
+        let Some(Some(conn)) = self.conns.get_mut(slot) else { return };
+        let (server, pool, ex, ring) = (&*self.server, &mut self.pool, &mut self.ex, &mut self.ring);
+        let closing = self.draining;
+        let was_sending = conn.session.is_sending();
+        let keep = loop {
+            if conn.send_armed || conn.poll_armed {
+                break true;
+            }
+            if conn.session.is_sending() {
+                if !conn.session.out().is_empty() {
+                    let more = conn.session.body_follows();
+                    let (buf, from) = conn.session.lend_out();
+                    let ud = user_data(slot, conn.generation, SEND);
+                    conn.send_armed = true;
+                    break ring.send(conn.stream.as_fd(), buf, from, more, ud).is_ok();
+                }
+                match conn.session.send_body(&conn.stream) {
+                    Sent::Done if conn.session.finish_response(pool) => continue,
+                    Sent::Done | Sent::Failed => break false,
+                    Sent::Blocked => {
+                        conn.poll_armed = true;
+                        let ud = user_data(slot, conn.generation, POLL_OUT);
+                        break ring.poll(conn.stream.as_fd(), libc_pollout(), ud).is_ok();
+                    }
+                }
+            }
+            if conn.session.answer(ex, server, pool, closing) {
+                continue;
+            }
+            if closing && conn.session.is_idle() {
+                break false;
+            }
+            if !conn.recv_armed {
+                conn.recv_armed = true;
+                break ring.recv(conn.stream.as_fd(), user_data(slot, conn.generation, RECV)).is_ok();
+            }
+            break true;
+        };
+        if !keep {
+            return self.close(slot);
+        }
+        // Every drive of a sending connection follows progress (a completion), so the send
+        // deadline restarts; the head deadline runs from the first byte of a request; the
+        // idle one from the end of the last response.
+        let s = &conn.session;
+        let (kind, rearm) = if s.is_sending() {
+            (Kind::Send, true)
+        } else if s.has_partial_request() {
+            (Kind::Head, conn.deadline != Kind::Head)
+        } else {
+            (Kind::Idle, conn.deadline != Kind::Idle || was_sending)
+        };
+        if rearm {
+            conn.stamp = self.deadlines.arm(kind, self.now, slot);
+            conn.deadline = kind;
+        }
+    }
+
+    /// Closes a connection. Its operations in flight are cancelled; the kernel holds the
+    /// socket until they complete, and their completions find a new generation.
+    fn close(&mut self, slot: usize) {
+        if let Some(mut conn) = self.conns[slot].take() {
+            for (armed, op) in [(conn.recv_armed, RECV), (conn.send_armed, SEND), (conn.poll_armed, POLL_OUT)] {
+                if armed {
+                    let _ = self.ring.cancel(user_data(slot, conn.generation, op));
+                }
+            }
+            conn.session.release(&mut self.pool);
+            self.free.push(slot);
+            self.open -= 1;
+        }
+    }
+
+    fn expire(&mut self) {
+        let (conns, ex, server, pool) = (&mut self.conns, &mut self.ex, &*self.server, &mut self.pool);
+        let mut due = Vec::new();
+        self.deadlines.expire(self.now, |kind, slot, stamp| {
+            let Some(Some(conn)) = conns.get_mut(slot) else { return };
+            if conn.stamp != stamp {
+                return;
+            }
+            if kind == Kind::Head && !conn.session.is_sending() {
+                conn.session.answer_timeout(ex, server, pool);
+            }
+            due.push((kind, slot));
+        });
+        for (kind, slot) in due {
+            if kind == Kind::Head {
+                self.drive(slot);
+            } else {
+                self.close(slot);
+            }
+        }
+    }
+
+    fn begin_drain(&mut self) {
+        if self.draining {
+            return;
+        }
+        self.shutdown.note();
+        self.draining = true;
+        if self.accepting {
+            let _ = self.ring.cancel(ACCEPT);
+        }
+        self.listener = None;
+        let idle: Vec<usize> =
+            (0..self.conns.len()).filter(|&i| self.conns[i].as_ref().is_some_and(|c| c.session.is_idle())).collect();
+        for slot in idle {
+            self.close(slot);
+        }
+    }
+}
+
+/// The connection a per-connection user data names, if it is still the same one.
+fn live_conn(conns: &mut [Option<Conn>], ud: u64) -> Option<&mut Conn> {
+    let slot = ((ud >> 8) & 0xffff_ffff) as usize;
+    conns.get_mut(slot)?.as_mut().filter(|c| c.generation == ud >> 40)
+}
