@@ -177,7 +177,6 @@ impl Loop {
     }
 
     fn add(&mut self, mut stream: TcpStream, peer: std::net::SocketAddr) {
-        let _ = stream.set_nodelay(true);
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1

@@ -32,6 +32,10 @@ pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow:
     let listeners = std::iter::once(ctx.listener.socket).chain(siblings);
     let mut threads = Vec::with_capacity(n);
     for (i, listener) in listeners.enumerate() {
+        // Accepted sockets inherit TCP_NODELAY from their listener on Linux: one
+        // setsockopt per loop instead of one per connection. Responses are written whole,
+        // and Nagle would only delay their last segment.
+        socket2::SockRef::from(&listener).set_nodelay(true).context("TCP_NODELAY on the listener")?;
         let lc = LoopContext { server: Arc::clone(&ctx.server), listener, shutdown: ctx.shutdown.clone(), max_conns };
         let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
             let shutdown = lc.shutdown.clone();

@@ -220,11 +220,6 @@ impl Session {
         &self.out[self.out_pos..]
     }
 
-    /// Whether a body follows [`Session::out`] (so the head write should say MSG_MORE).
-    pub(crate) fn body_follows(&self) -> bool {
-        self.body.is_some()
-    }
-
     /// Lends the out buffer and how much of it was already sent to a driver that sends
     /// it asynchronously; [`Session::return_out`] gives it back.
     pub(crate) fn lend_out(&mut self) -> (Vec<u8>, usize) {
@@ -274,6 +269,20 @@ impl Session {
                 Err(_) => return Sent::Failed,
             }
         }
+    }
+
+    /// The file body still to move, for drivers that move it themselves: the file, the
+    /// next offset (advance it as bytes go out) and the end.
+    pub(crate) fn file_body(&mut self) -> Option<(&File, &mut u64, u64)> {
+        match &mut self.body {
+            Some(Outgoing::File { file, offset, end }) => Some((&*file, offset, *end)),
+            None => None,
+        }
+    }
+
+    /// Marks the body as moved (a driver's own [`Session::file_body`] transfer is done).
+    pub(crate) fn end_body(&mut self) {
+        self.body = None;
     }
 
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the

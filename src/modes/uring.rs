@@ -2,11 +2,11 @@
 //! thread, each with its own SO_REUSEPORT listener.
 //!
 //! Model: a multishot accept, one receive per connection into ring-provided buffers (an
-//! idle connection holds no buffer of its own), sends of the framed head and in-memory
-//! body as ring operations, and file bodies with sendfile(2) straight from the page cache
-//! (no copy through user space), waiting for POLLOUT through the ring when the socket is
-//! full. Every loop iteration is one io_uring_enter that both submits and waits, with the
-//! next deadline as its timeout ([`Deadlines`], O(1) per event). Trade-off: fewer system
+//! idle connection holds no buffer of its own), the framed head sent as a ring operation
+//! and linked (IOSQE_IO_LINK) to splices that move file bodies file → pipe → socket in the
+//! kernel, without a copy through user space: a keep-alive response is one submission.
+//! Every loop iteration is one io_uring_enter that both submits and waits, with the next
+//! deadline as its timeout ([`Deadlines`], O(1) per event). Trade-off: fewer system
 //! calls per request than `event`, at the price of buffer ownership rules (the ring owns
 //! what the kernel may touch; see spidey_sys::uring) and a kernel feature that sandboxes
 //! often disable (then this mode refuses to start and names `event`).
@@ -18,7 +18,7 @@
 
 use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
 use super::loops::{self, LoopContext};
-use super::session::{Pool, Sent, Session};
+use super::session::{Pool, Session};
 use super::timer::{Deadlines, Kind};
 use super::ModeContext;
 use crate::exchange::Exchanger;
@@ -27,7 +27,7 @@ use crate::serve::ConfigError;
 use crate::server::Server;
 use spidey_sys::uring::{Completion, Outcome, Ring};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,12 +36,18 @@ const SHUTDOWN: u64 = u64::MAX - 2;
 /// Per-connection operations, in the low byte of the user data.
 const RECV: u64 = 1;
 const SEND: u64 = 2;
-const POLL_OUT: u64 = 3;
+const SPLICE_IN: u64 = 3;
+const SPLICE_OUT: u64 = 4;
+const POLL_OUT: u64 = 5;
 
 /// Ring size, and receive buffers lent to the kernel per loop.
 const ENTRIES: u32 = 4096;
 const RECV_BUFFERS: u16 = 512;
 const RECV_SIZE: usize = 4096;
+/// The pipe size asked for file bodies: the most one splice pair moves.
+const PIPE_SIZE: usize = 256 * 1024;
+/// Idle pipes kept per loop for reuse.
+const PIPES_KEPT: usize = 256;
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     if let Err(e) = Ring::new(8, 1, 64) {
@@ -62,7 +68,96 @@ struct Conn {
     deadline: Kind,
     recv_armed: bool,
     send_armed: bool,
+    splice_in_armed: bool,
+    splice_out_armed: bool,
+    /// Waiting for room in the socket after a splice into it found none (EAGAIN).
     poll_armed: bool,
+    /// The pipe a file body goes through, while one is being sent, and the bytes in it.
+    pipe: Option<Pipe>,
+    in_pipe: usize,
+}
+
+/// A pipe for splicing file bodies, reused across responses once empty.
+struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    size: usize,
+}
+
+impl Pipe {
+    fn new() -> std::io::Result<Pipe> {
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let size = rustix::pipe::fcntl_setpipe_size(&write, PIPE_SIZE)
+            .or_else(|_| rustix::pipe::fcntl_getpipe_size(&write))?;
+        Ok(Pipe { read, write, size })
+    }
+}
+
+impl Conn {
+    /// Whether an operation that changes the response's progress is in flight.
+    fn busy(&self) -> bool {
+        self.send_armed || self.splice_in_armed || self.splice_out_armed || self.poll_armed
+    }
+
+    fn ud(&self, slot: usize, op: u64) -> u64 {
+        user_data(slot, self.generation, op)
+    }
+
+    /// Submits the next part of the response: the head (linked to the first splices when
+    /// a file follows), then file → pipe → socket splices. Returns false when nothing is
+    /// left to send.
+    fn submit_send(&mut self, slot: usize, ring: &mut Ring, pipes: &mut Vec<Pipe>) -> std::io::Result<bool> {
+        let head_left = !self.session.out().is_empty();
+        let file_left = self.session.file_body().map_or(0, |(_, offset, end)| end - *offset);
+        if file_left == 0 && self.in_pipe == 0 {
+            self.session.end_body();
+            if !head_left {
+                return Ok(false);
+            }
+        } else if self.pipe.is_none() {
+            self.pipe = Some(match pipes.pop() {
+                Some(p) => p,
+                None => Pipe::new()?,
+            });
+        }
+        let body_follows = self.pipe.is_some() && (file_left > 0 || self.in_pipe > 0);
+        if head_left {
+            let (buf, from) = self.session.lend_out();
+            self.send_armed = true;
+            ring.send(self.stream.as_fd(), buf, from, body_follows, body_follows, self.ud(slot, SEND))?;
+        }
+        let Some(pipe) = &self.pipe else { return Ok(true) };
+        if !body_follows {
+            return Ok(true);
+        }
+        if self.in_pipe > 0 {
+            let len = u32::try_from(self.in_pipe).unwrap_or(u32::MAX);
+            self.splice_out_armed = true;
+            let ud = self.ud(slot, SPLICE_OUT);
+            ring.splice(pipe.read.as_fd(), None, self.stream.as_fd(), len, file_left > 0, false, ud)?;
+            return Ok(true);
+        }
+        let chunk = file_left.min(pipe.size as u64);
+        let len = chunk as u32;
+        let (ud_in, ud_out) = (self.ud(slot, SPLICE_IN), self.ud(slot, SPLICE_OUT));
+        let Some((file, offset, _)) = self.session.file_body() else { return Ok(true) };
+        // Linked: the socket splice starts only once the pipe holds the whole chunk.
+        ring.splice(file.as_fd(), Some(*offset), pipe.write.as_fd(), len, false, true, ud_in)?;
+        ring.splice(pipe.read.as_fd(), None, self.stream.as_fd(), len, file_left > chunk, false, ud_out)?;
+        self.splice_in_armed = true;
+        self.splice_out_armed = true;
+        Ok(true)
+    }
+
+    /// Gives the pipe back to the loop once a body is done (only if it is empty).
+    fn release_pipe(&mut self, pipes: &mut Vec<Pipe>) {
+        if let Some(pipe) = self.pipe.take() {
+            if self.in_pipe == 0 && !self.splice_in_armed && !self.splice_out_armed && pipes.len() < PIPES_KEPT {
+                pipes.push(pipe);
+            }
+        }
+        self.in_pipe = 0;
+    }
 }
 
 struct Loop {
@@ -79,6 +174,7 @@ struct Loop {
     next_generation: u64,
     ex: Exchanger,
     pool: Pool,
+    pipes: Vec<Pipe>,
     deadlines: Deadlines,
     draining: bool,
     now: Instant,
@@ -91,6 +187,7 @@ enum Event {
     Accepted(std::io::Result<std::os::fd::OwnedFd>, bool),
     Received(usize, bool),
     Sent(std::io::Result<usize>, Vec<u8>),
+    Spliced(std::io::Result<usize>),
     Polled,
 }
 
@@ -117,6 +214,7 @@ fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
         open: 0,
         next_generation: 1,
         ex: Exchanger::new(),
+        pipes: Vec::new(),
         draining: false,
         now: Instant::now(),
         events: Vec::new(),
@@ -141,10 +239,6 @@ fn libc_pollin() -> u32 {
     rustix::event::PollFlags::IN.bits().into()
 }
 
-fn libc_pollout() -> u32 {
-    rustix::event::PollFlags::OUT.bits().into()
-}
-
 impl Loop {
     fn next_wake(&self) -> Option<Instant> {
         let wakes = [self.deadlines.next(), self.backoff_until, self.shutdown.deadline().filter(|_| self.draining)];
@@ -161,6 +255,7 @@ impl Loop {
                 Outcome::Accepted(r) => Event::Accepted(r, c.more),
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
+                Outcome::Spliced(r) => Event::Spliced(r),
                 Outcome::Received(Ok(bytes)) => {
                     if let Some(conn) = live_conn(conns, c.user_data) {
                         conn.session.push_bytes(bytes, pool);
@@ -187,24 +282,63 @@ impl Loop {
             (ud, event) => {
                 let slot = ((ud >> 8) & 0xffff_ffff) as usize;
                 let Some(conn) = live_conn(&mut self.conns, ud) else { return };
-                match event {
+                let cancelled =
+                    |e: &std::io::Error| e.raw_os_error() == Some(rustix::io::Errno::CANCELED.raw_os_error());
+                let op = ud & 0xff;
+                let ok = match event {
                     Event::Received(0, starved) => {
                         conn.recv_armed = false;
-                        if !starved {
-                            return self.close(slot); // end of stream or error
+                        starved // else end of stream or error
+                    }
+                    Event::Received(_, _) => {
+                        conn.recv_armed = false;
+                        true
+                    }
+                    Event::Sent(r, buf) => {
+                        conn.send_armed = false;
+                        conn.session.return_out(buf, *r.as_ref().unwrap_or(&0));
+                        r.is_ok()
+                    }
+                    Event::Spliced(r) if op == SPLICE_IN => {
+                        conn.splice_in_armed = false;
+                        match r {
+                            Ok(0) => false, // the file shrank under us
+                            Ok(n) => {
+                                conn.in_pipe += n;
+                                if let Some((_, offset, _)) = conn.session.file_body() {
+                                    *offset += n as u64;
+                                }
+                                true
+                            }
+                            Err(e) => cancelled(&e),
                         }
                     }
-                    Event::Received(_, _) => conn.recv_armed = false,
-                    Event::Sent(Ok(n), buf) => {
-                        conn.send_armed = false;
-                        conn.session.return_out(buf, n);
+                    Event::Spliced(r) => {
+                        conn.splice_out_armed = false;
+                        match r {
+                            Ok(0) => false,
+                            Ok(n) => {
+                                conn.in_pipe = conn.in_pipe.saturating_sub(n);
+                                true
+                            }
+                            // The socket is non-blocking and splice does not wait for room
+                            // in it: wait for POLLOUT through the ring, then splice again.
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                conn.poll_armed = true;
+                                let pollout = rustix::event::PollFlags::OUT.bits().into();
+                                self.ring.poll(conn.stream.as_fd(), pollout, conn.ud(slot, POLL_OUT)).is_ok()
+                            }
+                            Err(e) => cancelled(&e),
+                        }
                     }
-                    Event::Sent(Err(_), buf) => {
-                        conn.session.return_out(buf, 0);
-                        return self.close(slot);
+                    Event::Polled => {
+                        conn.poll_armed = false;
+                        true
                     }
-                    Event::Polled => conn.poll_armed = false,
-                    Event::Accepted(..) => return,
+                    Event::Accepted(..) => true,
+                };
+                if !ok {
+                    return self.close(slot);
                 }
                 self.drive(slot);
             }
@@ -241,7 +375,6 @@ impl Loop {
 
     fn add(&mut self, stream: TcpStream) {
         let Ok(peer) = stream.peer_addr() else { return };
-        let _ = stream.set_nodelay(true);
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1
@@ -256,7 +389,11 @@ impl Loop {
             deadline: Kind::Idle,
             recv_armed: false,
             send_armed: false,
+            splice_in_armed: false,
+            splice_out_armed: false,
             poll_armed: false,
+            pipe: None,
+            in_pipe: 0,
         };
         self.conns[slot] = Some(conn);
         self.open += 1;
@@ -266,29 +403,25 @@ impl Loop {
     /// Advances connection `slot` until it waits on an operation in flight.
     fn drive(&mut self, slot: usize) {
         let Some(Some(conn)) = self.conns.get_mut(slot) else { return };
-        let (server, pool, ex, ring) = (&*self.server, &mut self.pool, &mut self.ex, &mut self.ring);
+        let (server, pool, ex, ring, pipes) =
+            (&*self.server, &mut self.pool, &mut self.ex, &mut self.ring, &mut self.pipes);
         let closing = self.draining;
         let was_sending = conn.session.is_sending();
         let keep = loop {
-            if conn.send_armed || conn.poll_armed {
+            if conn.busy() {
                 break true;
             }
             if conn.session.is_sending() {
-                if !conn.session.out().is_empty() {
-                    let more = conn.session.body_follows();
-                    let (buf, from) = conn.session.lend_out();
-                    let ud = user_data(slot, conn.generation, SEND);
-                    conn.send_armed = true;
-                    break ring.send(conn.stream.as_fd(), buf, from, more, ud).is_ok();
-                }
-                match conn.session.send_body(&conn.stream) {
-                    Sent::Done if conn.session.finish_response(pool) => continue,
-                    Sent::Done | Sent::Failed => break false,
-                    Sent::Blocked => {
-                        conn.poll_armed = true;
-                        let ud = user_data(slot, conn.generation, POLL_OUT);
-                        break ring.poll(conn.stream.as_fd(), libc_pollout(), ud).is_ok();
+                match conn.submit_send(slot, ring, pipes) {
+                    Ok(true) => break true,
+                    Ok(false) => {
+                        conn.release_pipe(pipes);
+                        if conn.session.finish_response(pool) {
+                            continue;
+                        }
+                        break false;
                     }
+                    Err(_) => break false,
                 }
             }
             if conn.session.answer(ex, server, pool, closing) {
@@ -299,7 +432,7 @@ impl Loop {
             }
             if !conn.recv_armed {
                 conn.recv_armed = true;
-                break ring.recv(conn.stream.as_fd(), user_data(slot, conn.generation, RECV)).is_ok();
+                break ring.recv(conn.stream.as_fd(), conn.ud(slot, RECV)).is_ok();
             }
             break true;
         };
@@ -324,15 +457,23 @@ impl Loop {
     }
 
     /// Closes a connection. Its operations in flight are cancelled; the kernel holds the
-    /// socket until they complete, and their completions find a new generation.
+    /// socket until they complete, and their completions find a new generation. The
+    /// socket is closed through the ring, batched with the next submission.
     fn close(&mut self, slot: usize) {
         if let Some(mut conn) = self.conns[slot].take() {
-            for (armed, op) in [(conn.recv_armed, RECV), (conn.send_armed, SEND), (conn.poll_armed, POLL_OUT)] {
-                if armed {
-                    let _ = self.ring.cancel(user_data(slot, conn.generation, op));
-                }
+            let armed = [
+                (conn.recv_armed, RECV),
+                (conn.send_armed, SEND),
+                (conn.splice_in_armed, SPLICE_IN),
+                (conn.splice_out_armed, SPLICE_OUT),
+                (conn.poll_armed, POLL_OUT),
+            ];
+            for (_, op) in armed.into_iter().filter(|(armed, _)| *armed) {
+                let _ = self.ring.cancel(conn.ud(slot, op));
             }
+            conn.release_pipe(&mut self.pipes);
             conn.session.release(&mut self.pool);
+            let _ = self.ring.close(OwnedFd::from(conn.stream)); // on error closed at once
             self.free.push(slot);
             self.open -= 1;
         }
