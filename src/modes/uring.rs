@@ -18,7 +18,7 @@
 
 use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
 use super::loops::{self, LoopContext};
-use super::session::{Pool, Session};
+use super::session::{Pool, Sent, Session};
 use super::timer::{Deadlines, Kind};
 use super::ModeContext;
 use crate::exchange::Exchanger;
@@ -46,6 +46,9 @@ const RECV_BUFFERS: u16 = 512;
 const RECV_SIZE: usize = 4096;
 /// The pipe size asked for file bodies: the most one splice pair moves.
 const PIPE_SIZE: usize = 256 * 1024;
+/// File bodies up to this size go out with sendfile(2) from the loop thread rather than
+/// splices on io_uring's worker threads.
+const SMALL_FILE: u64 = 64 * 1024;
 /// Idle pipes kept per loop for reuse.
 const PIPES_KEPT: usize = 256;
 
@@ -103,33 +106,49 @@ impl Conn {
         user_data(slot, self.generation, op)
     }
 
-    /// Submits the next part of the response: the head (linked to the first splices when
-    /// a file follows), then file → pipe → socket splices. Returns false when nothing is
-    /// left to send.
+    /// Submits the next part of the response. Returns false when nothing is left to send.
+    ///
+    /// The head (and any in-memory body) goes out as a ring send. A large file body is
+    /// linked to it as file → pipe → socket splices, which io_uring runs on its worker
+    /// threads; a small one (most requests) is not worth that hand-off and goes out with
+    /// one sendfile(2) once the head's send has completed, waiting for POLLOUT through the
+    /// ring if the socket is full. Both move file bytes without a copy through user space.
     fn submit_send(&mut self, slot: usize, ring: &mut Ring, pipes: &mut Vec<Pipe>) -> std::io::Result<bool> {
         let head_left = !self.session.out().is_empty();
         let file_left = self.session.file_body().map_or(0, |(_, offset, end)| end - *offset);
-        if file_left == 0 && self.in_pipe == 0 {
+        let body_follows = file_left > 0 || self.in_pipe > 0;
+        if !body_follows {
             self.session.end_body();
             if !head_left {
                 return Ok(false);
             }
-        } else if self.pipe.is_none() {
+        }
+        let spliced = body_follows && (self.pipe.is_some() || file_left > SMALL_FILE);
+        if spliced && self.pipe.is_none() {
             self.pipe = Some(match pipes.pop() {
                 Some(p) => p,
                 None => Pipe::new()?,
             });
         }
-        let body_follows = self.pipe.is_some() && (file_left > 0 || self.in_pipe > 0);
         if head_left {
             let (buf, from) = self.session.lend_out();
             self.send_armed = true;
-            ring.send(self.stream.as_fd(), buf, from, body_follows, body_follows, self.ud(slot, SEND))?;
+            ring.send(self.stream.as_fd(), buf, from, body_follows, spliced, self.ud(slot, SEND))?;
+            if !spliced {
+                return Ok(true); // a small body follows once this completes
+            }
         }
-        let Some(pipe) = &self.pipe else { return Ok(true) };
-        if !body_follows {
-            return Ok(true);
-        }
+        let Some(pipe) = &self.pipe else {
+            return match self.session.send_body(&self.stream) {
+                Sent::Done => Ok(false),
+                Sent::Blocked => {
+                    self.poll_armed = true;
+                    let pollout = rustix::event::PollFlags::OUT.bits().into();
+                    ring.poll(self.stream.as_fd(), pollout, self.ud(slot, POLL_OUT)).map(|()| true)
+                }
+                Sent::Failed => Err(std::io::ErrorKind::BrokenPipe.into()),
+            };
+        };
         if self.in_pipe > 0 {
             let len = u32::try_from(self.in_pipe).unwrap_or(u32::MAX);
             self.splice_out_armed = true;
