@@ -27,6 +27,7 @@ mod session;
 pub mod single;
 mod timer;
 pub mod uring;
+mod uring_conn;
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;

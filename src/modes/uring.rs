@@ -18,8 +18,9 @@
 
 use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
 use super::loops::{self, LoopContext};
-use super::session::{Pool, Sent, Session};
+use super::session::{Pool, Session};
 use super::timer::{Deadlines, Kind};
+use super::uring_conn::{live_conn, Conn, Event, Pipe, POLL_OUT, RECV, SEND, SPLICE_IN, SPLICE_OUT};
 use super::ModeContext;
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -33,150 +34,16 @@ use std::time::{Duration, Instant};
 
 const ACCEPT: u64 = u64::MAX - 1;
 const SHUTDOWN: u64 = u64::MAX - 2;
-/// Per-connection operations, in the low byte of the user data.
-const RECV: u64 = 1;
-const SEND: u64 = 2;
-const SPLICE_IN: u64 = 3;
-const SPLICE_OUT: u64 = 4;
-const POLL_OUT: u64 = 5;
-
 /// Ring size, and receive buffers lent to the kernel per loop.
 const ENTRIES: u32 = 4096;
 const RECV_BUFFERS: u16 = 512;
 const RECV_SIZE: usize = 4096;
-/// The pipe size asked for file bodies: the most one splice pair moves.
-const PIPE_SIZE: usize = 256 * 1024;
-/// File bodies up to this size go out with sendfile(2) from the loop thread rather than
-/// splices on io_uring's worker threads.
-const SMALL_FILE: u64 = 64 * 1024;
-/// Idle pipes kept per loop for reuse.
-const PIPES_KEPT: usize = 256;
-
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     if let Err(e) = Ring::new(8, 1, 64) {
         let msg = format!("io_uring is not available here ({e}); use --mode event instead");
         return Err(ConfigError(msg).into());
     }
     loops::run(ctx, "uring", ring_loop)
-}
-
-/// One connection. `generation` tells its operations from those of an earlier
-/// connection in the same slot; `*_armed` say which operations are in flight.
-struct Conn {
-    stream: TcpStream,
-    session: Session,
-    generation: u64,
-    stamp: u64,
-    /// The kind of the deadline `stamp` belongs to.
-    deadline: Kind,
-    recv_armed: bool,
-    send_armed: bool,
-    splice_in_armed: bool,
-    splice_out_armed: bool,
-    /// Waiting for room in the socket after a splice into it found none (EAGAIN).
-    poll_armed: bool,
-    /// The pipe a file body goes through, while one is being sent, and the bytes in it.
-    pipe: Option<Pipe>,
-    in_pipe: usize,
-}
-
-/// A pipe for splicing file bodies, reused across responses once empty.
-struct Pipe {
-    read: OwnedFd,
-    write: OwnedFd,
-    size: usize,
-}
-
-impl Pipe {
-    fn new() -> std::io::Result<Pipe> {
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-        let size = rustix::pipe::fcntl_setpipe_size(&write, PIPE_SIZE)
-            .or_else(|_| rustix::pipe::fcntl_getpipe_size(&write))?;
-        Ok(Pipe { read, write, size })
-    }
-}
-
-impl Conn {
-    /// Whether an operation that changes the response's progress is in flight.
-    fn busy(&self) -> bool {
-        self.send_armed || self.splice_in_armed || self.splice_out_armed || self.poll_armed
-    }
-
-    fn ud(&self, slot: usize, op: u64) -> u64 {
-        user_data(slot, self.generation, op)
-    }
-
-    /// Submits the next part of the response. Returns false when nothing is left to send.
-    ///
-    /// The head (and any in-memory body) goes out as a ring send. A large file body is
-    /// linked to it as file → pipe → socket splices, which io_uring runs on its worker
-    /// threads; a small one (most requests) is not worth that hand-off and goes out with
-    /// one sendfile(2) once the head's send has completed, waiting for POLLOUT through the
-    /// ring if the socket is full. Both move file bytes without a copy through user space.
-    fn submit_send(&mut self, slot: usize, ring: &mut Ring, pipes: &mut Vec<Pipe>) -> std::io::Result<bool> {
-        let head_left = !self.session.out().is_empty();
-        let file_left = self.session.file_body().map_or(0, |(_, offset, end)| end - *offset);
-        let body_follows = file_left > 0 || self.in_pipe > 0;
-        if !body_follows {
-            self.session.end_body();
-            if !head_left {
-                return Ok(false);
-            }
-        }
-        let spliced = body_follows && (self.pipe.is_some() || file_left > SMALL_FILE);
-        if spliced && self.pipe.is_none() {
-            self.pipe = Some(match pipes.pop() {
-                Some(p) => p,
-                None => Pipe::new()?,
-            });
-        }
-        if head_left {
-            let (buf, from) = self.session.lend_out();
-            self.send_armed = true;
-            ring.send(self.stream.as_fd(), buf, from, body_follows, spliced, self.ud(slot, SEND))?;
-            if !spliced {
-                return Ok(true); // a small body follows once this completes
-            }
-        }
-        let Some(pipe) = &self.pipe else {
-            return match self.session.send_body(&self.stream) {
-                Sent::Done => Ok(false),
-                Sent::Blocked => {
-                    self.poll_armed = true;
-                    let pollout = rustix::event::PollFlags::OUT.bits().into();
-                    ring.poll(self.stream.as_fd(), pollout, self.ud(slot, POLL_OUT)).map(|()| true)
-                }
-                Sent::Failed => Err(std::io::ErrorKind::BrokenPipe.into()),
-            };
-        };
-        if self.in_pipe > 0 {
-            let len = u32::try_from(self.in_pipe).unwrap_or(u32::MAX);
-            self.splice_out_armed = true;
-            let ud = self.ud(slot, SPLICE_OUT);
-            ring.splice(pipe.read.as_fd(), None, self.stream.as_fd(), len, file_left > 0, false, ud)?;
-            return Ok(true);
-        }
-        let chunk = file_left.min(pipe.size as u64);
-        let len = chunk as u32;
-        let (ud_in, ud_out) = (self.ud(slot, SPLICE_IN), self.ud(slot, SPLICE_OUT));
-        let Some((file, offset, _)) = self.session.file_body() else { return Ok(true) };
-        // Linked: the socket splice starts only once the pipe holds the whole chunk.
-        ring.splice(file.as_fd(), Some(*offset), pipe.write.as_fd(), len, false, true, ud_in)?;
-        ring.splice(pipe.read.as_fd(), None, self.stream.as_fd(), len, file_left > chunk, false, ud_out)?;
-        self.splice_in_armed = true;
-        self.splice_out_armed = true;
-        Ok(true)
-    }
-
-    /// Gives the pipe back to the loop once a body is done (only if it is empty).
-    fn release_pipe(&mut self, pipes: &mut Vec<Pipe>) {
-        if let Some(pipe) = self.pipe.take() {
-            if self.in_pipe == 0 && !self.splice_in_armed && !self.splice_out_armed && pipes.len() < PIPES_KEPT {
-                pipes.push(pipe);
-            }
-        }
-        self.in_pipe = 0;
-    }
 }
 
 struct Loop {
@@ -199,19 +66,6 @@ struct Loop {
     now: Instant,
     /// Completions gathered from the ring, handled after it is released (reused).
     events: Vec<(u64, Event)>,
-}
-
-/// A completion, detached from the ring's buffers.
-enum Event {
-    Accepted(std::io::Result<std::os::fd::OwnedFd>, bool),
-    Received(usize, bool),
-    Sent(std::io::Result<usize>, Vec<u8>),
-    Spliced(std::io::Result<usize>),
-    Polled,
-}
-
-fn user_data(slot: usize, generation: u64, op: u64) -> u64 {
-    (generation << 40) | ((slot as u64) << 8) | op
 }
 
 fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
@@ -301,61 +155,7 @@ impl Loop {
             (ud, event) => {
                 let slot = ((ud >> 8) & 0xffff_ffff) as usize;
                 let Some(conn) = live_conn(&mut self.conns, ud) else { return };
-                let cancelled =
-                    |e: &std::io::Error| e.raw_os_error() == Some(rustix::io::Errno::CANCELED.raw_os_error());
-                let op = ud & 0xff;
-                let ok = match event {
-                    Event::Received(0, starved) => {
-                        conn.recv_armed = false;
-                        starved // else end of stream or error
-                    }
-                    Event::Received(_, _) => {
-                        conn.recv_armed = false;
-                        true
-                    }
-                    Event::Sent(r, buf) => {
-                        conn.send_armed = false;
-                        conn.session.return_out(buf, *r.as_ref().unwrap_or(&0));
-                        r.is_ok()
-                    }
-                    Event::Spliced(r) if op == SPLICE_IN => {
-                        conn.splice_in_armed = false;
-                        match r {
-                            Ok(0) => false, // the file shrank under us
-                            Ok(n) => {
-                                conn.in_pipe += n;
-                                if let Some((_, offset, _)) = conn.session.file_body() {
-                                    *offset += n as u64;
-                                }
-                                true
-                            }
-                            Err(e) => cancelled(&e),
-                        }
-                    }
-                    Event::Spliced(r) => {
-                        conn.splice_out_armed = false;
-                        match r {
-                            Ok(0) => false,
-                            Ok(n) => {
-                                conn.in_pipe = conn.in_pipe.saturating_sub(n);
-                                true
-                            }
-                            // The socket is non-blocking and splice does not wait for room
-                            // in it: wait for POLLOUT through the ring, then splice again.
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                                conn.poll_armed = true;
-                                let pollout = rustix::event::PollFlags::OUT.bits().into();
-                                self.ring.poll(conn.stream.as_fd(), pollout, conn.ud(slot, POLL_OUT)).is_ok()
-                            }
-                            Err(e) => cancelled(&e),
-                        }
-                    }
-                    Event::Polled => {
-                        conn.poll_armed = false;
-                        true
-                    }
-                    Event::Accepted(..) => true,
-                };
+                let ok = conn.complete(slot, ud & 0xff, event, &mut self.ring);
                 if !ok {
                     return self.close(slot);
                 }
@@ -536,10 +336,4 @@ impl Loop {
             self.close(slot);
         }
     }
-}
-
-/// The connection a per-connection user data names, if it is still the same one.
-fn live_conn(conns: &mut [Option<Conn>], ud: u64) -> Option<&mut Conn> {
-    let slot = ((ud >> 8) & 0xffff_ffff) as usize;
-    conns.get_mut(slot)?.as_mut().filter(|c| c.generation == ud >> 40)
 }
