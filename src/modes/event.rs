@@ -44,6 +44,9 @@ struct Conn {
     stamp: u64,
     /// The last read was short: the socket is drained until the next readable edge.
     drained: bool,
+    /// Whether writable edges are asked for: only once a send has hit EAGAIN, so the
+    /// common connection (whose responses fit the socket buffer) never wakes for them.
+    writable_interest: bool,
 }
 
 struct Loop {
@@ -182,15 +185,17 @@ impl Loop {
             self.conns.len() - 1
         });
         let token = Token(FIRST_CONN + slot);
-        if self.poll.registry().register(&mut stream, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+        if self.poll.registry().register(&mut stream, token, Interest::READABLE).is_err() {
             self.free.push(slot);
             return;
         }
         let stamp = self.deadlines.arm(Kind::Idle, self.now, slot);
-        // Registering reports data that is already there as a readable edge, so the
-        // connection starts out drained: no read until epoll says so.
-        self.conns[slot] = Some(Conn { stream, session: Session::new(peer), stamp, drained: true });
+        let session = Session::new(peer);
+        self.conns[slot] = Some(Conn { stream, session, stamp, drained: false, writable_interest: false });
         self.open += 1;
+        // The request has often arrived by the time the connection is accepted: read it
+        // now rather than after another trip through epoll_wait.
+        self.drive(slot, false);
     }
 
     /// Advances connection `slot` as far as it can go without blocking: send what is
@@ -209,7 +214,15 @@ impl Loop {
                 match conn.session.send(&conn.stream) {
                     Sent::Done if conn.session.finish_response(pool) => continue,
                     Sent::Done | Sent::Failed => break false,
-                    Sent::Blocked => break true,
+                    Sent::Blocked if conn.writable_interest => break true,
+                    Sent::Blocked => {
+                        // Adding the interest reports the socket at once if it is
+                        // writable again already, so no edge is lost.
+                        conn.writable_interest = true;
+                        let token = Token(FIRST_CONN + slot);
+                        let both = Interest::READABLE | Interest::WRITABLE;
+                        break self.poll.registry().reregister(&mut conn.stream, token, both).is_ok();
+                    }
                 }
             }
             if conn.session.answer(ex, server, pool, closing) {
