@@ -1,7 +1,8 @@
 //! The system calls Spidey needs that no safe crate wraps. This is the only crate in the
 //! workspace that may contain `unsafe`; every block cites the man page that makes it sound.
 //! Everything else (sendfile, openat2, poll, sockets, signals, waitpid) goes through the
-//! safe wrappers of rustix, socket2 and signal-hook.
+//! safe wrappers of rustix, socket2 and signal-hook. [`handler`] loads in-process handler
+//! libraries (dlopen through libloading) and calls their C entry point.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -30,3 +31,5 @@ pub fn fork() -> io::Result<Fork> {
         child => Ok(Fork::Parent { child }),
     }
 }
+
+pub mod handler;
