@@ -18,11 +18,11 @@ use crate::content::Body;
 use crate::exchange::{Answer, Exchanger, Step};
 use crate::net::{wait_readable, Shutdown, Wake};
 use crate::server::Server;
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::time::Timespec;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use rustix::event::{poll, PollFd, PollFlags};
-use rustix::time::Timespec;
 use std::time::{Duration, Instant};
 
 /// Receive buffer size: the largest head the limits allow, plus room for pipelining.

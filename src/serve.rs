@@ -28,6 +28,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let Some(entry) = args.mode.entry() else {
         return Err(ConfigError(format!("mode '{}' is not available in this build", args.mode.name())).into());
     };
+    cloexec_inherited_fds();
     let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;
     let server = Arc::new(server(&args, listener.addr.port())?);
     let shutdown = Shutdown::install(args.grace)?;
@@ -74,4 +75,17 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
     let timeouts = Timeouts { head: args.head_timeout, idle: args.idle_timeout, send: args.send_timeout };
     Ok(Server { site, limits, timeouts, max_body: args.max_body, max_requests: args.max_requests, quiet: args.quiet })
+}
+
+/// Marks every fd this process inherited beyond 0, 1 and 2 close-on-exec, so that CGI
+/// scripts see only their stdin, stdout and stderr even when whoever started Spidey leaked
+/// descriptors into it (a jobserver pipe, a terminal multiplexer's socket).
+fn cloexec_inherited_fds() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else { return };
+    let fds: Vec<i32> =
+        entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).filter(|&fd| fd > 2).collect();
+    for fd in fds {
+        // The fd may be the (already closed) one read_dir used: fcntl then fails, harmlessly.
+        let _ = spidey_sys::set_cloexec(fd);
+    }
 }

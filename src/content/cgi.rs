@@ -45,13 +45,20 @@ pub struct CgiOptions {
 
 impl Default for CgiOptions {
     fn default() -> Self {
-        CgiOptions { enabled: true, interpreters: Vec::new(), timeout: Duration::from_secs(30), max_body: 1 << 20, port: 0 }
+        CgiOptions {
+            enabled: true,
+            interpreters: Vec::new(),
+            timeout: Duration::from_secs(30),
+            max_body: 1 << 20,
+            port: 0,
+        }
     }
 }
 
 /// Parses `.EXT=PROGRAM` for `--cgi-interpreter`.
 pub fn parse_interpreter(s: &str) -> Result<(String, PathBuf), String> {
-    let (ext, program) = s.split_once('=').ok_or_else(|| format!("invalid interpreter '{s}': expected .EXT=PROGRAM"))?;
+    let (ext, program) =
+        s.split_once('=').ok_or_else(|| format!("invalid interpreter '{s}': expected .EXT=PROGRAM"))?;
     let ext = ext.strip_prefix('.').unwrap_or(ext);
     if ext.is_empty() || ext.contains('/') || program.is_empty() {
         return Err(format!("invalid interpreter '{s}': expected .EXT=PROGRAM"));
@@ -148,7 +155,8 @@ pub(crate) fn script(
     let Ok(filename) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
         return Some(Err(ResolveError::Internal));
     };
-    let script_name = format!("/{}", raw_script.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/"));
+    let script_name =
+        format!("/{}", raw_script.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/"));
     Some(Ok(Script { filename, interpreter, script_name, path_info }))
 }
 

@@ -119,8 +119,12 @@ mod tests {
 
     #[test]
     fn host_names_table() {
-        let cases =
-            [("example.com", "example.com"), ("example.com:8080", "example.com"), ("[::1]:80", "[::1]"), ("[::1]", "[::1]")];
+        let cases = [
+            ("example.com", "example.com"),
+            ("example.com:8080", "example.com"),
+            ("[::1]:80", "[::1]"),
+            ("[::1]", "[::1]"),
+        ];
         for (host, want) in cases {
             assert_eq!(host_name(host), want, "{host}");
         }

@@ -123,8 +123,8 @@ impl HandlerLib {
         // SAFETY: as above; the ABI version matched, so the symbol has the signature the
         // header of this version declares, which HandleFn matches. The fn pointer stays
         // valid because the Library is kept (never dlclose'd) alongside it.
-        let handle: HandleFn =
-            *unsafe { lib.get::<HandleFn>(b"spidey_handle\0") }.map_err(|e| LoadError::MissingSymbol("spidey_handle", e))?;
+        let handle: HandleFn = *unsafe { lib.get::<HandleFn>(b"spidey_handle\0") }
+            .map_err(|e| LoadError::MissingSymbol("spidey_handle", e))?;
         Ok(HandlerLib { handle, _lib: lib })
     }
 
@@ -181,7 +181,13 @@ extern "C" fn cb_set_status(ctx: *mut c_void, status: c_int) {
     response(ctx).status = status;
 }
 
-extern "C" fn cb_add_header(ctx: *mut c_void, name: *const u8, name_len: usize, value: *const u8, value_len: usize) -> c_int {
+extern "C" fn cb_add_header(
+    ctx: *mut c_void,
+    name: *const u8,
+    name_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> c_int {
     let out = response(ctx);
     let (name, value) = (slice(name, name_len), slice(value, value_len));
     let bad = |b: &u8| *b == b'\r' || *b == b'\n' || *b == 0;

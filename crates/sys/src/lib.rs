@@ -33,3 +33,19 @@ pub fn fork() -> io::Result<Fork> {
 }
 
 pub mod handler;
+
+/// Sets FD_CLOEXEC on a raw fd number this process may have inherited without knowing it
+/// (no owner in this process holds it, so no safe handle exists).
+pub fn set_cloexec(fd: i32) -> io::Result<()> {
+    // SAFETY: fcntl(2) F_GETFD/F_SETFD only read and set the descriptor flags of `fd`; an
+    // fd that is not open yields EBADF, which is reported, not undefined behaviour.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
