@@ -151,7 +151,9 @@ fn is_tchar(b: u8) -> bool {
 mod tests {
     use super::*;
 
-    fn parsed(input: &str) -> Result<Option<(CgiHead, usize)>, CgiHeadError> {
+    type Outcome = Result<Option<(CgiHead, usize)>, CgiHeadError>;
+
+    fn parsed(input: &str) -> Outcome {
         parse_cgi_head(input.as_bytes()).map(|p| match p {
             Parsed::Complete(h, n) => Some((h, n)),
             Parsed::Partial => None,
@@ -167,7 +169,7 @@ mod tests {
                 n,
             )))
         };
-        let cases: &[(&str, Result<Option<(CgiHead, usize)>, CgiHeadError>)] = &[
+        let cases: &[(&str, Outcome)] = &[
             ("Content-Type: text/plain\n\nbody", ok(None, Some("text/plain"), None, 26)),
             ("Content-Type: text/plain\r\n\r\nbody", ok(None, Some("text/plain"), None, 28)),
             ("Status: 404 Not Found\nContent-Type: a/b\n\n", ok(Some(404), Some("a/b"), None, 41)),
