@@ -180,6 +180,17 @@ fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, shutdown: &Shutdown
     match answer.body {
         Body::Empty => stream.write_all(head),
         Body::Cgi(_) => Err(io::Error::other("a CGI body is driven by serve_cgi")),
+        Body::Bytes(bytes) if bytes.len() > 16 * 1024 => {
+            // Large (a handler's page): no copy, the head leaves with the body's first segment.
+            rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE).map_err(io::Error::from).and_then(|n| {
+                if n < head.len() {
+                    stream.write_all(&head[n..])
+                } else {
+                    Ok(())
+                }
+            })?;
+            stream.write_all(&bytes)
+        }
         Body::Bytes(bytes) => {
             let mut out = Vec::with_capacity(head.len() + bytes.len());
             out.extend_from_slice(head);
