@@ -240,7 +240,7 @@ impl Fixture {
 #[macro_export]
 macro_rules! for_each_mode {
     ($($case:ident),* $(,)?) => {
-        $crate::for_each_mode!(@modes [single] $($case),*);
+        $crate::for_each_mode!(@modes [single, fork, thread, pool, prefork] $($case),*);
     };
     (@modes [$($mode:ident),*] $($case:ident),*) => {
         $(
