@@ -5,17 +5,21 @@
 //! Trade-off: process isolation without a fork per connection, and no shared accept
 //! lock (the kernel spreads connections across the workers' sockets); but the kernel
 //! hashes each connection to one socket, so a connection can wait behind a busy worker
-//! while another is idle, and connections still queued on a socket whose worker dies
-//! are reset (Linux before `net.ipv4.tcp_migrate_req`).
+//! while another is idle, and a connection that lands on a retiring worker's socket in
+//! the instant before it closes is reset (Linux before `net.ipv4.tcp_migrate_req`).
 //!
-//! Sockets: worker 0 takes over the listener bound at startup (so nothing already queued
-//! on it is lost); the master binds a sibling for every other worker just before forking
-//! it and closes its own copy right after, so it never holds a socket nobody accepts on.
+//! Sockets: the first worker takes over the listener bound at startup (so nothing already
+//! queued on it is lost); the master binds a sibling for every other worker. The master
+//! keeps its copy of each socket while the worker lives: if the worker dies, connections
+//! wait in that socket's queue (instead of being reset) until the master forks the
+//! replacement on the very same socket, at once. So every socket has a worker accepting
+//! on it, except for the moment of a restart. A retired worker's socket is closed by the
+//! master when it asks and by the worker once it has served what was queued on it.
 //!
 //! Coordination: the master is single-threaded and sleeps in poll(2) on the shutdown
 //! pipe, the SIGCHLD pipe and, when `--workers MIN-MAX` adapts, a status pipe on which
 //! workers report busy/idle (5-byte records, atomic under PIPE_BUF). It reaps with
-//! waitpid(WNOHANG), restarts dead workers to keep MIN (with a short back-off when one
+//! waitpid(WNOHANG), replaces every dead worker and keeps MIN (a short back-off when one
 //! dies young), starts another while every worker is busy and fewer than MAX run, and
 //! retires one idle for [`IDLE_RETIRE`] above MIN by writing its retire pipe: the worker
 //! finishes its connection, closes its socket and exits. Workers set PR_SET_PDEATHSIG to
@@ -36,7 +40,8 @@ use anyhow::Context;
 use rustix::process::{Pid, Signal};
 use spidey_sys::Fork;
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener};
+use std::io;
+use std::net::TcpListener;
 use std::os::fd::{AsFd, OwnedFd};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -44,13 +49,18 @@ use std::time::{Duration, Instant};
 
 /// How long to wait before replacing a worker that died young, or after a failed fork.
 const RESTART_BACKOFF: Duration = Duration::from_millis(100);
-/// A worker that dies sooner than this after its start is restarted only after the back-off.
+/// A worker that dies sooner than this after its start is replaced only after the back-off.
 const YOUNG: Duration = Duration::from_secs(1);
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
 
+/// A worker's listening socket as the master keeps it; `None` is the startup listener,
+/// which lives in [`Master::listener`] for the life of the server.
+type Socket = Option<TcpListener>;
+
 /// The master's view of one worker process.
 struct Worker {
+    socket: Socket,
     started: Instant,
     busy: bool,
     idle_since: Instant,
@@ -62,11 +72,12 @@ struct Worker {
 struct Master {
     server: Arc<Server>,
     shutdown: Shutdown,
-    addr: SocketAddr,
-    backlog: i32,
+    listener: Listener,
     range: Workers,
     children: Children,
     workers: HashMap<Pid, Worker>,
+    /// Sockets whose worker died, waiting for their replacement.
+    vacant: Vec<Socket>,
     /// Read by the master, written by workers; only when the pool adapts.
     status: Option<(OwnedFd, OwnedFd)>,
     restart_after: Instant,
@@ -77,23 +88,24 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let range = workers.unwrap_or(Workers { min: cores(), max: cores() });
     // Each worker holds at most one connection, so MAX workers bound the open connections.
     let range = Workers { min: range.min.min(max_conns), max: range.max.min(max_conns) };
-    let Listener { socket, addr, backlog } = listener;
     let status = if range.min < range.max { Some(pipe().context("cannot create the status pipe")?) } else { None };
     let children = Children::watch().context("cannot watch SIGCHLD")?;
     let mut master = Master {
         server,
         shutdown,
-        addr,
-        backlog,
+        listener,
         range,
         children,
         workers: HashMap::new(),
+        vacant: vec![None],
         status,
         restart_after: Instant::now(),
     };
-    master.start(socket)?;
     while master.workers.len() < range.min {
-        let socket = Listener::bind(addr, backlog)?.socket;
+        let socket = match master.vacant.pop() {
+            Some(socket) => socket,
+            None => Some(master.listener.bind_sibling().context("cannot bind a worker's socket")?),
+        };
         master.start(socket)?;
     }
     master.supervise()?;
@@ -101,31 +113,35 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let flags = rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK;
     Ok(rustix::pipe::pipe_with(flags)?)
 }
 
 impl Master {
-    /// Forks a worker that accepts on `socket`; the master's copy closes on return.
-    fn start(&mut self, socket: TcpListener) -> anyhow::Result<()> {
-        let (retire_read, retire_write) = pipe().context("cannot create a retire pipe")?;
+    /// Forks a worker that accepts on `socket`; the master keeps its copy.
+    fn start(&mut self, socket: Socket) -> anyhow::Result<()> {
+        let (retire_read, retire) = pipe().context("cannot create a retire pipe")?;
         let master = rustix::process::getpid();
         match spidey_sys::fork().context("cannot fork a worker")? {
             Fork::Parent { child } => {
                 let pid = Pid::from_raw(child).expect("fork(2) returns a positive pid to the parent");
                 self.children.insert(pid);
                 let now = Instant::now();
-                let w = Worker { started: now, busy: false, idle_since: now, retiring: false, retire: retire_write };
+                let w = Worker { socket, started: now, busy: false, idle_since: now, retiring: false, retire };
                 self.workers.insert(pid, w);
                 Ok(())
             }
             Fork::Child => {
-                // Close the master's ends of every other worker's pipes.
+                // Close the master's copies of other workers' sockets and pipes. (The
+                // startup listener stays open here too; it is never retired, so that is
+                // harmless.)
                 drop(std::mem::take(&mut self.workers));
-                drop(retire_write);
+                drop(std::mem::take(&mut self.vacant));
+                drop(retire);
                 let status = self.status.take().map(|(_, write)| write);
-                worker(&socket, master, retire_read, status, &self.server, &self.shutdown)
+                let own = socket.as_ref().unwrap_or(&self.listener.socket);
+                worker(own, master, retire_read, status, &self.server, &self.shutdown)
             }
         }
     }
@@ -140,7 +156,7 @@ impl Master {
                 return Ok(());
             }
             self.read_status();
-            self.keep_minimum();
+            self.replace_and_keep_minimum();
             self.adapt();
             let timeout = self.next_timer();
             let mut fds = vec![self.shutdown.fd(), self.children.fd()];
@@ -155,52 +171,65 @@ impl Master {
     }
 
     fn ended(&mut self, pid: Pid) {
-        if let Some(w) = self.workers.remove(&pid) {
-            if !w.retiring && w.started.elapsed() < YOUNG {
+        let Some(w) = self.workers.remove(&pid) else { return };
+        if !w.retiring {
+            // Died: its socket (and any connection queued on it) goes to the replacement.
+            self.vacant.push(w.socket);
+            if w.started.elapsed() < YOUNG {
                 self.restart_after = Instant::now() + RESTART_BACKOFF;
             }
         }
     }
 
-    /// Replaces dead workers until MIN run (after the back-off, if one died young).
-    fn keep_minimum(&mut self) {
-        while self.workers.len() < self.range.min && Instant::now() >= self.restart_after {
-            if !self.start_sibling() {
-                return;
+    /// Replaces every dead worker on its own socket, and starts more until MIN run
+    /// (after the back-off, if one died young or a fork failed).
+    fn replace_and_keep_minimum(&mut self) {
+        while Instant::now() >= self.restart_after {
+            let socket = match self.vacant.pop() {
+                Some(socket) => socket,
+                None if self.workers.len() < self.range.min => match self.listener.bind_sibling() {
+                    Ok(socket) => Some(socket),
+                    Err(e) => return self.failed(&e.into()),
+                },
+                None => return,
+            };
+            if let Err(e) = self.start(socket) {
+                return self.failed(&e);
             }
         }
+    }
+
+    fn failed(&mut self, e: &anyhow::Error) {
+        eprintln!("spidey: cannot start a worker: {e:#}");
+        self.restart_after = Instant::now() + RESTART_BACKOFF;
     }
 
     /// Grows while every worker is busy (up to MAX); retires one long-idle worker above MIN.
     fn adapt(&mut self) {
-        if self.status.is_none() {
+        if self.status.is_none() || Instant::now() < self.restart_after {
             return;
         }
         let all_busy = self.workers.values().filter(|w| !w.retiring).all(|w| w.busy);
-        if all_busy && self.workers.len() < self.range.max && Instant::now() >= self.restart_after {
-            self.start_sibling();
+        if all_busy && self.workers.len() < self.range.max {
+            let started = self.listener.bind_sibling().map_err(anyhow::Error::from).and_then(|s| self.start(Some(s)));
+            if let Err(e) = started {
+                self.failed(&e);
+            }
             return;
         }
-        let active = self.workers.values().filter(|w| !w.retiring).count();
-        if active > self.range.min {
-            let idle =
-                self.workers.values_mut().find(|w| !w.retiring && !w.busy && w.idle_since.elapsed() >= IDLE_RETIRE);
-            if let Some(w) = idle {
-                w.retiring = true;
-                let _ = rustix::io::write(&w.retire, b"r");
-            }
+        if self.workers.values().filter(|w| !w.retiring).count() <= self.range.min {
+            return;
         }
-    }
-
-    /// Binds a sibling socket and forks a worker on it; false (and a back-off) on failure.
-    fn start_sibling(&mut self) -> bool {
-        let started = Listener::bind(self.addr, self.backlog).and_then(|l| self.start(l.socket));
-        if let Err(e) = started {
-            eprintln!("spidey: cannot start a worker: {e:#}");
-            self.restart_after = Instant::now() + RESTART_BACKOFF;
-            return false;
+        // The startup listener's worker is never retired (its socket lives on in the master).
+        let idle = self
+            .workers
+            .values_mut()
+            .find(|w| w.socket.is_some() && !w.retiring && !w.busy && w.idle_since.elapsed() >= IDLE_RETIRE);
+        if let Some(w) = idle {
+            w.retiring = true;
+            drop(w.socket.take());
+            let _ = rustix::io::write(&w.retire, b"r");
         }
-        true
     }
 
     /// Applies the busy/idle records workers wrote since the last look.
@@ -220,18 +249,17 @@ impl Master {
         }
     }
 
-    /// How long the master may sleep before a timer is due: a pending restart or retirement.
+    /// How long the master may sleep before a timer is due: a restart or a retirement.
     fn next_timer(&self) -> Option<Duration> {
-        let now = Instant::now();
         let mut due: Option<Instant> = None;
-        if self.workers.len() < self.range.min || (self.status.is_some() && self.workers.len() < self.range.max) {
+        if !self.vacant.is_empty() || self.workers.len() < self.range.min {
             due = Some(self.restart_after);
         }
         if self.status.is_some() && self.workers.len() > self.range.min {
             let idle = self.workers.values().filter(|w| !w.retiring && !w.busy).map(|w| w.idle_since + IDLE_RETIRE);
             due = due.into_iter().chain(idle).min();
         }
-        due.map(|d| d.saturating_duration_since(now).max(Duration::from_millis(10)))
+        due.map(|d| d.saturating_duration_since(Instant::now()).max(Duration::from_millis(10)))
     }
 }
 
@@ -253,9 +281,13 @@ fn worker(
     let me = rustix::process::getpid().as_raw_nonzero().get().to_le_bytes();
     let report = |state: u8| {
         if let Some(fd) = &status {
-            let record = [me[0], me[1], me[2], me[3], state];
-            let _ = rustix::io::write(fd, &record);
+            let _ = rustix::io::write(fd, &[me[0], me[1], me[2], me[3], state]);
         }
+    };
+    let serve = |(stream, peer)| {
+        report(BUSY);
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
+        report(IDLE);
     };
     loop {
         match first_readable(&[shutdown.fd(), retire.as_fd(), socket.as_fd()], None) {
@@ -264,12 +296,17 @@ fn worker(
                 shutdown.note();
                 break;
             }
-            _ => break, // retired (or poll failed)
+            Ok(Some(1)) => {
+                // Retired: the master has closed its copy; serve what is already queued.
+                while let Ok(conn) = socket.accept() {
+                    serve(conn);
+                }
+                break;
+            }
+            _ => break,
         }
-        let Some((stream, peer)) = accept::next(socket, shutdown) else { break };
-        report(BUSY);
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
-        report(IDLE);
+        let Some(conn) = accept::next(socket, shutdown) else { break };
+        serve(conn);
     }
     crate::log::flush();
     spidey_sys::exit_immediately(0)
