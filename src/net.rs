@@ -24,7 +24,14 @@ pub struct Listener {
 }
 
 impl Listener {
+    ///
+    /// SO_REUSEPORT would let a second server on the same port join this one's group
+    /// silently, so a fixed port is first probed with a plain bind that fails if anyone
+    /// listens there already.
     pub fn bind(addr: SocketAddr, backlog: i32) -> anyhow::Result<Listener> {
+        if addr.port() != 0 {
+            probe_free(addr).with_context(|| format!("failed to bind {addr}"))?;
+        }
         let socket = bind_reuseport(addr, backlog).with_context(|| format!("failed to bind {addr}"))?;
         let addr = socket.local_addr()?;
         Ok(Listener { socket, addr, backlog })
@@ -34,6 +41,12 @@ impl Listener {
     pub fn bind_sibling(&self) -> io::Result<TcpListener> {
         bind_reuseport(self.addr, self.backlog)
     }
+}
+
+fn probe_free(addr: SocketAddr) -> io::Result<()> {
+    let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    probe.set_reuse_address(true)?;
+    probe.bind(&addr.into())
 }
 
 fn bind_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {

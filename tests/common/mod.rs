@@ -31,8 +31,16 @@ impl Spidey {
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read startup line");
         let want = format!("(mode {mode})");
-        assert!(line.starts_with("spidey listening on http://127.0.0.1:") && line.trim_end().ends_with(&want), "startup line: {line:?}");
-        let port = line.split(':').nth(2).and_then(|p| p.split(' ').next()).and_then(|p| p.parse().ok()).expect("port in startup line");
+        assert!(
+            line.starts_with("spidey listening on http://127.0.0.1:") && line.trim_end().ends_with(&want),
+            "startup line: {line:?}"
+        );
+        let port = line
+            .split(':')
+            .nth(2)
+            .and_then(|p| p.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .expect("port in startup line");
         Spidey { child, port, stdout: Some(stdout) }
     }
 
@@ -67,7 +75,11 @@ impl Spidey {
             Err(e) => panic!("GET {path}: {e}"),
         };
         let status = resp.status();
-        let headers = resp.headers_names().into_iter().map(|n| (n.to_ascii_lowercase(), resp.header(&n).unwrap_or("").to_string())).collect();
+        let headers = resp
+            .headers_names()
+            .into_iter()
+            .map(|n| (n.to_ascii_lowercase(), resp.header(&n).unwrap_or("").to_string()))
+            .collect();
         let mut body = Vec::new();
         resp.into_reader().read_to_end(&mut body).unwrap();
         Reply { status, headers, body }
@@ -209,7 +221,7 @@ impl Fixture {
         w("site/index.html", b"<h1>index</h1>\n");
         w("big.bin", &(0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect::<Vec<_>>());
         w("list/plain.txt", b"123");
-        w("list/<script>alert(1)</script>", b"x");
+        w("list/<img src=x onerror=alert(1)>", b"x");
         w("list/q\"uote's", b"xy");
         w("list/a b", b"");
         w("list/%20", b"");
@@ -240,18 +252,19 @@ impl Fixture {
 #[macro_export]
 macro_rules! for_each_mode {
     ($($case:ident),* $(,)?) => {
-        $crate::for_each_mode!(@modes [single] $($case),*);
+        $crate::for_each_mode!(@modes [single] [$($case),*]);
     };
-    (@modes [$($mode:ident),*] $($case:ident),*) => {
-        $(
-            mod $mode {
-                $(
-                    #[test]
-                    fn $case() {
-                        super::$case(stringify!($mode));
-                    }
-                )*
-            }
-        )*
+    (@modes [$($mode:ident),*] $cases:tt) => {
+        $( $crate::for_each_mode!(@one $mode $cases); )*
+    };
+    (@one $mode:ident [$($case:ident),*]) => {
+        mod $mode {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(stringify!($mode));
+                }
+            )*
+        }
     };
 }

@@ -170,6 +170,9 @@ fn trailer(line: usize, total: usize, cr: bool, b: u8) -> Result<State, ChunkErr
 mod tests {
     use super::*;
 
+    /// Decoded bytes and input consumed, or the error.
+    type Outcome<'a> = Result<(&'a [u8], usize), ChunkError>;
+
     fn decode_all(input: &[u8]) -> Result<(Vec<u8>, usize), ChunkError> {
         let mut d = ChunkedDecoder::new();
         let mut out = Vec::new();
@@ -190,7 +193,7 @@ mod tests {
 
     #[test]
     fn bodies_table() {
-        let cases: &[(&[u8], Result<(&[u8], usize), ChunkError>)] = &[
+        let cases: &[(&[u8], Outcome)] = &[
             (b"5\r\nhello\r\n0\r\n\r\n", Ok((b"hello", 15))),
             (b"5\r\nhello\r\n0\r\n\r\nGET", Ok((b"hello", 15))),
             (b"3;a=b\r\nabc\r\n0\r\n\r\n", Ok((b"abc", 17))),
