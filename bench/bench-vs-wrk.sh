@@ -36,6 +36,9 @@ trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$dir/www" "$dir/tmp"
 head -c 1024 /dev/urandom >"$dir/www/1k.bin"
+# nginx's worker runs as nobody: let it read the file (mktemp -d makes a 0700 directory).
+chmod 755 "$dir" "$dir/www"
+chmod 644 "$dir/www/1k.bin"
 cat >"$dir/nginx.conf" <<EOF
 worker_processes 1;
 daemon off;
@@ -59,6 +62,7 @@ EOF
 "$NGINX" -c "$dir/nginx.conf" -p "$dir" &
 nginx_pid=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/1k.bin" -o /dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$port/1k.bin" -o /dev/null || { echo "nginx does not serve 1k.bin" >&2; exit 1; }
 URL="http://127.0.0.1:$port/1k.bin"
 
 # wrk prints latency as 812.00us / 1.23ms / 2.00s; convert to microseconds.
@@ -69,7 +73,7 @@ to_us() { awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms
 for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   "$SPIDEY" bench -t1 -c32 -d"$DURATION" --json "$dir/s.json" "$URL" >/dev/null
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); l=r["latency"]; print(r["requests_per_sec"], l["p50_us"], l["p99_us"], r["errors"] and sum(r["errors"].values()))' "$dir/s.json" >>"$dir/spidey.tsv"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); l=r["latency"]; print(r["requests_per_sec"], l["p50_us"], l["p99_us"], sum(r["errors"].values()) + sum(n for c, n in r["status"].items() if c != "200"))' "$dir/s.json" >>"$dir/spidey.tsv"
   wrk -t1 -c32 -d"$DURATION" --latency "$URL" >"$dir/w.txt"
   rps=$(awk '/^Requests\/sec:/ { print $2 }' "$dir/w.txt")
   p50=$(to_us "$(awk '$1 == "50%" { print $2 }' "$dir/w.txt")")
@@ -89,15 +93,15 @@ def load(p):
     return [statistics.median(c) for c in zip(*rows)], rows
 (s, srows), (w, wrows) = load(sys.argv[1]), load(sys.argv[2])
 rounds, duration = sys.argv[3], sys.argv[4]
-print(f"| tool (median of {rounds} rounds of {duration}, -t1 -c32) | requests/s | p50 | p99 |")
-print("|---|---:|---:|---:|")
-print(f"| wrk | {w[0]:.0f} | {w[1]:.0f} us | {w[2]:.0f} us |")
-print(f"| spidey bench | {s[0]:.0f} | {s[1]:.0f} us | {s[2]:.0f} us |")
+print(f"| tool (median of {rounds} rounds of {duration}, -t1 -c32) | requests/s | p50 | p99 | errors + non-200 |")
+print("|---|---:|---:|---:|---:|")
+print(f"| wrk | {w[0]:.0f} | {w[1]:.0f} us | {w[2]:.0f} us | {w[3]:.0f} |")
+print(f"| spidey bench | {s[0]:.0f} | {s[1]:.0f} us | {s[2]:.0f} us | {s[3]:.0f} |")
 ratio, p50, p99 = s[0] / w[0], s[1] / w[1], s[2] / w[2]
-print(f"| spidey / wrk | {ratio:.3f}x | {p50:.2f}x | {p99:.2f}x |")
+print(f"| spidey / wrk | {ratio:.3f}x | {p50:.2f}x | {p99:.2f}x | |")
 print()
 print("per round (requests/s): spidey " + ", ".join(f"{r[0]:.0f}" for r in srows) + "; wrk " + ", ".join(f"{r[0]:.0f}" for r in wrows))
-ok = ratio >= 0.95 and 0.75 <= p50 <= 1.25 and 0.75 <= p99 <= 1.25
-print("verdict: " + ("PASS" if ok else "FAIL") + " (needs >= 0.95x requests/s and p50/p99 within 25%)")
+ok = ratio >= 0.95 and 0.75 <= p50 <= 1.25 and 0.75 <= p99 <= 1.25 and s[3] == 0 and w[3] == 0
+print("verdict: " + ("PASS" if ok else "FAIL") + " (needs >= 0.95x requests/s, p50/p99 within 25%, no errors)")
 sys.exit(0 if ok else 1)
 EOF

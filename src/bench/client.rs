@@ -12,6 +12,8 @@
 //! has a fixed schedule (every `interval`, from `first_slot`); an idle connection takes the
 //! next due slot, and latency counts from the slot's time, so time spent waiting for a free
 //! connection — a stalled server — is part of the latency (coordinated omission corrected).
+//! Slots are waited for with epoll's millisecond timeout, so at high rates requests go out
+//! in small bursts, each at most ~1 ms late; that lateness is counted in the latency too.
 //! The loop ends when no more requests may be issued and none is in flight; requests in
 //! flight at the end of a timed run are waited for (at most `--timeout`), never dropped.
 

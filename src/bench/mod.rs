@@ -291,3 +291,62 @@ fn result(
         series,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(keepalive: bool, headers: &[(&str, &str)], body: Option<&[u8]>) -> BenchConfig {
+        BenchConfig {
+            targets: vec![args::parse_url("http://127.0.0.1:8080/a?b").unwrap()],
+            connections: 1,
+            threads: 1,
+            stop: Stop::Requests(1),
+            rate: None,
+            keepalive,
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            method: "POST".into(),
+            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            body: body.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn request_bytes_table() {
+        type Case<'a> = (bool, &'a [(&'a str, &'a str)], Option<&'a [u8]>, &'a str);
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            (true, &[], None, "POST /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+            (false, &[], None, "POST /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nConnection: close\r\n\r\n"),
+            (true, &[("X-A", "1")], Some(b"hi"), "POST /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi"),
+            (true, &[("host", "example")], None, "POST /a?b HTTP/1.1\r\nhost: example\r\n\r\n"),
+        ];
+        for (keepalive, headers, body, want) in cases {
+            let cfg = config(*keepalive, headers, *body);
+            assert_eq!(String::from_utf8(request_bytes(&cfg, &cfg.targets[0])).unwrap(), *want);
+        }
+    }
+
+    #[test]
+    fn shares_add_up_and_differ_by_at_most_one() {
+        for (total, threads) in [(10, 3), (1, 4), (32, 1), (1000, 7)] {
+            let parts: Vec<usize> = (0..threads).map(|i| share(total, threads, i)).collect();
+            assert_eq!(parts.iter().sum::<usize>(), total, "{total}/{threads}");
+            assert!(parts.iter().max().unwrap() - parts.iter().min().unwrap() <= 1, "{parts:?}");
+        }
+    }
+
+    #[test]
+    fn open_loop_threads_interleave_to_the_total_rate() {
+        let mut cfg = config(true, &[], None);
+        cfg.rate = Some(1000.0);
+        let start = Instant::now();
+        let plans: Vec<Plan> = (0..4).map(|i| plan(&cfg, 4, i, start, start)).collect();
+        let mut slots: Vec<Duration> =
+            plans.iter().flat_map(|p| (0..5).map(move |k| p.first_slot - start + p.interval.unwrap() * k)).collect();
+        slots.sort();
+        let gaps: Vec<Duration> = slots.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|g| g.abs_diff(Duration::from_millis(1)) < Duration::from_micros(1)), "{gaps:?}");
+    }
+}
