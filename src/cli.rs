@@ -21,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve a directory over HTTP/1.1.
     Serve(ServeArgs),
+    /// Load an HTTP server and measure throughput and latency (like wrk; --rate like wrk2).
+    Bench(crate::bench::BenchArgs),
     /// Run the experiments that reproduce the seed studies, and report them.
     Lab(LabArgs),
 }
