@@ -87,13 +87,8 @@ fn best(m: Metric, samples: &[&Sample]) -> String {
     };
     let peak = samples.iter().copied().reduce(|x, y| if advantage(m, y.value(m), x.value(m)) > 1.0 { y } else { x });
     let peak = peak.map(|p| {
-        format!(
-            "; the best single point is {} {} with {} at {} connections",
-            metric::format(p.value(m)),
-            m.name(),
-            p.server,
-            p.client.c
-        )
+        let at = phrase(Dim::Connections, f64::from(p.client.c));
+        format!("; the best single point is {} {} with {} at {at}", metric::format(p.value(m)), m.name(), p.server)
     });
     format!("{server} is best on {} at {n} of {contested} points{}.", m.name(), peak.unwrap_or_default())
 }

@@ -13,6 +13,8 @@ pub(crate) struct Machine {
     pub spidey: String,
     pub rustc: String,
     pub nginx: String,
+    /// When the report was written: other load on the machine skews every number.
+    pub load: String,
 }
 
 impl Machine {
@@ -26,6 +28,7 @@ impl Machine {
             spidey: spidey_version(),
             rustc: first_line("rustc", &["--version"]).unwrap_or_else(unknown),
             nginx: first_line("nginx", &["-v"]).unwrap_or_else(|| "not installed".into()),
+            load: load_average().unwrap_or_else(unknown),
         }
     }
 
@@ -40,6 +43,7 @@ impl Machine {
             ("spidey", self.spidey.clone()),
             ("rustc", self.rustc.clone()),
             ("nginx", self.nginx.clone()),
+            ("Load average (1, 5, 15 min) at report time", self.load.clone()),
         ]
     }
 }
@@ -63,6 +67,11 @@ fn memory() -> Option<String> {
 fn kernel() -> Option<String> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
     Some(format!("Linux {}", release.trim()))
+}
+
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
 }
 
 fn spidey_version() -> String {
