@@ -8,10 +8,12 @@
 //!
 //! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
 
+pub mod bench;
 pub mod cli;
 pub mod conn;
 pub mod content;
 pub mod exchange;
+pub mod lab;
 pub mod log;
 pub mod modes;
 pub mod net;

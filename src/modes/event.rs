@@ -32,6 +32,8 @@ const LISTENER: Token = Token(0);
 const SHUTDOWN: Token = Token(1);
 /// Connection slot `i` is token `FIRST_CONN + i`.
 const FIRST_CONN: usize = 2;
+/// The pipes of a CGI script run for connection slot `i` are token `SCRIPT | i`.
+const SCRIPT: usize = 1 << 40;
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     loops::run(ctx, "event", event_loop)
@@ -47,6 +49,9 @@ struct Conn {
     /// Whether writable edges are asked for: only once a send has hit EAGAIN, so the
     /// common connection (whose responses fit the socket buffer) never wakes for them.
     writable_interest: bool,
+    /// Parked on a deadline of its own (a `--delay`, a CGI script's pipes): the usual
+    /// head/idle/send deadlines are not armed meanwhile.
+    parked: bool,
 }
 
 struct Loop {
@@ -111,6 +116,7 @@ fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
             match event.token() {
                 LISTENER => lp.accept_all(),
                 SHUTDOWN => lp.begin_drain(),
+                Token(t) if t & SCRIPT != 0 => lp.drive(t & !SCRIPT, false),
                 Token(t) => lp.drive(t - FIRST_CONN, event.is_readable() || event.is_read_closed() || event.is_error()),
             }
         }
@@ -191,7 +197,8 @@ impl Loop {
         }
         let stamp = self.deadlines.arm(Kind::Idle, self.now, slot);
         let session = Session::new(peer);
-        self.conns[slot] = Some(Conn { stream, session, stamp, drained: false, writable_interest: false });
+        self.conns[slot] =
+            Some(Conn { stream, session, stamp, drained: false, writable_interest: false, parked: false });
         self.open += 1;
         // The request has often arrived by the time the connection is accepted: read it
         // now rather than after another trip through epoll_wait.
@@ -209,11 +216,21 @@ impl Loop {
         let closing = self.draining;
         let was_sending = conn.session.is_sending();
         let had_partial = conn.session.has_partial_request();
+        conn.parked = false;
         let keep = loop {
+            if conn.session.held {
+                conn.parked = true;
+                break true;
+            }
             if conn.session.is_sending() {
-                match conn.session.send(&conn.stream) {
+                match conn.session.send(&conn.stream, ex, server, pool) {
                     Sent::Done if conn.session.finish_response(pool) => continue,
                     Sent::Done | Sent::Failed => break false,
+                    Sent::NeedRead => {} // read the request body below
+                    Sent::WaitScript => {
+                        conn.parked = true;
+                        break watch_script(&self.poll, &mut self.deadlines, conn, slot);
+                    }
                     Sent::Blocked if conn.writable_interest => break true,
                     Sent::Blocked => {
                         // Adding the interest reports the socket at once if it is
@@ -226,6 +243,10 @@ impl Loop {
                 }
             }
             if conn.session.answer(ex, server, pool, closing) {
+                if let Some(delay) = conn.session.take_delay() {
+                    conn.session.held = true;
+                    conn.stamp = self.deadlines.arm_at(Kind::Delay, self.now + delay, slot);
+                }
                 continue;
             }
             if conn.drained || (closing && conn.session.is_idle()) {
@@ -258,6 +279,9 @@ impl Loop {
     /// (or a blocked send made progress), so a busy connection appends O(1) per event.
     fn rearm(&mut self, slot: usize, was_sending: bool, had_partial: bool) {
         let Some(Some(conn)) = self.conns.get_mut(slot) else { return };
+        if conn.parked {
+            return;
+        }
         let s = &conn.session;
         let kind = if s.is_sending() {
             Kind::Send
@@ -289,12 +313,18 @@ impl Loop {
             if conn.stamp != stamp {
                 continue; // re-armed or disarmed since
             }
-            if kind == Kind::Head {
-                conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.pool);
-                conn.drained = true;
-                self.drive(slot, false);
-            } else {
-                self.close(slot);
+            match kind {
+                Kind::Head => {
+                    conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.pool);
+                    conn.drained = true;
+                    self.drive(slot, false);
+                }
+                Kind::Delay => {
+                    conn.session.held = false;
+                    self.drive(slot, false);
+                }
+                Kind::Script => self.drive(slot, false), // the pump answers 504
+                Kind::Idle | Kind::Send => self.close(slot),
             }
         }
         due.clear();
@@ -315,4 +345,22 @@ impl Loop {
             self.close(slot);
         }
     }
+}
+
+/// Registers a running script's pipes with this loop (idempotent: a pipe already
+/// registered is left as it is) and arms its deadline. Returns false if it cannot wait.
+fn watch_script(poll: &Poll, deadlines: &mut Deadlines, conn: &mut Conn, slot: usize) -> bool {
+    let Some((stdout, stdin, deadline)) = conn.session.script_fds() else { return false };
+    let token = Token(SCRIPT | slot);
+    for (fd, interest) in [(stdout, Interest::READABLE), (stdin, Interest::WRITABLE)] {
+        let Some(fd) = fd else { continue };
+        let raw = fd.as_raw_fd();
+        match poll.registry().register(&mut SourceFd(&raw), token, interest) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(_) => return false,
+        }
+    }
+    conn.stamp = deadlines.arm_at(Kind::Script, deadline, slot);
+    true
 }

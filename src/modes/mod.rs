@@ -21,10 +21,16 @@
 //!    thread when it forks, and signals reach it through the self-pipe, not a thread.
 
 pub mod accept;
+mod children;
 pub mod event;
+pub mod fork;
+mod limit;
 mod loops;
+pub mod pool;
+pub mod prefork;
 mod session;
 pub mod single;
+pub mod thread;
 mod timer;
 pub mod uring;
 mod uring_conn;
@@ -69,9 +75,12 @@ impl Mode {
     pub fn entry(self) -> Option<fn(ModeContext) -> anyhow::Result<()>> {
         match self {
             Mode::Single => Some(single::run),
+            Mode::Fork => Some(fork::run),
+            Mode::Thread => Some(thread::run),
+            Mode::Pool => Some(pool::run),
+            Mode::Prefork => Some(prefork::run),
             Mode::Event => Some(event::run),
             Mode::Uring => Some(uring::run),
-            _ => None,
         }
     }
 }

@@ -18,6 +18,7 @@
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
+use crate::content::cgi_output::CgiOutput;
 use crate::content::Body;
 use crate::exchange::{Exchanger, Step};
 use crate::server::Server;
@@ -26,6 +27,10 @@ use rustix::net::SendFlags;
 use std::fs::File;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::time::Duration;
+
+mod cgi;
+pub(crate) use cgi::CgiFlow;
 
 /// Reusable buffers of one loop; a buffer is only held while it has bytes in it.
 /// Receive buffers keep their full length (no zeroing on reuse); output buffers are
@@ -68,11 +73,15 @@ impl Pool {
     }
 }
 
-/// A body still to be moved after [`Session::out`], without passing through user space.
+/// A body still to be moved after [`Session::out`].
 #[derive(Debug)]
 pub(crate) enum Outgoing {
-    /// `end - offset` bytes of `file` from `offset` (sendfile).
+    /// `end - offset` bytes of `file` from `offset` (sendfile or splice: no copy through
+    /// user space).
     File { file: File, offset: u64, end: u64 },
+    /// A CGI script's output, pumped into [`Session::out`] as the script writes it
+    /// ([`Session::pump_cgi`]); dropping it kills and reaps the script.
+    Cgi(Box<CgiOutput>),
 }
 
 /// How far [`Session::send`] got.
@@ -84,6 +93,11 @@ pub(crate) enum Sent {
     Blocked,
     /// The peer left (EPIPE, ECONNRESET) or the file shrank: close.
     Failed,
+    /// A CGI script wants request-body bytes: read the socket, then send again.
+    NeedRead,
+    /// A CGI script is running: wait for its pipes ([`Session::script_fds`]) or its
+    /// deadline, then send again.
+    WaitScript,
 }
 
 /// One connection's protocol state.
@@ -103,6 +117,10 @@ pub(crate) struct Session {
     served: u32,
     /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]).
     lent: bool,
+    /// `--delay`: the answer framed last must wait this long before it is sent.
+    delay: Option<Duration>,
+    /// Set by the driver while the answer waits out its delay: nothing is sent.
+    pub held: bool,
 }
 
 impl Session {
@@ -118,6 +136,8 @@ impl Session {
             keep_alive: true,
             served: 0,
             lent: false,
+            delay: None,
+            held: false,
         }
     }
 
@@ -181,9 +201,16 @@ impl Session {
         self.served += 1;
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
+        self.delay = answer.delay;
         self.release_inbuf_if_empty(pool);
         self.frame(&ex.head, answer.body, pool);
         true
+    }
+
+    /// The delay the last answer must wait (`--delay`), once: the driver parks the
+    /// connection on a timer with [`Session::held`] set.
+    pub(crate) fn take_delay(&mut self) -> Option<Duration> {
+        self.delay.take()
     }
 
     /// Frames the 408 for a head that did not arrive in time; the connection then closes.
@@ -198,13 +225,12 @@ impl Session {
         self.frame(&ex.head, answer.body, pool);
     }
 
+    /// Appends `head` and an in-memory body to the out bytes; sets the body to move after.
     fn frame(&mut self, head: &[u8], body: Body, pool: &mut Pool) {
         if self.out.capacity() == 0 {
             self.out = pool.take_out();
         }
-        self.out.clear();
         self.out.extend_from_slice(head);
-        self.out_pos = 0;
         self.body = match body {
             Body::Empty => None,
             Body::Bytes(bytes) => {
@@ -212,6 +238,7 @@ impl Session {
                 None
             }
             Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
+            Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi)),
         };
     }
 
@@ -237,24 +264,36 @@ impl Session {
     /// Sends what is pending on the non-blocking socket `fd`: the out bytes (with
     /// MSG_MORE when a file follows, so head and first file bytes share a segment), then
     /// the file with sendfile(2), until done or EAGAIN.
-    pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd) -> Sent {
-        while !self.out().is_empty() {
-            let flags = if self.body.is_some() { SendFlags::MORE } else { SendFlags::empty() };
-            match rustix::net::send(&fd, self.out(), flags | SendFlags::NOSIGNAL) {
-                Ok(n) => self.out_pos += n,
-                Err(Errno::AGAIN) => return Sent::Blocked,
-                Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
+    /// A CGI body is pumped in between: its output goes through the out bytes.
+    pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
+        loop {
+            while !self.out().is_empty() {
+                let more = matches!(self.body, Some(Outgoing::File { .. }));
+                let flags = if more { SendFlags::MORE } else { SendFlags::empty() };
+                match rustix::net::send(&fd, self.out(), flags | SendFlags::NOSIGNAL) {
+                    Ok(n) => self.out_pos += n,
+                    Err(Errno::AGAIN) => return Sent::Blocked,
+                    Err(Errno::INTR) => {}
+                    Err(_) => return Sent::Failed,
+                }
+            }
+            if !matches!(self.body, Some(Outgoing::Cgi(_))) {
+                return self.send_body(fd);
+            }
+            match self.pump_cgi(ex, server, pool) {
+                CgiFlow::Write => {}
+                CgiFlow::NeedRead => return Sent::NeedRead,
+                CgiFlow::Wait => return Sent::WaitScript,
+                CgiFlow::Done => return Sent::Done,
             }
         }
-        self.send_body(fd)
     }
 
     /// Moves the [`Outgoing`] body (the out bytes must already be sent).
     pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: Fd) -> Sent {
         loop {
             let Some(Outgoing::File { file, offset, end }) = &mut self.body else {
-                return Sent::Done;
+                return Sent::Done; // no body, or a CGI one (moved by `send`)
             };
             if *offset >= *end {
                 self.body = None;
@@ -276,13 +315,20 @@ impl Session {
     pub(crate) fn file_body(&mut self) -> Option<(&File, &mut u64, u64)> {
         match &mut self.body {
             Some(Outgoing::File { file, offset, end }) => Some((&*file, offset, *end)),
-            None => None,
+            _ => None,
         }
     }
 
-    /// Marks the body as moved (a driver's own [`Session::file_body`] transfer is done).
+    /// Marks a file body as moved (a driver's own [`Session::file_body`] transfer is done).
     pub(crate) fn end_body(&mut self) {
-        self.body = None;
+        if matches!(self.body, Some(Outgoing::File { .. })) {
+            self.body = None;
+        }
+    }
+
+    /// Whether the body being sent is a CGI script's output.
+    pub(crate) fn is_cgi(&self) -> bool {
+        matches!(self.body, Some(Outgoing::Cgi(_)))
     }
 
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the
@@ -290,6 +336,7 @@ impl Session {
     pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
         self.out_pos = 0;
         self.body = None;
+        self.held = false;
         if self.out.capacity() > 0 {
             pool.give_out(std::mem::take(&mut self.out));
         }

@@ -19,9 +19,13 @@ pub(crate) enum Kind {
     Idle = 1,
     /// For a blocked write to make progress.
     Send = 2,
+    /// The end of an answer's `--delay` (one fixed duration too).
+    Delay = 3,
+    /// A CGI script's deadline ([`Deadlines::arm_at`]).
+    Script = 4,
 }
 
-const KINDS: [Kind; 3] = [Kind::Head, Kind::Idle, Kind::Send];
+const KINDS: [Kind; 5] = [Kind::Head, Kind::Idle, Kind::Send, Kind::Delay, Kind::Script];
 
 /// One armed deadline: connection `slot`, valid while that connection's stamp is `stamp`.
 #[derive(Debug, Clone, Copy)]
@@ -34,7 +38,8 @@ struct Entry {
 /// The per-loop deadline lists.
 #[derive(Debug)]
 pub(crate) struct Deadlines {
-    lists: [VecDeque<Entry>; 3],
+    lists: [VecDeque<Entry>; 5],
+    /// The fixed durations of head, idle and send deadlines.
     durations: [Duration; 3],
     next_stamp: u64,
 }
@@ -44,13 +49,24 @@ impl Deadlines {
         Deadlines { lists: Default::default(), durations: [t.head, t.idle, t.send], next_stamp: 1 }
     }
 
-    /// Arms a `kind` deadline from `now` for `slot`; returns the stamp the connection must
-    /// keep for it to fire (any other stamp disarms it).
+    /// Arms a `kind` deadline (head, idle or send) from `now` for `slot`; returns the
+    /// stamp the connection must keep for it to fire (any other stamp disarms it).
     pub(crate) fn arm(&mut self, kind: Kind, now: Instant, slot: usize) -> u64 {
+        let at = now + self.durations[(kind as usize).min(2)];
+        self.arm_at(kind, at, slot)
+    }
+
+    /// Arms a deadline at `at`. Each kind's deadlines arrive in (nearly always) increasing
+    /// order, so the entry is appended; the rare earlier one walks back to its place.
+    pub(crate) fn arm_at(&mut self, kind: Kind, at: Instant, slot: usize) -> u64 {
         let stamp = self.next_stamp;
         self.next_stamp += 1;
-        let at = now + self.durations[kind as usize];
-        self.lists[kind as usize].push_back(Entry { at, slot, stamp });
+        let list = &mut self.lists[kind as usize];
+        let mut i = list.len();
+        while i > 0 && list[i - 1].at > at {
+            i -= 1;
+        }
+        list.insert(i, Entry { at, slot, stamp });
         stamp
     }
 

@@ -18,9 +18,11 @@
 
 use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
 use super::loops::{self, LoopContext};
-use super::session::{Pool, Session};
+use super::session::{CgiFlow, Pool, Session};
 use super::timer::{Deadlines, Kind};
-use super::uring_conn::{live_conn, Conn, Event, Pipe, POLL_OUT, RECV, SEND, SPLICE_IN, SPLICE_OUT};
+use super::uring_conn::{
+    live_conn, Conn, Event, Pipe, POLL_OUT, RECV, SCRIPT_IN, SCRIPT_OUT, SEND, SPLICE_IN, SPLICE_OUT,
+};
 use super::ModeContext;
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -211,6 +213,7 @@ impl Loop {
             splice_in_armed: false,
             splice_out_armed: false,
             poll_armed: false,
+            script_polls: 0,
             pipe: None,
             in_pipe: 0,
         };
@@ -230,7 +233,26 @@ impl Loop {
             if conn.busy() {
                 break true;
             }
-            if conn.session.is_sending() {
+            if conn.session.held {
+                break true; // a `--delay`: its deadline drives the connection on
+            }
+            let mut need_read = false;
+            if conn.session.is_cgi() && conn.session.out().is_empty() {
+                match conn.session.pump_cgi(ex, server, pool) {
+                    CgiFlow::Write => {}
+                    CgiFlow::Done if conn.session.finish_response(pool) => continue,
+                    CgiFlow::Done => break false,
+                    CgiFlow::NeedRead => need_read = true,
+                    CgiFlow::Wait => {
+                        if let Some((_, _, deadline)) = conn.session.script_fds() {
+                            conn.stamp = self.deadlines.arm_at(Kind::Script, deadline, slot);
+                            conn.deadline = Kind::Script;
+                        }
+                        break conn.watch_script(slot, ring);
+                    }
+                }
+            }
+            if conn.session.is_sending() && !need_read {
                 match conn.submit_send(slot, ring, pipes) {
                     Ok(true) => break true,
                     Ok(false) => {
@@ -244,6 +266,11 @@ impl Loop {
                 }
             }
             if conn.session.answer(ex, server, pool, closing) {
+                if let Some(delay) = conn.session.take_delay() {
+                    conn.session.held = true;
+                    conn.stamp = self.deadlines.arm_at(Kind::Delay, self.now + delay, slot);
+                    conn.deadline = Kind::Delay;
+                }
                 continue;
             }
             if closing && conn.session.is_idle() {
@@ -261,6 +288,9 @@ impl Loop {
         // Every drive of a sending connection follows progress (a completion), so the send
         // deadline restarts; the head deadline runs from the first byte of a request; the
         // idle one from the end of the last response.
+        if conn.session.held || conn.script_polls > 0 {
+            return; // parked on a deadline of its own (Delay, Script)
+        }
         let s = &conn.session;
         let (kind, rearm) = if s.is_sending() {
             (Kind::Send, true)
@@ -286,6 +316,8 @@ impl Loop {
                 (conn.splice_in_armed, SPLICE_IN),
                 (conn.splice_out_armed, SPLICE_OUT),
                 (conn.poll_armed, POLL_OUT),
+                (conn.script_polls > 0, SCRIPT_OUT),
+                (conn.script_polls > 0, SCRIPT_IN),
             ];
             for (_, op) in armed.into_iter().filter(|(armed, _)| *armed) {
                 let _ = self.ring.cancel(conn.ud(slot, op));
@@ -309,13 +341,22 @@ impl Loop {
             if kind == Kind::Head && !conn.session.is_sending() {
                 conn.session.answer_timeout(ex, server, pool);
             }
+            if kind == Kind::Delay {
+                conn.session.held = false;
+            }
             due.push((kind, slot));
         });
         for (kind, slot) in due {
-            if kind == Kind::Head {
-                self.drive(slot);
-            } else {
-                self.close(slot);
+            match kind {
+                Kind::Head | Kind::Delay => self.drive(slot),
+                // Stop watching the pipes; once the polls resolve, the pump answers 504.
+                Kind::Script => {
+                    if let Some(Some(conn)) = self.conns.get(slot) {
+                        let _ = self.ring.cancel(conn.ud(slot, SCRIPT_OUT));
+                        let _ = self.ring.cancel(conn.ud(slot, SCRIPT_IN));
+                    }
+                }
+                Kind::Idle | Kind::Send => self.close(slot),
             }
         }
     }

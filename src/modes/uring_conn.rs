@@ -14,6 +14,9 @@ pub(super) const SEND: u64 = 2;
 pub(super) const SPLICE_IN: u64 = 3;
 pub(super) const SPLICE_OUT: u64 = 4;
 pub(super) const POLL_OUT: u64 = 5;
+/// Polls of a CGI script's stdout (readable) and stdin (writable).
+pub(super) const SCRIPT_OUT: u64 = 6;
+pub(super) const SCRIPT_IN: u64 = 7;
 
 /// The pipe size asked for file bodies: the most one splice pair moves.
 const PIPE_SIZE: usize = 256 * 1024;
@@ -38,6 +41,8 @@ pub(super) struct Conn {
     pub(super) splice_out_armed: bool,
     /// Waiting for room in the socket after a splice into it found none (EAGAIN).
     pub(super) poll_armed: bool,
+    /// Polls of a CGI script's pipes in flight.
+    pub(super) script_polls: u8,
     /// The pipe a file body goes through, while one is being sent, and the bytes in it.
     pub(super) pipe: Option<Pipe>,
     pub(super) in_pipe: usize,
@@ -62,7 +67,27 @@ impl Pipe {
 impl Conn {
     /// Whether an operation that changes the response's progress is in flight.
     pub(super) fn busy(&self) -> bool {
-        self.send_armed || self.splice_in_armed || self.splice_out_armed || self.poll_armed
+        self.send_armed || self.splice_in_armed || self.splice_out_armed || self.poll_armed || self.script_polls > 0
+    }
+
+    /// Polls a running script's pipes through the ring; any completion cancels the other,
+    /// and the connection pumps again once both are resolved.
+    pub(super) fn watch_script(&mut self, slot: usize, ring: &mut Ring) -> bool {
+        let Some((stdout, stdin, _)) = self.session.script_fds() else { return false };
+        let (pollin, pollout) =
+            (rustix::event::PollFlags::IN.bits().into(), rustix::event::PollFlags::OUT.bits().into());
+        let (ud_out, ud_in) = (self.ud(slot, SCRIPT_OUT), self.ud(slot, SCRIPT_IN));
+        let mut armed = 0;
+        for (fd, events, ud) in [(stdout, pollin, ud_out), (stdin, pollout, ud_in)] {
+            if let Some(fd) = fd {
+                if ring.poll(fd, events, ud).is_err() {
+                    return false;
+                }
+                armed += 1;
+            }
+        }
+        self.script_polls = armed;
+        armed > 0
     }
 
     pub(super) fn ud(&self, slot: usize, op: u64) -> u64 {
@@ -109,7 +134,7 @@ impl Conn {
                     let pollout = rustix::event::PollFlags::OUT.bits().into();
                     ring.poll(self.stream.as_fd(), pollout, self.ud(slot, POLL_OUT)).map(|()| true)
                 }
-                Sent::Failed => Err(std::io::ErrorKind::BrokenPipe.into()),
+                _ => Err(std::io::ErrorKind::BrokenPipe.into()),
             };
         };
         if self.in_pipe > 0 {
@@ -190,6 +215,14 @@ impl Conn {
                     }
                     Err(e) => cancelled(&e),
                 }
+            }
+            Event::Polled if op == SCRIPT_OUT || op == SCRIPT_IN => {
+                self.script_polls = self.script_polls.saturating_sub(1);
+                if self.script_polls > 0 {
+                    let other = if op == SCRIPT_OUT { SCRIPT_IN } else { SCRIPT_OUT };
+                    let _ = ring.cancel(self.ud(slot, other));
+                }
+                true
             }
             Event::Polled => {
                 self.poll_armed = false;

@@ -1,0 +1,79 @@
+//! The CGI body kind of the [`Session`] state machine: pumping a running script's output
+//! into the session's out bytes, feeding it the request body, following local redirects.
+//! The protocol is `crate::exchange`'s (see its module docs); the driver only learns
+//! whether to write, read the socket, or wait for the script.
+
+use super::{Outgoing, Pool, Session};
+use crate::content::cgi_output::CgiStep;
+use crate::exchange::Exchanger;
+use crate::server::Server;
+use std::os::fd::BorrowedFd;
+use std::time::Instant;
+
+/// What a CGI body needs next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CgiFlow {
+    /// [`Session::out`] has bytes for the client: send them, then pump again.
+    Write,
+    /// The script wants request-body bytes and none are buffered: read the socket.
+    NeedRead,
+    /// Wait for the script's pipes or deadline, then pump again.
+    Wait,
+    /// The response is complete.
+    Done,
+}
+
+impl Session {
+    /// Pumps the CGI body once the out bytes have drained (call only then).
+    pub(crate) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> CgiFlow {
+        self.out.clear();
+        self.out_pos = 0;
+        loop {
+            if self.out.capacity() == 0 {
+                self.out = pool.take_out();
+            }
+            let Some(Outgoing::Cgi(cgi)) = &mut self.body else {
+                return if self.out.is_empty() { CgiFlow::Done } else { CgiFlow::Write };
+            };
+            let step = cgi.pump(&mut self.out);
+            let wrote = !self.out.is_empty();
+            match step {
+                CgiStep::NeedBody if self.start < self.end => {
+                    self.start += cgi.feed_body(&self.inbuf[self.start..self.end]);
+                    self.release_inbuf_if_empty(pool);
+                    if wrote {
+                        return CgiFlow::Write;
+                    }
+                }
+                CgiStep::NeedBody if wrote => return CgiFlow::Write,
+                CgiStep::NeedBody => return CgiFlow::NeedRead,
+                CgiStep::Wait if wrote => return CgiFlow::Write,
+                CgiStep::Wait => return CgiFlow::Wait,
+                CgiStep::LocalRedirect(path) => {
+                    let request = cgi.redirect_request(&path);
+                    self.body = None; // kills and reaps the script
+                    let answer = ex.local_redirect(server, &request, self.peer);
+                    self.keep_alive &= answer.keep_alive;
+                    self.frame(&ex.head, answer.body, pool);
+                    if !self.out.is_empty() {
+                        return CgiFlow::Write;
+                    }
+                }
+                CgiStep::Done => {
+                    self.keep_alive &= cgi.keep_alive();
+                    self.body = None;
+                    return if wrote { CgiFlow::Write } else { CgiFlow::Done };
+                }
+            }
+        }
+    }
+
+    /// While a script runs: its stdout (wait readable), its stdin if body bytes are still
+    /// to be written (wait writable), and its deadline (then pump: it answers 504).
+    pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
+        match &self.body {
+            Some(Outgoing::Cgi(cgi)) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
+            _ => None,
+        }
+    }
+}
