@@ -4,7 +4,9 @@
 //! Model: every connection is a [`Session`] state machine (read head → answer → write head
 //! → sendfile body → keep-alive or close) driven by readiness: a loop never blocks except
 //! in `epoll_wait`, so one thread holds thousands of connections, idle ones costing no
-//! buffer. Timeouts are per-loop FIFO deadline lists ([`Deadlines`]), O(1) per event.
+//! buffer. A CGI body's script pipes join the same epoll set (token `SCRIPT | slot`), and
+//! a `--delay` parks the connection on a timer, so nothing ever blocks the loop.
+//! Timeouts are per-loop FIFO deadline lists ([`Deadlines`]), O(1) per event.
 //! Trade-off: the fastest mode and the cheapest per connection, but all work on a loop is
 //! serialized, so anything slow inside a step (a cold disk read in `open`) stalls every
 //! connection of that loop; and the code is a state machine instead of a straight line.

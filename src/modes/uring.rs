@@ -2,14 +2,18 @@
 //! thread, each with its own SO_REUSEPORT listener.
 //!
 //! Model: a multishot accept, one receive per connection into ring-provided buffers (an
-//! idle connection holds no buffer of its own), the framed head sent as a ring operation
-//! and linked (IOSQE_IO_LINK) to splices that move file bodies file → pipe → socket in the
-//! kernel, without a copy through user space: a keep-alive response is one submission.
-//! Every loop iteration is one io_uring_enter that both submits and waits, with the next
-//! deadline as its timeout ([`Deadlines`], O(1) per event). Trade-off: fewer system
-//! calls per request than `event`, at the price of buffer ownership rules (the ring owns
-//! what the kernel may touch; see spidey_sys::uring) and a kernel feature that sandboxes
-//! often disable (then this mode refuses to start and names `event`).
+//! idle connection holds no buffer of its own), and the framed head sent as a ring
+//! operation. File bodies never pass through user space: a large one is linked
+//! (IOSQE_IO_LINK) to the head as file → pipe → socket splices, so it goes out in one
+//! submission; a small one (≤ 64 KiB, most requests) goes out with one sendfile(2) once
+//! the head's send completes, because io_uring runs splices on its worker threads and that
+//! hand-off costs more than the copy-free syscall. CGI script pipes are watched with ring
+//! polls, a `--delay` parks the connection on a timer. Every loop iteration is one
+//! io_uring_enter that both submits and waits, with the next deadline as its timeout
+//! ([`Deadlines`], O(1) per event). Trade-off: fewer system calls per request than
+//! `event` (no epoll_wait + recv pair), at the price of buffer ownership rules (the ring
+//! owns what the kernel may touch; see spidey_sys::uring) and a kernel feature that
+//! sandboxes often disable (then this mode refuses to start and names `event`).
 //!
 //! Shutdown: each ring polls the shutdown pipe. On it the loop cancels its accept, closes
 //! idle connections, lets in-flight responses finish (answering `Connection: close`)
