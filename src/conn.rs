@@ -4,17 +4,19 @@
 //! Waiting is done with poll(2) on the socket and the shutdown pipe together, so an idle
 //! keep-alive connection notices shutdown at once and every wait has a deadline: the idle
 //! timeout between requests, the whole-head timeout once a request has begun. Writes
-//! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2).
+//! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2) on
+//! the socket switched to non-blocking, each wait for room bounded by the send timeout.
 //! EPIPE and ECONNRESET are how clients leave, not errors: the connection just ends.
 
 use crate::content::Body;
 use crate::exchange::{Answer, Exchanger, Step};
 use crate::net::{wait_readable, Shutdown, Wake};
 use crate::server::Server;
+use rustix::event::{poll, PollFd, PollFlags};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Receive buffer size: the largest head the limits allow, plus room for pipelining.
 fn buffer_size(server: &Server) -> usize {
@@ -39,7 +41,7 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
                 start += answer.consumed;
                 head_started = (start < end).then(Instant::now);
                 let keep = answer.keep_alive;
-                if send(&mut stream, &exchanger.head, answer, shutdown).is_err() || !keep {
+                if send(&mut stream, &exchanger.head, answer, server, shutdown).is_err() || !keep {
                     break;
                 }
                 continue;
@@ -57,7 +59,7 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
             Ok(Wake::Ready) => {}
             Ok(Wake::Timeout) if end > 0 => {
                 let answer = exchanger.timeout(server, &buf[..end], peer);
-                let _ = send(&mut stream, &exchanger.head, answer, shutdown);
+                let _ = send(&mut stream, &exchanger.head, answer, server, shutdown);
                 break;
             }
             // Idle, or asked to stop with no request under way.
@@ -77,7 +79,7 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
 }
 
 /// Writes the head and the body. Small in-memory bodies share the head's write.
-fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, shutdown: &Shutdown) -> io::Result<()> {
+fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, shutdown: &Shutdown) -> io::Result<()> {
     match answer.body {
         Body::Empty => stream.write_all(head),
         Body::Bytes(bytes) => {
@@ -94,14 +96,27 @@ fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, shutdown: &Shutdown
                     Ok(())
                 }
             })?;
-            send_file(stream, &file, offset, len, shutdown)
+            // SO_SNDTIMEO does not bound sendfile(2) (a client that never read held the
+            // connection for good on Linux 6.18), so the file goes out non-blocking, each
+            // stall bounded by poll(2).
+            stream.set_nonblocking(true)?;
+            let sent = send_file(stream, &file, offset, len, server.timeouts.send, shutdown);
+            stream.set_nonblocking(false)?;
+            sent
         }
     }
 }
 
-/// sendfile(2) until `len` bytes are out; blocking, bounded by SO_SNDTIMEO per call and
-/// by the shutdown grace period overall.
-fn send_file(stream: &TcpStream, file: &std::fs::File, offset: u64, len: u64, shutdown: &Shutdown) -> io::Result<()> {
+/// sendfile(2) on a non-blocking socket until `len` bytes are out; every wait for room is
+/// bounded by the send timeout, and the whole by the shutdown grace period.
+fn send_file(
+    stream: &TcpStream,
+    file: &std::fs::File,
+    offset: u64,
+    len: u64,
+    send_timeout: Duration,
+    shutdown: &Shutdown,
+) -> io::Result<()> {
     let mut offset = offset;
     let end = offset + len;
     while offset < end {
@@ -113,8 +128,25 @@ fn send_file(stream: &TcpStream, file: &std::fs::File, offset: u64, len: u64, sh
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()), // the file shrank
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => wait_writable(stream, send_timeout)?,
             Err(e) => return Err(e.into()),
         }
     }
     Ok(())
+}
+
+/// Waits until `stream` has room to write, or fails with `TimedOut` after `limit`.
+fn wait_writable(stream: &TcpStream, limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = rustix::time::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+        let mut fds = [PollFd::new(stream, PollFlags::OUT)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return Err(io::ErrorKind::TimedOut.into()),
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
