@@ -53,7 +53,8 @@ soak_mode() {
   port="$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -n1)"
   url="http://127.0.0.1:$port"
   local cgi=no
-  curl -fsS "$url/cgi-bin/hello" 2>/dev/null | grep -q "hello from cgi" && cgi=yes
+  # Without CGI the script is served as a static file (its source), which is not a match.
+  [ "$(curl -fsS "$url/cgi-bin/hello" 2>/dev/null)" = "hello from cgi" ] && cgi=yes
   local start_fds
   start_fds="$(sample "$pid" | cut -d, -f2)"
   wrk -t 1 -c 16 -d "${seconds}s" "$url/static.bin" >"$out/$mode.wrk" 2>&1 &
