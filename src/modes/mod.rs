@@ -21,7 +21,13 @@
 //!    thread when it forks, and signals reach it through the self-pipe, not a thread.
 
 pub mod accept;
+mod children;
+pub mod fork;
+mod limit;
+pub mod pool;
+pub mod prefork;
 pub mod single;
+pub mod thread;
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;
@@ -63,6 +69,10 @@ impl Mode {
     pub fn entry(self) -> Option<fn(ModeContext) -> anyhow::Result<()>> {
         match self {
             Mode::Single => Some(single::run),
+            Mode::Fork => Some(fork::run),
+            Mode::Thread => Some(thread::run),
+            Mode::Pool => Some(pool::run),
+            Mode::Prefork => Some(prefork::run),
             _ => None,
         }
     }

@@ -30,3 +30,14 @@ pub fn fork() -> io::Result<Fork> {
         child => Ok(Fork::Parent { child }),
     }
 }
+
+/// _exit(2): ends the calling process at once with `code`.
+///
+/// For forked children: unlike `exit(3)` it runs no atexit handlers and flushes no stdio
+/// buffers copied from the parent, so a child can never replay or corrupt the parent's
+/// pending output, and it never returns into the parent's code.
+pub fn exit_immediately(code: i32) -> ! {
+    // SAFETY: _exit(2) takes a plain integer, "does not return", and is listed as
+    // async-signal-safe in signal-safety(7); it touches no memory of the caller.
+    unsafe { libc::_exit(code) }
+}

@@ -1,0 +1,122 @@
+//! Child processes for the forking modes (`fork`, `prefork`): the SIGCHLD self-pipe,
+//! reaping without blocking, and the final wait at shutdown.
+//!
+//! SIGCHLD writes a byte into a pipe (signal-hook's async-signal-safe handler), so the
+//! single-threaded parent wakes from poll(2) when a child ends, drains the pipe, then
+//! reaps every ended child with waitpid(WNOHANG) until none is left. Draining before
+//! reaping means a child that ends in between leaves a fresh byte, so no exit is missed.
+//! No thread is involved, so the parent stays safe to fork.
+
+use crate::net::Shutdown;
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
+use std::collections::HashSet;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// How long after the grace period children still running are killed.
+const KILL_MARGIN: Duration = Duration::from_secs(1);
+
+/// The live children of this process, and the pipe SIGCHLD writes into.
+#[derive(Debug)]
+pub(crate) struct Children {
+    pids: HashSet<Pid>,
+    sigchld: OwnedFd,
+    registration: signal_hook::SigId,
+}
+
+impl Children {
+    /// Creates the SIGCHLD pipe and installs its handler.
+    pub(crate) fn watch() -> io::Result<Children> {
+        let (read, write) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)?;
+        let registration = signal_hook::low_level::pipe::register(signal_hook::consts::SIGCHLD, write)?;
+        Ok(Children { pids: HashSet::new(), sigchld: read, registration })
+    }
+
+    /// The fd that becomes readable when a child has ended.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.sigchld.as_fd()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.pids.len()
+    }
+
+    pub(crate) fn insert(&mut self, child: Pid) {
+        self.pids.insert(child);
+    }
+
+    /// Reaps every child that has ended, without blocking, and returns them.
+    pub(crate) fn reap(&mut self) -> Vec<(Pid, WaitStatus)> {
+        let mut sink = [0u8; 64];
+        while matches!(rustix::io::read(&self.sigchld, &mut sink), Ok(n) if n > 0) {}
+        let mut ended = Vec::new();
+        loop {
+            match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+                Ok(Some((pid, status))) => {
+                    self.pids.remove(&pid);
+                    ended.push((pid, status));
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                // None: children remain but none has ended; ECHILD: no children at all.
+                Ok(None) | Err(_) => return ended,
+            }
+        }
+    }
+
+    /// Sends `signal` to every live child.
+    pub(crate) fn signal_all(&self, signal: Signal) {
+        for &pid in &self.pids {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+
+    /// Waits until every child has ended. They watch the same shutdown pipe, so they are
+    /// already finishing their in-flight responses; any still running a second after the
+    /// grace period is killed (SIGKILL) and reaped.
+    pub(crate) fn wait_all(&mut self, shutdown: &Shutdown) {
+        shutdown.note();
+        let deadline = shutdown.deadline().unwrap_or_else(Instant::now) + KILL_MARGIN;
+        let mut killed = false;
+        loop {
+            self.reap();
+            if self.pids.is_empty() {
+                return;
+            }
+            let now = Instant::now();
+            if !killed && now >= deadline {
+                self.signal_all(Signal::KILL);
+                killed = true;
+            }
+            let left = if killed { Duration::from_millis(100) } else { deadline - now };
+            let _ = first_readable(&[self.fd()], Some(left));
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        signal_hook::low_level::unregister(self.registration);
+    }
+}
+
+/// Waits until one of `fds` is readable and returns the index of the first readable one
+/// (earlier fds take priority), or `None` when `timeout` passes first.
+pub(crate) fn first_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Option<usize>> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let mut polled: Vec<PollFd<'_>> = fds.iter().map(|&fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
+        let left = deadline.map(|d| {
+            let left = d.saturating_duration_since(Instant::now());
+            rustix::time::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) }
+        });
+        match poll(&mut polled, left.as_ref()) {
+            Ok(0) => return Ok(None),
+            Ok(_) => return Ok(polled.iter().position(|p| !p.revents().is_empty())),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! `fork`: a child process per connection. The parent only accepts; each connection is
+//! served, all its keep-alive requests, by a fresh child that then exits.
+//!
+//! Trade-off: the strongest isolation there is (a crash or leak in one connection dies
+//! with its child, and children share nothing writable), paid for with a fork(2) and an
+//! exit per connection and a whole process per open connection.
+//!
+//! Coordination: the parent is single-threaded (so fork is sound) and sleeps in poll(2)
+//! on three fds: the shutdown pipe, the SIGCHLD pipe and the listener (left out at the
+//! `--max-conns` cap, so a full house stops accepting until a child ends). Every wake-up
+//! starts by reaping ended children with waitpid(WNOHANG): the parent never blocks on a
+//! child and leaves no zombie. A failed fork (EAGAIN, ENOMEM) keeps the connection,
+//! reaps, backs off and tries again. The child closes the listener, serves, flushes its
+//! access log and leaves with _exit(2), so it can never return into the accept loop.
+//!
+//! Shutdown: SIGTERM writes the shutdown pipe, which every child inherited and nobody
+//! drains, so the parent and every child wake together: the parent stops accepting and
+//! closes the listener, children finish their in-flight response and exit, and the
+//! parent reaps them all (killing any still running after the grace period).
+
+use super::children::{first_readable, Children};
+use super::{accept, ModeContext};
+use crate::net::Shutdown;
+use crate::server::Server;
+use anyhow::Context;
+use rustix::process::Pid;
+use spidey_sys::Fork;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsFd;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+/// How long to wait before retrying a fork that failed for lack of resources.
+const FORK_BACKOFF: Duration = Duration::from_millis(100);
+
+pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
+    let ModeContext { server, listener, shutdown, max_conns, .. } = ctx;
+    let mut children = Children::watch().context("cannot watch SIGCHLD")?;
+    let mut listener = Some(listener.socket);
+    loop {
+        children.reap();
+        if shutdown.flagged() {
+            break;
+        }
+        let socket = listener.as_ref().context("the parent keeps its listener")?;
+        let full = children.len() >= max_conns;
+        let fds = [shutdown.fd(), children.fd(), socket.as_fd()];
+        match first_readable(if full { &fds[..2] } else { &fds }, None)? {
+            Some(0) => {
+                shutdown.note();
+                break;
+            }
+            Some(1) => continue, // a child ended: reap it at the top
+            _ => {}
+        }
+        let Some((stream, peer)) = accept::next(socket, &shutdown) else { break };
+        match fork_child(&mut children, &shutdown) {
+            Some(Fork::Child) => {
+                drop(listener.take());
+                serve_and_exit(stream, peer, &server, &shutdown);
+            }
+            // The parent's copy of the stream closes here; the child owns the connection.
+            Some(Fork::Parent { .. }) | None => drop(stream),
+        }
+    }
+    drop(listener); // refuse new connections while the children drain
+    children.wait_all(&shutdown);
+    Ok(())
+}
+
+/// Forks, retrying with back-off (and reaping meanwhile) while the system is out of
+/// processes or memory. `None` if shutdown came first.
+fn fork_child(children: &mut Children, shutdown: &Shutdown) -> Option<Fork> {
+    let mut warned = false;
+    loop {
+        match spidey_sys::fork() {
+            Ok(Fork::Parent { child }) => {
+                children.insert(Pid::from_raw(child).expect("fork(2) returns a positive pid to the parent"));
+                return Some(Fork::Parent { child });
+            }
+            Ok(Fork::Child) => return Some(Fork::Child),
+            Err(e) => {
+                if !warned {
+                    eprintln!("spidey: fork failed ({e}); retrying");
+                    warned = true;
+                }
+                children.reap();
+                if accept::pause(shutdown, FORK_BACKOFF) {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// The child's whole life: serve the connection, flush the log, _exit. Never returns.
+fn serve_and_exit(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) -> ! {
+    let served = std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
+    crate::log::flush();
+    spidey_sys::exit_immediately(if served.is_ok() { 0 } else { 1 })
+}
