@@ -55,8 +55,27 @@ fn clock_ticks_per_second() -> u64 {
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(100)
 }
 
+/// Open descriptors of `pid` and its child processes (prefork's workers, fork's children).
 fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+    let count = |p: &str| std::fs::read_dir(format!("/proc/{p}/fd")).map(|d| d.count()).unwrap_or(0);
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    count(&pid.to_string()) + children.split_whitespace().map(count).sum::<usize>()
+}
+
+/// The descriptor count once it has held still for 300 ms (connections just answered may
+/// still be closing), or the last count after `limit`.
+fn settled_fds(pid: u32, limit: Duration) -> usize {
+    let deadline = Instant::now() + limit;
+    let mut last = open_fds(pid);
+    let mut still_since = Instant::now();
+    while Instant::now() < deadline && still_since.elapsed() < Duration::from_millis(300) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = open_fds(pid);
+        if now != last {
+            (last, still_since) = (now, Instant::now());
+        }
+    }
+    last
 }
 
 /// 400 idle connections against a 64-descriptor server for 3 s: its CPU time stays well
@@ -94,18 +113,15 @@ fn reset_mid_response_leaks_no_fd(mode: &str) {
     let server = Spidey::start(mode, &fx.root(), &["--quiet"]);
     let pid = server.child.id();
     assert_eq!(status_of(&get(&server, "/hello.txt", "").0), 200);
-    let baseline = open_fds(pid);
+    let baseline = settled_fds(pid, Duration::from_secs(5));
     for _ in 0..50 {
         let mut s = server.connect();
         s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
         let _ = std::io::Read::read(&mut s, &mut [0u8; 1000]);
         socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO)).unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while open_fds(pid) != baseline && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(open_fds(pid), baseline, "descriptors leaked");
+    let after = settled_fds(pid, Duration::from_secs(10));
+    assert_eq!(after, baseline, "descriptors leaked");
     let mut s = server.connect();
     s.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     assert_eq!(status_of(&read_one(&mut s).unwrap().0), 200);
