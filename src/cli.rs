@@ -21,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve a directory over HTTP/1.1.
     Serve(ServeArgs),
+    /// Load an HTTP server and measure throughput and latency (like wrk; --rate like wrk2).
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +79,26 @@ pub struct ServeArgs {
     /// How long one write may wait for a client that does not read.
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub send_timeout: Duration,
+    /// Serve no CGI: executable scripts become 403, other files stay static.
+    #[arg(long)]
+    pub no_cgi: bool,
+    /// Run files ending in .EXT through PROGRAM as CGI (repeatable), e.g.
+    /// `.php=/usr/bin/php-cgi`. The program gets no arguments; SCRIPT_FILENAME names the file.
+    #[arg(long, value_name = ".EXT=PROGRAM", value_parser = crate::content::cgi::parse_interpreter)]
+    pub cgi_interpreter: Vec<(String, PathBuf)>,
+    /// How long a CGI script may run before it is killed (504).
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    pub cgi_timeout: Duration,
+    /// Serve /PREFIX and everything under it from an in-process handler library
+    /// (repeatable); see include/spidey_handler.h.
+    #[arg(long, value_name = "/PREFIX=LIBRARY", value_parser = crate::content::handler::parse_flag)]
+    pub handler: Vec<(String, PathBuf)>,
+    /// Make every request wait this long before it is answered (models waiting on I/O).
+    #[arg(long, value_parser = duration)]
+    pub delay: Option<Duration>,
+    /// Burn this much CPU per request before answering (a busy loop on the thread's CPU clock).
+    #[arg(long, value_parser = duration)]
+    pub cpu_work: Option<Duration>,
     /// How long in-flight responses may run after SIGINT or SIGTERM.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,

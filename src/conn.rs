@@ -7,12 +7,20 @@
 //! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2) on
 //! the socket switched to non-blocking, each wait for room bounded by the send timeout.
 //! EPIPE and ECONNRESET are how clients leave, not errors: the connection just ends.
+//!
+//! `--delay` is a sleep before the answer is written. A CGI answer ([`Body::Cgi`]) is
+//! driven here by [`serve_cgi`]: request-body bytes come from the same buffer (those that
+//! followed the head) and then from the socket, and the script's pipes are waited on with
+//! poll(2) until the script's deadline; a write error drops the output, which kills and
+//! reaps the script.
 
+use crate::content::cgi_output::{CgiOutput, CgiStep};
 use crate::content::Body;
 use crate::exchange::{Answer, Exchanger, Step};
 use crate::net::{wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{poll, PollFd, PollFlags};
+use rustix::time::Timespec;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
@@ -39,9 +47,19 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
             if let Step::Respond(answer) = exchanger.step(server, &buf[start..end], peer, must_close) {
                 served += 1;
                 start += answer.consumed;
-                head_started = (start < end).then(Instant::now);
+                if let Some(delay) = answer.delay {
+                    std::thread::sleep(delay);
+                }
                 let keep = answer.keep_alive;
-                if send(&mut stream, &exchanger.head, answer, server, shutdown).is_err() || !keep {
+                let sent = match answer.body {
+                    Body::Cgi(cgi) => {
+                        let mut pending = Pending { buf: &mut buf, start: &mut start, end: &mut end };
+                        serve_cgi(&mut stream, &mut pending, cgi, server, shutdown, &mut exchanger, peer)
+                    }
+                    _ => send(&mut stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
+                };
+                head_started = (start < end).then(Instant::now);
+                if !matches!(sent, Ok(true)) {
                     break;
                 }
                 continue;
@@ -78,10 +96,102 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
     crate::log::flush();
 }
 
+/// The receive buffer and the unparsed bytes in it, `buf[start..end]`.
+struct Pending<'a> {
+    buf: &'a mut Vec<u8>,
+    start: &'a mut usize,
+    end: &'a mut usize,
+}
+
+/// Runs a CGI answer to its end (see `exchange`'s module docs for the protocol); returns
+/// whether the connection may be kept.
+fn serve_cgi(
+    stream: &mut TcpStream,
+    pending: &mut Pending<'_>,
+    mut cgi: Box<CgiOutput>,
+    server: &Server,
+    shutdown: &Shutdown,
+    exchanger: &mut Exchanger,
+    peer: SocketAddr,
+) -> io::Result<bool> {
+    let mut out = Vec::new();
+    loop {
+        let step = cgi.pump(&mut out);
+        if !out.is_empty() {
+            stream.write_all(&out)?;
+            out.clear();
+        }
+        match step {
+            CgiStep::NeedBody if *pending.start < *pending.end => {
+                *pending.start += cgi.feed_body(&pending.buf[*pending.start..*pending.end]);
+            }
+            CgiStep::NeedBody => {
+                (*pending.start, *pending.end) = (0, 0);
+                let deadline = Instant::now() + server.timeouts.head;
+                if wait_readable(stream.as_fd(), shutdown, Some(deadline))? != Wake::Ready {
+                    return Ok(false);
+                }
+                match stream.read(&mut pending.buf[..])? {
+                    0 => return Ok(false),
+                    n => *pending.end = n,
+                }
+            }
+            CgiStep::Wait => wait_script(&cgi, shutdown)?,
+            CgiStep::LocalRedirect(path) => {
+                let request = cgi.redirect_request(&path);
+                drop(cgi);
+                let answer = exchanger.local_redirect(server, &request, peer);
+                let keep = answer.keep_alive;
+                return match answer.body {
+                    Body::Cgi(next) => serve_cgi(stream, pending, next, server, shutdown, exchanger, peer),
+                    _ => send(stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
+                };
+            }
+            CgiStep::Done => return Ok(cgi.keep_alive()),
+        }
+    }
+}
+
+/// Waits until the script's stdout is readable or its stdin writable, or its deadline.
+/// Fails once shutdown's grace period is over (the caller drops the script).
+fn wait_script(cgi: &CgiOutput, shutdown: &Shutdown) -> io::Result<()> {
+    let grace = if shutdown.requested() { shutdown.deadline() } else { None };
+    if grace.is_some_and(|d| Instant::now() >= d) {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    let deadline = grace.map_or(cgi.deadline(), |g| g.min(cgi.deadline()));
+    let mut fds = Vec::with_capacity(2);
+    if let Some(fd) = cgi.stdout_fd() {
+        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+    }
+    if let Some(fd) = cgi.stdin_fd() {
+        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::OUT));
+    }
+    // Wake at least once a second to notice shutdown.
+    let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
+    let timeout = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Writes the head and the body. Small in-memory bodies share the head's write.
 fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, shutdown: &Shutdown) -> io::Result<()> {
     match answer.body {
         Body::Empty => stream.write_all(head),
+        Body::Cgi(_) => Err(io::Error::other("a CGI body is driven by serve_cgi")),
+        Body::Bytes(bytes) if bytes.len() > 16 * 1024 => {
+            // Large (a handler's page): no copy, the head leaves with the body's first segment.
+            rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE).map_err(io::Error::from).and_then(|n| {
+                if n < head.len() {
+                    stream.write_all(&head[n..])
+                } else {
+                    Ok(())
+                }
+            })?;
+            stream.write_all(&bytes)
+        }
         Body::Bytes(bytes) => {
             let mut out = Vec::with_capacity(head.len() + bytes.len());
             out.extend_from_slice(head);
@@ -140,7 +250,7 @@ fn wait_writable(stream: &TcpStream, limit: Duration) -> io::Result<()> {
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let timeout = rustix::time::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+        let timeout = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
         let mut fds = [PollFd::new(stream, PollFlags::OUT)];
         match poll(&mut fds, Some(&timeout)) {
             Ok(0) => return Err(io::ErrorKind::TimedOut.into()),

@@ -6,7 +6,31 @@
 //! gets back either "need more" or an [`Answer`]: the head (in the exchanger's buffer),
 //! the body to send, whether to keep the connection, and how many bytes were consumed.
 //! Modes never look inside requests and this module never touches a socket.
+//!
+//! # Answers that are not ready at once
+//!
+//! Two kinds of answer need more from the driver than "write head, then body":
+//!
+//! - **`Answer::delay`** (`--delay`): wait that long before writing anything. Blocking
+//!   drivers sleep; an event loop parks the connection on a timer and keeps serving others.
+//! - **`Body::Cgi`**: the head is not known yet, so `Exchanger::head` is empty and
+//!   `Answer::consumed` covers the request head only. The driver then loops on
+//!   [`CgiOutput::pump`](crate::content::cgi_output::CgiOutput::pump), writing every byte
+//!   it appends to `out` (100 Continue, head, chunks, or a whole error response) before
+//!   acting on the returned step:
+//!   - `NeedBody`: give it the request bytes that follow the head (`feed_body` returns how
+//!     many it took; advance the buffer by that), reading the socket when none are left;
+//!   - `Wait`: wait for `stdout_fd()` readable or `stdin_fd()` (when `Some`) writable, or
+//!     `deadline()`, then pump again; an event loop registers both fds (they are
+//!     non-blocking) and pumps only once `out` has drained, which is its backpressure;
+//!   - `LocalRedirect(path)`: drop the output and send `Exchanger::local_redirect`'s answer;
+//!   - `Done`: the response is complete; keep the connection iff `cgi.keep_alive()`
+//!     (`Answer::keep_alive` is only its upper bound).
+//!
+//!   A client that goes away, a write error, or shutdown past its grace: drop the output,
+//!   which kills the script's process group and reaps it. The output logs itself.
 
+use crate::content::cgi_output::{CgiOutput, ConnInfo};
 use crate::content::{Body, Response};
 use crate::log;
 use crate::server::{Server, SOFTWARE};
@@ -14,7 +38,7 @@ use spidey_http::date::DateCache;
 use spidey_http::response::Framing;
 use spidey_http::{parse, BodyFraming, HeadOptions, HeaderSlots, Method, Parsed, StatusCode};
 use std::net::SocketAddr;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Per-worker scratch space, reused for every exchange.
 #[derive(Default)]
@@ -22,6 +46,8 @@ pub struct Exchanger {
     dates: DateCache,
     /// The last answer's head.
     pub head: Vec<u8>,
+    /// Set while answering a script's local redirect, which may not redirect again.
+    redirected: bool,
 }
 
 /// A response ready to be written: `Exchanger::head` first, then `body`.
@@ -33,6 +59,8 @@ pub struct Answer {
     pub keep_alive: bool,
     /// Request bytes consumed from the buffer.
     pub consumed: usize,
+    /// Wait this long before writing the answer (`--delay`; see the module docs).
+    pub delay: Option<Duration>,
 }
 
 /// What the exchanger made of the bytes so far.
@@ -62,14 +90,26 @@ impl Exchanger {
                 return Step::Respond(self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len()));
             }
         };
+        if let Some(cpu) = server.site.options().cpu_work {
+            burn_cpu(cpu);
+        }
         let response = match req.body {
             BodyFraming::Length(n) if n > server.max_body => {
                 Response::error(StatusCode::PAYLOAD_TOO_LARGE, "The request body is larger than this server accepts.")
             }
-            _ => server.site.respond(&req),
+            _ => server.site.respond_from(&req, peer, whole_body(&req, &buf[head_len..])),
         };
+        let mut consumed = head_len;
+        if let (false, BodyFraming::Length(n)) = (matches!(response.body, Body::Cgi(_)), req.body) {
+            // A body that came whole with the head (a handler's, say) is skipped, so the
+            // connection can stay open.
+            if n > 0 && whole_body(&req, &buf[head_len..]).len() as u64 == n {
+                consumed += n as usize;
+            }
+        }
+        let reads_body = matches!(response.body, Body::Cgi(_)) || consumed > head_len;
         // A body this server does not read would be taken for the next request: close instead.
-        let close = must_close || !req.keep_alive || req.body != BodyFraming::None || response.close;
+        let close = must_close || !req.keep_alive || (req.body != BodyFraming::None && !reads_body) || response.close;
         let meta = Meta {
             peer,
             request_line: req.request_line,
@@ -78,7 +118,56 @@ impl Exchanger {
             head_only: req.method == Method::Head,
             http10: req.version == spidey_http::Version::Http10,
         };
-        Step::Respond(self.finish(server, response, &meta, close, head_len))
+        let mut answer = match response.body {
+            Body::Cgi(cgi) => self.cgi(server, cgi, &meta, req.host, close, consumed),
+            _ => self.finish(server, response, &meta, close, consumed),
+        };
+        answer.delay = server.site.options().delay;
+        Step::Respond(answer)
+    }
+
+    /// A script's answer: no head yet; the output writes it (see the module docs).
+    fn cgi(
+        &mut self,
+        server: &Server,
+        mut cgi: Box<CgiOutput>,
+        meta: &Meta<'_>,
+        host: Option<&str>,
+        close: bool,
+        consumed: usize,
+    ) -> Answer {
+        cgi.allow_local_redirect = !self.redirected;
+        cgi.conn = ConnInfo {
+            peer: Some(meta.peer),
+            http10: meta.http10,
+            head_only: meta.head_only,
+            keep_alive: !close,
+            quiet: server.quiet,
+            request_line: meta.request_line.to_vec(),
+            referer: meta.referer.map(<[u8]>::to_vec),
+            user_agent: meta.user_agent.map(<[u8]>::to_vec),
+            host: host.map(str::to_string),
+        };
+        self.head.clear();
+        Answer { body: Body::Cgi(cgi), keep_alive: !close, consumed, delay: None }
+    }
+
+    /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
+    /// that `CgiOutput::redirect_request` built. The target may not redirect again.
+    pub fn local_redirect(&mut self, server: &Server, request: &[u8], peer: SocketAddr) -> Answer {
+        self.redirected = true;
+        let step = self.step(server, request, peer, false);
+        self.redirected = false;
+        match step {
+            Step::Respond(mut answer) => {
+                answer.delay = None;
+                answer
+            }
+            Step::Partial => {
+                let response = Response::error(StatusCode::BAD_GATEWAY, "The script redirected to an invalid path.");
+                self.finish(server, response, &Meta::unparsed(request, peer), true, 0)
+            }
+        }
     }
 
     /// The answer to a request head that did not arrive in time: 408, then close.
@@ -88,12 +177,13 @@ impl Exchanger {
     }
 
     fn finish(&mut self, server: &Server, response: Response, meta: &Meta<'_>, close: bool, consumed: usize) -> Answer {
-        let Response { status, fields, mut body, .. } = response;
+        let Response { status, fields, mut body, extra_fields, .. } = response;
         let framing = if status.forbids_body() { Framing::None } else { Framing::Length(body.len()) };
         if meta.head_only || status.forbids_body() {
             body = Body::Empty;
         }
-        let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let mut fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        fields.extend(extra_fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let date = self.dates.get(SystemTime::now());
         let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive: !close, http10: meta.http10 };
         self.head.clear();
@@ -108,7 +198,31 @@ impl Exchanger {
                 user_agent: meta.user_agent,
             });
         }
-        Answer { body, keep_alive: !close, consumed }
+        Answer { body, keep_alive: !close, consumed, delay: None }
+    }
+}
+
+/// The request body if it is whole in `rest` (the bytes after the head), else empty.
+fn whole_body<'b>(req: &spidey_http::Request<'_, '_>, rest: &'b [u8]) -> &'b [u8] {
+    match req.body {
+        BodyFraming::Length(n) if n as usize <= rest.len() => &rest[..n as usize],
+        _ => &[],
+    }
+}
+
+/// Burns `work` of this thread's CPU time in a busy loop (`--cpu-work`).
+fn burn_cpu(work: Duration) {
+    use rustix::time::{clock_gettime, ClockId};
+    let now = || {
+        let t = clock_gettime(ClockId::ThreadCPUTime);
+        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    };
+    let end = now() + work;
+    let mut x = 0u64;
+    while now() < end {
+        for i in 0..1000u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
     }
 }
 

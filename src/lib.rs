@@ -8,6 +8,7 @@
 //!
 //! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
 
+pub mod bench;
 pub mod cli;
 pub mod conn;
 pub mod content;

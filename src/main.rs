@@ -7,6 +7,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => spidey::serve::run(args),
+        Command::Bench(args) => spidey::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,8 @@
 //! `spidey serve`: check the configuration, bind, announce, run the chosen mode.
 
 use crate::cli::ServeArgs;
+use crate::content::cgi::CgiOptions;
+use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
 use crate::modes::ModeContext;
 use crate::net::{Listener, Shutdown};
@@ -26,9 +28,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let Some(entry) = args.mode.entry() else {
         return Err(ConfigError(format!("mode '{}' is not available in this build", args.mode.name())).into());
     };
-    let server = Arc::new(server(&args)?);
-    let shutdown = Shutdown::install(args.grace)?;
+    cloexec_inherited_fds();
     let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;
+    let server = Arc::new(server(&args, listener.addr.port())?);
+    let shutdown = Shutdown::install(args.grace)?;
     let url = match listener.addr {
         SocketAddr::V4(a) => format!("http://{a}"),
         SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
@@ -41,7 +44,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     entry(ctx)
 }
 
-fn server(args: &ServeArgs) -> anyhow::Result<Server> {
+fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
     if args.max_conns == 0 {
         return Err(ConfigError("--max-conns must be at least 1".into()).into());
     }
@@ -53,8 +56,36 @@ fn server(args: &ServeArgs) -> anyhow::Result<Server> {
     if limits.max_head < limits.max_request_line {
         return Err(ConfigError("--max-head must be at least --max-request-line".into()).into());
     }
-    let site = Site::open(&args.root, SiteOptions { show_hidden: args.show_hidden })
+    let cgi = CgiOptions {
+        enabled: !args.no_cgi,
+        interpreters: args.cgi_interpreter.clone(),
+        timeout: args.cgi_timeout,
+        max_body: args.max_body,
+        port,
+    };
+    let mut handlers = Vec::new();
+    for (prefix, path) in &args.handler {
+        let mount = Mount::load(prefix, path)
+            .map_err(|e| ConfigError(format!("handler {} ({}) {e}", prefix, path.display())))?;
+        handlers.push(mount);
+    }
+    let options =
+        SiteOptions { show_hidden: args.show_hidden, cgi, handlers, delay: args.delay, cpu_work: args.cpu_work };
+    let site = Site::open(&args.root, options)
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
     let timeouts = Timeouts { head: args.head_timeout, idle: args.idle_timeout, send: args.send_timeout };
     Ok(Server { site, limits, timeouts, max_body: args.max_body, max_requests: args.max_requests, quiet: args.quiet })
+}
+
+/// Marks every fd this process inherited beyond 0, 1 and 2 close-on-exec, so that CGI
+/// scripts see only their stdin, stdout and stderr even when whoever started Spidey leaked
+/// descriptors into it (a jobserver pipe, a terminal multiplexer's socket).
+fn cloexec_inherited_fds() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else { return };
+    let fds: Vec<i32> =
+        entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).filter(|&fd| fd > 2).collect();
+    for fd in fds {
+        // The fd may be the (already closed) one read_dir used: fcntl then fails, harmlessly.
+        let _ = spidey_sys::set_cloexec(fd);
+    }
 }

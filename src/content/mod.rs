@@ -9,7 +9,14 @@
 //! - [`static_file`]: conditional GET, ranges and the fields of a file response.
 //! - [`listing`]: directory listings in HTML and JSON.
 //! - [`page`]: the small HTML bodies of error responses.
+//! - [`cgi`], [`cgi_env`], [`cgi_output`]: CGI/1.1 scripts, run by the driver through
+//!   [`Body::Cgi`].
+//! - [`handler`]: in-process handlers loaded from shared libraries.
 
+pub mod cgi;
+pub mod cgi_env;
+pub mod cgi_output;
+pub mod handler;
 pub mod listing;
 pub mod page;
 pub mod resolve;
@@ -17,7 +24,9 @@ pub mod static_file;
 
 use spidey_http::{Method, Request, StatusCode};
 use std::fs::File;
-use std::path::Path;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Where a response's body comes from.
 #[derive(Debug)]
@@ -31,6 +40,10 @@ pub enum Body {
         offset: u64,
         len: u64,
     },
+    /// A CGI script's output, produced as the script runs. The head is not known yet:
+    /// the driver pumps the [`cgi_output::CgiOutput`] (see its module documentation),
+    /// which writes head and body itself. Dropping it kills and reaps the script.
+    Cgi(Box<cgi_output::CgiOutput>),
 }
 
 impl Body {
@@ -40,6 +53,7 @@ impl Body {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
             Body::File { len, .. } => *len,
+            Body::Cgi(_) => 0,
         }
     }
 
@@ -57,11 +71,13 @@ pub struct Response {
     pub body: Body,
     /// Whether the connection must close after this response.
     pub close: bool,
+    /// Fields whose names are not known in advance (from handlers), written after `fields`.
+    pub extra_fields: Vec<(String, String)>,
 }
 
 impl Response {
     pub fn new(status: StatusCode, fields: Vec<(&'static str, String)>, body: Body) -> Self {
-        Response { status, fields, body, close: false }
+        Response { status, fields, body, close: false, extra_fields: Vec::new() }
     }
 
     /// An error page for `status`, with `detail` as its one sentence.
@@ -72,16 +88,26 @@ impl Response {
 }
 
 /// Options of the content side, from the command line.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct SiteOptions {
     /// List dotfiles in directory listings (they are served either way).
     pub show_hidden: bool,
+    /// CGI scripts (on by default).
+    pub cgi: cgi::CgiOptions,
+    /// In-process handlers, by URL prefix (`--handler`).
+    pub handlers: Vec<handler::Mount>,
+    /// `--delay`: how long every answer waits, as if on I/O (see `Answer::delay`).
+    pub delay: Option<Duration>,
+    /// `--cpu-work`: how much CPU every request burns before it is answered.
+    pub cpu_work: Option<Duration>,
 }
 
 /// The served tree: a directory handle for ROOT and the rules for answering from it.
 #[derive(Debug)]
 pub struct Site {
     root: resolve::Root,
+    /// ROOT's real path, for `DOCUMENT_ROOT` and `PATH_TRANSLATED`.
+    root_path: PathBuf,
     options: SiteOptions,
 }
 
@@ -91,27 +117,60 @@ const STATIC_METHODS: &str = "GET, HEAD";
 impl Site {
     /// Opens ROOT. Fails if it is not a directory or the kernel lacks openat2.
     pub fn open(root: &Path, options: SiteOptions) -> std::io::Result<Site> {
-        Ok(Site { root: resolve::Root::open(root)?, options })
+        let root_path = root.canonicalize()?;
+        Ok(Site { root: resolve::Root::open(root)?, root_path, options })
     }
 
-    /// Decides the answer to `req`.
+    pub fn options(&self) -> &SiteOptions {
+        &self.options
+    }
+
+    /// Decides the answer to `req` (with no peer address known).
     pub fn respond(&self, req: &Request<'_, '_>) -> Response {
-        match req.method {
-            Method::Get | Method::Head => {}
-            Method::Other(_) => return Response::error(StatusCode::NOT_IMPLEMENTED, "This method is not implemented."),
-            _ => {
-                let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "This resource takes GET and HEAD only.");
-                r.fields.push(("Allow", STATIC_METHODS.into()));
-                return r;
-            }
+        self.respond_from(req, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), &[])
+    }
+
+    /// Decides the answer to `req` from `peer`. `body` is the request body when it is
+    /// already whole in the receive buffer (only handlers look at it).
+    pub fn respond_from(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
+        if let Some(mount) = handler::find(&self.options.handlers, req.target.path) {
+            return mount.respond(req, peer, body);
+        }
+        if let Method::Other(_) = req.method {
+            return Response::error(StatusCode::NOT_IMPLEMENTED, "This method is not implemented.");
         }
         if req.target.path == "*" {
             return Response::error(StatusCode::BAD_REQUEST, "The asterisk target is for OPTIONS only.");
         }
-        match self.root.resolve(req.target.path) {
+        let opts = &self.options.cgi;
+        // One resolution decides everything: a script (or a forbidden one), or static.
+        let resolved = match self.root.resolve(req.target.path) {
+            Ok(resolve::Resolved::File(file, meta)) => match cgi::script(opts, req.target.path, "", &file, &meta) {
+                Some(found) => return self.run_script(req, peer, found.map_err(resolve::ResolveError::response)),
+                None => Ok(resolve::Resolved::File(file, meta)),
+            },
+            Err(resolve::ResolveError::NotFound) => match cgi::find_with_path_info(&self.root, opts, req.target.path) {
+                Some(found) => return self.run_script(req, peer, found),
+                None => Err(resolve::ResolveError::NotFound),
+            },
+            other => other,
+        };
+        if !matches!(req.method, Method::Get | Method::Head) {
+            let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "This resource takes GET and HEAD only.");
+            r.fields.push(("Allow", STATIC_METHODS.into()));
+            return r;
+        }
+        match resolved {
             Ok(resolve::Resolved::File(file, meta)) => static_file::respond(req, file, &meta),
             Ok(resolve::Resolved::Dir(dir)) => self.directory(req, dir),
             Err(e) => e.response(),
+        }
+    }
+
+    fn run_script(&self, req: &Request<'_, '_>, peer: SocketAddr, found: Result<cgi::Script, Response>) -> Response {
+        match found {
+            Ok(script) => cgi::respond(&self.options.cgi, &self.root_path, req, script, peer),
+            Err(response) => response,
         }
     }
 

@@ -80,11 +80,21 @@ impl ChunkedDecoder {
     /// Consumes as much of `input` as belongs to the body, appending decoded data to `out`.
     /// Bytes after the end of the body are left unconsumed (they are the next request).
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Progress, ChunkError> {
+        self.feed(input, |data| out.extend_from_slice(data))
+    }
+
+    /// Like [`decode`](Self::decode), but discards the data instead of copying it: for
+    /// clients that only need to find where a chunked body ends.
+    pub fn skip(&mut self, input: &[u8]) -> Result<Progress, ChunkError> {
+        self.feed(input, |_| {})
+    }
+
+    fn feed(&mut self, input: &[u8], mut data: impl FnMut(&[u8])) -> Result<Progress, ChunkError> {
         let mut i = 0;
         while i < input.len() && self.state != State::Done {
             if let State::Data { left } = self.state {
                 let take = usize::try_from(left).unwrap_or(usize::MAX).min(input.len() - i);
-                out.extend_from_slice(&input[i..i + take]);
+                data(&input[i..i + take]);
                 i += take;
                 let left = left - take as u64;
                 self.state = if left == 0 { State::DataCr } else { State::Data { left } };
@@ -168,6 +178,16 @@ mod tests {
         let mut out = Vec::new();
         let p = d.decode(input, &mut out)?;
         assert!(p.done, "not done: {input:?}");
+        // skip() must find the same end, byte by byte too.
+        let mut s = ChunkedDecoder::new();
+        let mut consumed = 0;
+        for b in input.chunks(1) {
+            consumed += s.skip(b)?.consumed;
+            if s.is_done() {
+                break;
+            }
+        }
+        assert_eq!(consumed, p.consumed, "skip() disagrees with decode() on {input:?}");
         Ok((out, p.consumed))
     }
 

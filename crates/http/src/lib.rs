@@ -11,8 +11,10 @@
 //! - [`range`]: the `Range` header (RFC 9110 §14), single ranges only.
 //! - [`conditional`]: ETags, `If-None-Match`, `If-Modified-Since`, `If-Range`.
 //! - [`date`]: IMF-fixdate formatting with a once-per-second cache.
+//! - [`cgi`]: the header block of a CGI script's output (RFC 3875 §6).
 //! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
 
+pub mod cgi;
 pub mod chunked;
 pub mod conditional;
 pub mod date;

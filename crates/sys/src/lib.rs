@@ -1,7 +1,8 @@
 //! The system calls Spidey needs that no safe crate wraps. This is the only crate in the
 //! workspace that may contain `unsafe`; every block cites the man page that makes it sound.
 //! Everything else (sendfile, openat2, poll, sockets, signals, waitpid) goes through the
-//! safe wrappers of rustix, socket2 and signal-hook.
+//! safe wrappers of rustix, socket2 and signal-hook. [`handler`] loads in-process handler
+//! libraries (dlopen through libloading) and calls their C entry point.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -40,4 +41,22 @@ pub fn exit_immediately(code: i32) -> ! {
     // SAFETY: _exit(2) takes a plain integer, "does not return", and is listed as
     // async-signal-safe in signal-safety(7); it touches no memory of the caller.
     unsafe { libc::_exit(code) }
+}
+
+pub mod handler;
+
+/// Sets FD_CLOEXEC on a raw fd number this process may have inherited without knowing it
+/// (no owner in this process holds it, so no safe handle exists).
+pub fn set_cloexec(fd: i32) -> io::Result<()> {
+    // SAFETY: fcntl(2) F_GETFD/F_SETFD only read and set the descriptor flags of `fd`; an
+    // fd that is not open yields EBADF, which is reported, not undefined behaviour.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

@@ -1,0 +1,219 @@
+//! `spidey bench` flags, and their translation into a [`BenchConfig`].
+
+use super::{BenchConfig, Stop, Target};
+use crate::cli::duration;
+use crate::serve::ConfigError;
+use clap::Args;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The URLs to load (http:// only); with several, each request picks one at random.
+    #[arg(required = true, value_name = "URL")]
+    pub urls: Vec<String>,
+    /// Connections held open at once, shared among the threads.
+    #[arg(short, long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: u32,
+    /// Send exactly this many requests (after the warmup), then stop.
+    #[arg(short = 'n', long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+    /// Run for this long (after the warmup) [default: 10s].
+    #[arg(short, long, value_parser = duration)]
+    pub duration: Option<Duration>,
+    /// Open loop: send R requests per second in total, on a fixed schedule; latency is
+    /// measured from each request's intended send time (coordinated omission corrected).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// A new connection for every request (sends Connection: close).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Threads, each with its own event loop [default: the number of cores].
+    #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+    /// Load the server this long before measuring; warmup requests are not counted.
+    #[arg(long, default_value = "0s", value_parser = duration)]
+    pub warmup: Duration,
+    /// A request with no complete response after this long is an error (timeout).
+    #[arg(long, default_value = "5s", value_parser = duration)]
+    pub timeout: Duration,
+    /// An extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// The request method.
+    #[arg(short, long, default_value = "GET")]
+    pub method: String,
+    /// Send this file as the request body.
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<PathBuf>,
+    /// Write the full results (summary, histograms, per-second series) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    /// The configuration these flags describe; every mistake is a [`ConfigError`].
+    pub fn config(&self) -> Result<BenchConfig, ConfigError> {
+        let targets = self.urls.iter().map(|u| parse_url(u)).collect::<Result<Vec<_>, _>>()?;
+        let headers = self.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
+        if !self.method.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            || self.method.is_empty()
+        {
+            return Err(ConfigError(format!("invalid method '{}'", self.method)));
+        }
+        let body = match &self.body {
+            Some(p) => {
+                Some(std::fs::read(p).map_err(|e| ConfigError(format!("cannot read --body {}: {e}", p.display())))?)
+            }
+            None => None,
+        };
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(ConfigError(format!("--rate must be a positive number, not {r}")));
+            }
+        }
+        if self.timeout.is_zero() {
+            return Err(ConfigError("--timeout must be more than 0".into()));
+        }
+        let stop = match (self.requests, self.duration) {
+            (Some(n), _) => Stop::Requests(n),
+            (None, Some(d)) if d.is_zero() => return Err(ConfigError("--duration must be more than 0".into())),
+            (None, Some(d)) => Stop::Duration(d),
+            (None, None) => Stop::Duration(Duration::from_secs(10)),
+        };
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Ok(BenchConfig {
+            targets,
+            connections: self.connections as usize,
+            threads: self.threads.map(|t| t as usize).unwrap_or(cores),
+            stop,
+            rate: self.rate,
+            keepalive: !self.no_keepalive,
+            warmup: self.warmup,
+            timeout: self.timeout,
+            method: self.method.clone(),
+            headers,
+            body,
+        })
+    }
+}
+
+/// Parses `http://host[:port][/path][?query]` and resolves the host.
+pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
+    let bad = |why: &str| ConfigError(format!("invalid URL '{url}': {why}"));
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(bad("expected http://HOST[:PORT]/PATH"));
+    };
+    if scheme.eq_ignore_ascii_case("https") {
+        return Err(ConfigError(format!(
+            "https is not supported: spidey bench speaks plain http:// only (got '{url}')"
+        )));
+    }
+    if !scheme.eq_ignore_ascii_case("http") {
+        return Err(bad("only http:// is supported"));
+    }
+    let rest = rest.split('#').next().unwrap_or("");
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(bad("expected a host (and no user info)"));
+    }
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(bad("the path has spaces or control characters; percent-encode them"));
+    }
+    let (host, port) = split_host_port(authority).ok_or_else(|| bad("bad port"))?;
+    let addr = resolve(host, port).map_err(|e| bad(&e))?;
+    Ok(Target { url: url.to_string(), addr, host_header: authority.to_string(), path })
+}
+
+fn split_host_port(authority: &str) -> Option<(&str, u16)> {
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6.split_once(']')?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().ok()?,
+        None => 80,
+    };
+    Some((host, port))
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> =
+        (host, port).to_socket_addrs().map_err(|e| format!("cannot resolve '{host}': {e}"))?.collect();
+    addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).copied().ok_or_else(|| format!("'{host}' has no address"))
+}
+
+fn parse_header(h: &str) -> Result<(String, String), ConfigError> {
+    let bad = || ConfigError(format!("invalid header '{h}': expected 'Name: value'"));
+    let (name, value) = h.split_once(':').ok_or_else(bad)?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return Err(bad());
+    }
+    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err(bad());
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_table() {
+        type Case<'a> = (&'a str, Option<(&'a str, u16, &'a str)>);
+        let cases: &[Case] = &[
+            ("http://127.0.0.1:8080/a/b?x=1", Some(("127.0.0.1:8080", 8080, "/a/b?x=1"))),
+            ("http://127.0.0.1", Some(("127.0.0.1", 80, "/"))),
+            ("http://127.0.0.1:81?q", Some(("127.0.0.1:81", 81, "/?q"))),
+            ("HTTP://127.0.0.1:81/#frag", Some(("127.0.0.1:81", 81, "/"))),
+            ("http://[::1]:9/x", Some(("[::1]:9", 9, "/x"))),
+            ("https://127.0.0.1/", None),
+            ("ftp://127.0.0.1/", None),
+            ("127.0.0.1:80/", None),
+            ("http://user@127.0.0.1/", None),
+            ("http://127.0.0.1:99999/", None),
+            ("http:///path", None),
+            ("http://127.0.0.1/a b", None),
+        ];
+        for (url, want) in cases {
+            let got = parse_url(url).ok().map(|t| (t.host_header.clone(), t.addr.port(), t.path.clone()));
+            let want = want.map(|(h, p, path)| (h.to_string(), p, path.to_string()));
+            assert_eq!(got, want, "{url}");
+        }
+    }
+
+    #[test]
+    fn https_is_refused_by_name() {
+        let err = parse_url("https://127.0.0.1/").unwrap_err();
+        assert!(err.0.contains("https is not supported"), "{err}");
+    }
+
+    #[test]
+    fn headers_table() {
+        let cases: &[(&str, Option<(&str, &str)>)] = &[
+            ("Accept: text/html", Some(("Accept", "text/html"))),
+            ("X-A:b", Some(("X-A", "b"))),
+            ("X-Empty:", Some(("X-Empty", ""))),
+            ("no colon", None),
+            (": value", None),
+            ("Bad Name: v", None),
+        ];
+        for (h, want) in cases {
+            let got = parse_header(h).ok();
+            let want = want.map(|(n, v)| (n.to_string(), v.to_string()));
+            assert_eq!(got, want, "{h}");
+        }
+    }
+}

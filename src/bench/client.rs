@@ -1,0 +1,384 @@
+//! One load-generating thread: a non-blocking mio event loop owning its share of the
+//! connections.
+//!
+//! Each connection is a small state machine (Idle → Connecting → Writing → Reading → Idle)
+//! with a fixed read buffer; request bytes are built once per target before the run. Per
+//! request there is no allocation, no lock and no channel send: results go into the
+//! thread's own [`Recorder`]. Once every [`TICK`] the thread checks timeouts and backoffs,
+//! publishes its progress count (one relaxed atomic store) and hands finished seconds of
+//! the series to the coordinator.
+//!
+//! Closed loop: an idle connection issues its next request at once. Open loop: the thread
+//! has a fixed schedule (every `interval`, from `first_slot`); an idle connection takes the
+//! next due slot, and latency counts from the slot's time, so time spent waiting for a free
+//! connection — a stalled server — is part of the latency (coordinated omission corrected).
+//! Slots are waited for with epoll's millisecond timeout, so at high rates requests go out
+//! in small bursts, each at most ~1 ms late; that lateness is counted in the latency too.
+//! The loop ends when no more requests may be issued and none is in flight; requests in
+//! flight at the end of a timed run are waited for (at most `--timeout`), never dropped.
+
+use super::response::{Feed, ResponseReader};
+use super::stats::{classify_connect, classify_io, ErrorClass, Recorder, SecondSample};
+use super::Plan;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often timeouts, backoffs, progress and the series are looked at.
+const TICK: Duration = Duration::from_millis(10);
+/// How long a connection waits before retrying after it could not connect.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+/// Each connection's read buffer; a response head must fit in it.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// What every thread sends: built once, shared read-only.
+pub(crate) struct Requests {
+    /// The request bytes for each target.
+    pub bytes: Vec<Vec<u8>>,
+    pub addrs: Vec<SocketAddr>,
+    pub head_method: bool,
+    pub keepalive: bool,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Backoff(Instant),
+    Connecting,
+    Writing,
+    Reading,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    phase: Phase,
+    buf: Box<[u8]>,
+    len: usize,
+    target: usize,
+    written: usize,
+    /// When the request should have been sent (open loop) or was issued (closed loop).
+    intended: Instant,
+    /// When work on the request began (connect or write).
+    issued: Instant,
+    /// Issued after the warmup: recorded.
+    counted: bool,
+    wire: u64,
+    response: ResponseReader,
+}
+
+impl Conn {
+    fn in_flight(&self) -> bool {
+        matches!(self.phase, Phase::Connecting | Phase::Writing | Phase::Reading)
+    }
+}
+
+pub(crate) struct Worker<'a> {
+    requests: &'a Requests,
+    poll: Poll,
+    conns: Vec<Conn>,
+    /// Connections ready for their next request, as a stack.
+    idle: Vec<usize>,
+    in_flight: usize,
+    rec: Recorder,
+    rng: fastrand::Rng,
+    measure_start: Instant,
+    end: Option<Instant>,
+    /// Counted requests this thread may still issue (`-n`).
+    budget: Option<u64>,
+    /// Open loop: the next slot and the time between slots; None once the schedule is over.
+    next_slot: Option<Instant>,
+    interval: Option<Duration>,
+    exhausted: bool,
+}
+
+impl<'a> Worker<'a> {
+    /// A worker with `connections` connections (opened lazily) and no schedule yet.
+    pub fn new(requests: &'a Requests, connections: usize, seed: u64) -> io::Result<Self> {
+        let response = ResponseReader::new(requests.head_method);
+        let now = Instant::now();
+        let conns = (0..connections)
+            .map(|_| Conn {
+                stream: None,
+                phase: Phase::Idle,
+                buf: vec![0; READ_BUFFER].into_boxed_slice(),
+                len: 0,
+                target: 0,
+                written: 0,
+                intended: now,
+                issued: now,
+                counted: false,
+                wire: 0,
+                response: response.clone(),
+            })
+            .collect();
+        Ok(Worker {
+            requests,
+            poll: Poll::new()?,
+            conns,
+            idle: (0..connections).rev().collect(),
+            in_flight: 0,
+            rec: Recorder::new(false, now),
+            rng: fastrand::Rng::with_seed(seed),
+            measure_start: now,
+            end: None,
+            budget: None,
+            next_slot: None,
+            interval: None,
+            exhausted: false,
+        })
+    }
+
+    /// Runs `plan` until this thread's share is done; returns its measurements.
+    pub fn run(
+        mut self,
+        plan: &Plan,
+        progress: &AtomicU64,
+        emit: &mut impl FnMut(SecondSample),
+    ) -> io::Result<Recorder> {
+        debug_assert_eq!(plan.connections, self.conns.len());
+        self.rec = Recorder::new(plan.interval.is_some(), plan.measure_start);
+        self.measure_start = plan.measure_start;
+        self.end = plan.end;
+        self.budget = plan.budget;
+        self.interval = plan.interval;
+        self.next_slot = plan.interval.map(|_| plan.first_slot);
+        let mut events = Events::with_capacity(self.conns.len().max(16));
+        let mut next_tick = Instant::now();
+        loop {
+            let now = Instant::now();
+            if now >= next_tick {
+                self.tick(now);
+                progress.store(self.rec.responses + self.rec.errors.total(), Ordering::Relaxed);
+                self.rec.roll(now, emit);
+                next_tick = now + TICK;
+            }
+            self.dispatch(now);
+            if self.in_flight == 0 && self.no_more_requests(now) {
+                break;
+            }
+            let wait = match (self.next_slot, self.idle.is_empty()) {
+                (Some(slot), false) => {
+                    slot.saturating_duration_since(now).min(next_tick.saturating_duration_since(now))
+                }
+                _ => next_tick.saturating_duration_since(now),
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => r?,
+            }
+            for event in events.iter() {
+                self.on_event(event.token().0);
+            }
+        }
+        let now = Instant::now();
+        self.count_backlog();
+        self.rec.roll(now, emit);
+        self.rec.flush(emit);
+        progress.store(self.rec.responses + self.rec.errors.total(), Ordering::Relaxed);
+        Ok(self.rec)
+    }
+
+    fn no_more_requests(&self, now: Instant) -> bool {
+        self.exhausted
+            || self.budget == Some(0)
+            || self.end.is_some_and(|end| now >= end)
+            || (self.interval.is_some() && self.next_slot.is_none())
+    }
+
+    /// Whether a request intended for `at` may be issued, and if so whether it is counted.
+    fn admit(&mut self, at: Instant) -> Option<bool> {
+        if at < self.measure_start {
+            return Some(false);
+        }
+        if self.end.is_some_and(|end| at >= end) {
+            return None;
+        }
+        match &mut self.budget {
+            Some(0) => None,
+            Some(left) => {
+                *left -= 1;
+                Some(true)
+            }
+            None => Some(true),
+        }
+    }
+
+    /// Gives idle connections their next request: at once (closed loop) or when their slot
+    /// is due (open loop).
+    fn dispatch(&mut self, now: Instant) {
+        while let Some(&ci) = self.idle.last() {
+            let intended = match (self.interval, self.next_slot) {
+                (None, _) => now,
+                (Some(step), Some(slot)) if slot <= now => {
+                    self.next_slot = Some(slot + step);
+                    slot
+                }
+                _ => return,
+            };
+            let Some(counted) = self.admit(intended) else {
+                self.exhausted = true;
+                self.next_slot = None;
+                return;
+            };
+            self.idle.pop();
+            self.start(ci, intended, counted);
+        }
+    }
+
+    fn start(&mut self, ci: usize, intended: Instant, counted: bool) {
+        let target = if self.requests.bytes.len() > 1 { self.rng.usize(..self.requests.bytes.len()) } else { 0 };
+        let c = &mut self.conns[ci];
+        c.target = target;
+        c.intended = intended;
+        c.issued = Instant::now();
+        c.counted = counted;
+        c.written = 0;
+        c.wire = 0;
+        c.len = 0;
+        c.response.reset();
+        c.phase = Phase::Writing;
+        self.in_flight += 1;
+        if self.conns[ci].stream.is_none() {
+            if let Err(e) = self.connect(ci) {
+                return self.fail(ci, classify_connect(&e));
+            }
+        }
+        self.write(ci);
+    }
+
+    fn connect(&mut self, ci: usize) -> io::Result<()> {
+        let c = &mut self.conns[ci];
+        let mut stream = TcpStream::connect(self.requests.addrs[c.target])?;
+        stream.set_nodelay(true)?;
+        self.poll.registry().register(&mut stream, Token(ci), Interest::READABLE | Interest::WRITABLE)?;
+        c.stream = Some(stream);
+        c.phase = Phase::Connecting;
+        Ok(())
+    }
+
+    fn on_event(&mut self, ci: usize) {
+        match self.conns[ci].phase {
+            Phase::Connecting | Phase::Writing => self.write(ci),
+            Phase::Reading => self.read(ci),
+            Phase::Idle | Phase::Backoff(_) => self.check_idle(ci),
+        }
+        self.dispatch(Instant::now());
+    }
+
+    /// Writes the rest of the request; once it is all out, reads.
+    fn write(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        let bytes = &self.requests.bytes[c.target];
+        let Some(stream) = c.stream.as_mut() else { return };
+        while c.written < bytes.len() {
+            match stream.write(&bytes[c.written..]) {
+                Ok(n) => {
+                    c.written += n;
+                    c.phase = Phase::Writing;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::NotConnected => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let class = if c.phase == Phase::Connecting { classify_connect(&e) } else { classify_io(&e) };
+                    return self.fail(ci, class);
+                }
+            }
+        }
+        c.phase = Phase::Reading;
+        self.read(ci);
+    }
+
+    /// Reads until the response is complete or the socket would block.
+    fn read(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        let Some(stream) = c.stream.as_mut() else { return };
+        loop {
+            match stream.read(&mut c.buf[c.len..]) {
+                Ok(0) if c.response.complete_at_eof() => return self.complete(ci),
+                Ok(0) => return self.fail(ci, ErrorClass::Closed),
+                Ok(n) => {
+                    c.wire += n as u64;
+                    c.len += n;
+                    match c.response.feed(&mut c.buf, &mut c.len) {
+                        Feed::NeedMore => continue,
+                        Feed::Done => return self.complete(ci),
+                        Feed::Malformed => return self.fail(ci, ErrorClass::Malformed),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.fail(ci, classify_io(&e)),
+            }
+        }
+    }
+
+    /// An idle kept-alive connection became readable: the server closed it (or sent
+    /// something unasked). No request is lost; the next one opens a new connection.
+    fn check_idle(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        let Some(stream) = c.stream.as_mut() else { return };
+        match stream.read(&mut c.buf[..]) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            _ => c.stream = None,
+        }
+    }
+
+    fn complete(&mut self, ci: usize) {
+        let now = Instant::now();
+        let c = &mut self.conns[ci];
+        if c.counted {
+            let r = &c.response;
+            self.rec.response(now, c.intended, c.issued, r.status, r.body_bytes, c.wire);
+        }
+        if !(self.requests.keepalive && c.response.keep_alive) {
+            c.stream = None;
+        }
+        c.phase = Phase::Idle;
+        self.in_flight -= 1;
+        self.idle.push(ci);
+    }
+
+    fn fail(&mut self, ci: usize, class: ErrorClass) {
+        let now = Instant::now();
+        let c = &mut self.conns[ci];
+        if c.counted {
+            self.rec.error(now, class);
+        }
+        c.stream = None;
+        self.in_flight -= 1;
+        if matches!(class, ErrorClass::Connect | ErrorClass::FdExhausted | ErrorClass::PortsExhausted) {
+            c.phase = Phase::Backoff(now + CONNECT_BACKOFF);
+        } else {
+            c.phase = Phase::Idle;
+            self.idle.push(ci);
+        }
+    }
+
+    /// Times out requests older than `--timeout`; ends backoffs that are over.
+    fn tick(&mut self, now: Instant) {
+        for ci in 0..self.conns.len() {
+            let c = &mut self.conns[ci];
+            match c.phase {
+                _ if c.in_flight() && now - c.issued >= self.requests.timeout => self.fail(ci, ErrorClass::Timeout),
+                Phase::Backoff(until) if until <= now => {
+                    c.phase = Phase::Idle;
+                    self.idle.push(ci);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Open loop, timed run: the slots before the end that were never sent.
+    fn count_backlog(&mut self) {
+        let (Some(step), Some(slot), Some(end)) = (self.interval, self.next_slot, self.end) else { return };
+        let from = slot.max(self.measure_start);
+        if from < end {
+            self.rec.backlog = ((end - from).as_secs_f64() / step.as_secs_f64()).ceil() as u64;
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! `spidey bench`: an HTTP/1.1 load generator with honest latency.
+//!
+//! [`run_bench`] is the whole engine, callable in-process (by `spidey lab`); it prints
+//! nothing. It starts T threads, each a [`client::Worker`] — a mio event loop owning its
+//! share of the connections — and the calling thread coordinates: it merges the per-second
+//! samples the workers hand over once a second and calls the optional progress callback.
+//! Workers end on their own (budget spent, or the deadline passed and nothing in flight);
+//! their [`stats::Recorder`]s are merged at the end into a [`BenchResult`].
+//!
+//! Closed loop (default) is what ab and wrk do; open loop (`rate`) is what wrk2 does, with
+//! latency from each request's intended send time. The CLI front end is [`run`].
+
+mod args;
+mod client;
+mod report;
+mod response;
+mod stats;
+
+pub use args::BenchArgs;
+pub use report::{human_report, run};
+pub use stats::{ErrorCounts, LatencySummary, SecondStats};
+
+use crate::serve::ConfigError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// One URL to load, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub url: String,
+    pub addr: SocketAddr,
+    /// `host[:port]` as written in the URL, for the Host header.
+    pub host_header: String,
+    /// Path and query.
+    pub path: String,
+}
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After exactly this many counted requests (responses plus errors).
+    Requests(u64),
+    /// After this long; requests in flight then are still waited for.
+    Duration(Duration),
+}
+
+/// Everything a run needs; [`BenchArgs::config`] builds one from the command line.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub targets: Vec<Target>,
+    pub connections: usize,
+    /// At most `connections` are used.
+    pub threads: usize,
+    pub stop: Stop,
+    /// Open loop at this many requests per second in total; None for closed loop.
+    pub rate: Option<f64>,
+    pub keepalive: bool,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub method: String,
+    /// Extra request headers.
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+/// How far a run has got, for progress displays.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Since the load (warmup included) began.
+    pub elapsed: Duration,
+    /// Counted requests finished (responses plus errors).
+    pub done: u64,
+}
+
+/// Everything measured. Latencies in microseconds, rates per second of `duration_s`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub urls: Vec<String>,
+    pub method: String,
+    pub connections: usize,
+    pub threads: usize,
+    /// "closed" or "open".
+    pub loop_mode: String,
+    pub rate: Option<f64>,
+    pub keepalive: bool,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    /// Counted requests: responses plus errors.
+    pub requests: u64,
+    pub responses: u64,
+    /// From the end of the warmup to the last response or error (at least the set duration).
+    pub duration_s: f64,
+    /// Complete responses per second (errors excluded).
+    pub requests_per_sec: f64,
+    /// Bytes after the response heads.
+    pub body_bytes: u64,
+    /// All bytes read, heads included.
+    pub wire_bytes: u64,
+    pub body_bytes_per_sec: f64,
+    pub wire_bytes_per_sec: f64,
+    /// Closed loop: from issue to response. Open loop: from the intended send time
+    /// (coordinated omission corrected).
+    pub latency: LatencySummary,
+    /// Open loop only: from the actual send time, as a closed-loop tool would measure.
+    pub latency_uncorrected: Option<LatencySummary>,
+    /// Responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    pub errors: ErrorCounts,
+    /// Open loop: scheduled requests never sent before the end (no connection was free).
+    pub backlog: u64,
+    pub series: Vec<SecondStats>,
+}
+
+/// One thread's share and schedule.
+pub(crate) struct Plan {
+    pub connections: usize,
+    pub budget: Option<u64>,
+    pub measure_start: Instant,
+    pub end: Option<Instant>,
+    /// Open loop: the time between this thread's slots, and its first slot.
+    pub interval: Option<Duration>,
+    pub first_slot: Instant,
+}
+
+/// Runs a benchmark and returns its results; prints nothing.
+pub fn run_bench(cfg: &BenchConfig) -> anyhow::Result<BenchResult> {
+    run_bench_with_progress(cfg, &mut |_| {})
+}
+
+/// [`run_bench`], calling `progress` about ten times a second from the calling thread.
+pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress)) -> anyhow::Result<BenchResult> {
+    validate(cfg)?;
+    let threads = cfg.threads.min(cfg.connections);
+    let requests = client::Requests {
+        bytes: cfg.targets.iter().map(|t| request_bytes(cfg, t)).collect(),
+        addrs: cfg.targets.iter().map(|t| t.addr).collect(),
+        head_method: cfg.method.eq_ignore_ascii_case("HEAD"),
+        keepalive: cfg.keepalive,
+        timeout: cfg.timeout,
+    };
+    let workers = (0..threads)
+        .map(|i| client::Worker::new(&requests, share(cfg.connections, threads, i), fastrand::u64(..)))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let load_start = Instant::now();
+    let measure_start = load_start + cfg.warmup;
+    let counters: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
+    let (tx, rx) = mpsc::channel();
+    let recorders = std::thread::scope(|s| {
+        let handles: Vec<_> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(i, worker)| {
+                let plan = plan(cfg, threads, i, load_start, measure_start);
+                let (tx, counter) = (tx.clone(), &counters[i]);
+                s.spawn(move || worker.run(&plan, counter, &mut |sample| drop(tx.send(sample))))
+            })
+            .collect();
+        drop(tx);
+        let mut series = stats::SeriesMerger::new(threads);
+        let mut next_report = Instant::now();
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(sample) => series.add(sample),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if Instant::now() >= next_report {
+                let done = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+                progress(Progress { elapsed: load_start.elapsed(), done });
+                next_report = Instant::now() + Duration::from_millis(100);
+            }
+        }
+        let recorders: Vec<_> =
+            handles.into_iter().map(|h| h.join().expect("bench worker panicked")).collect::<Result<_, _>>()?;
+        Ok::<_, anyhow::Error>((recorders, series.finish()))
+    });
+    let (recorders, series) = recorders?;
+    Ok(result(cfg, threads, measure_start, recorders, series))
+}
+
+fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
+    let fail = |m: &str| Err(ConfigError(m.to_string()));
+    if cfg.targets.is_empty() {
+        return fail("at least one URL is needed");
+    }
+    if cfg.connections == 0 || cfg.threads == 0 {
+        return fail("connections and threads must be at least 1");
+    }
+    if cfg.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        return fail("--rate must be a positive number");
+    }
+    if cfg.timeout.is_zero() {
+        return fail("--timeout must be more than 0");
+    }
+    Ok(())
+}
+
+/// Thread `i`'s part of `total`, spread as evenly as possible.
+fn share(total: usize, threads: usize, i: usize) -> usize {
+    total / threads + usize::from(i < total % threads)
+}
+
+fn plan(cfg: &BenchConfig, threads: usize, i: usize, load_start: Instant, measure_start: Instant) -> Plan {
+    let (budget, end) = match cfg.stop {
+        Stop::Requests(n) => {
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            (Some(share(n, threads, i) as u64), None)
+        }
+        Stop::Duration(d) => (None, Some(measure_start + d)),
+    };
+    Plan {
+        connections: share(cfg.connections, threads, i),
+        budget,
+        measure_start,
+        end,
+        // Thread i sends at rate/threads, offset by i/rate, so together they keep the rate.
+        interval: cfg.rate.map(|r| Duration::from_secs_f64(threads as f64 / r)),
+        first_slot: load_start + cfg.rate.map(|r| Duration::from_secs_f64(i as f64 / r)).unwrap_or_default(),
+    }
+}
+
+/// The request for `target`, built once: method, path, Host, the extra headers, the body.
+fn request_bytes(cfg: &BenchConfig, target: &Target) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\n", cfg.method, target.path);
+    let has = |name: &str| cfg.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if !has("host") {
+        head += &format!("Host: {}\r\n", target.host_header);
+    }
+    for (n, v) in &cfg.headers {
+        head += &format!("{n}: {v}\r\n");
+    }
+    if let Some(body) = &cfg.body {
+        if !has("content-length") {
+            head += &format!("Content-Length: {}\r\n", body.len());
+        }
+    }
+    if !cfg.keepalive && !has("connection") {
+        head += "Connection: close\r\n";
+    }
+    head += "\r\n";
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(cfg.body.as_deref().unwrap_or_default());
+    bytes
+}
+
+fn result(
+    cfg: &BenchConfig,
+    threads: usize,
+    measure_start: Instant,
+    recorders: Vec<stats::Recorder>,
+    series: Vec<SecondStats>,
+) -> BenchResult {
+    let mut all = stats::Recorder::new(cfg.rate.is_some(), measure_start);
+    for r in &recorders {
+        all.merge(r);
+    }
+    let last = all.last_event.map(|t| t.saturating_duration_since(measure_start)).unwrap_or_default();
+    let duration = match cfg.stop {
+        Stop::Duration(d) => last.max(d),
+        Stop::Requests(_) => last,
+    };
+    let secs = duration.as_secs_f64().max(1e-9);
+    let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
+    BenchResult {
+        urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
+        method: cfg.method.clone(),
+        connections: cfg.connections,
+        threads,
+        loop_mode: if cfg.rate.is_some() { "open" } else { "closed" }.to_string(),
+        rate: cfg.rate,
+        keepalive: cfg.keepalive,
+        warmup_s: cfg.warmup.as_secs_f64(),
+        timeout_s: cfg.timeout.as_secs_f64(),
+        requests: all.responses + all.errors.total(),
+        responses: all.responses,
+        duration_s: duration.as_secs_f64(),
+        requests_per_sec: all.responses as f64 / secs,
+        body_bytes: all.body_bytes,
+        wire_bytes: all.wire_bytes,
+        body_bytes_per_sec: all.body_bytes as f64 / secs,
+        wire_bytes_per_sec: all.wire_bytes as f64 / secs,
+        latency: LatencySummary::of(&all.latency),
+        latency_uncorrected: all.uncorrected.as_ref().map(LatencySummary::of),
+        status,
+        errors: all.errors,
+        backlog: all.backlog,
+        series,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(keepalive: bool, headers: &[(&str, &str)], body: Option<&[u8]>) -> BenchConfig {
+        BenchConfig {
+            targets: vec![args::parse_url("http://127.0.0.1:8080/a?b").unwrap()],
+            connections: 1,
+            threads: 1,
+            stop: Stop::Requests(1),
+            rate: None,
+            keepalive,
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            method: "POST".into(),
+            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            body: body.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn request_bytes_table() {
+        type Case<'a> = (bool, &'a [(&'a str, &'a str)], Option<&'a [u8]>, &'a str);
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            (true, &[], None, "POST /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+            (false, &[], None, "POST /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nConnection: close\r\n\r\n"),
+            (true, &[("X-A", "1")], Some(b"hi"), "POST /a?b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi"),
+            (true, &[("host", "example")], None, "POST /a?b HTTP/1.1\r\nhost: example\r\n\r\n"),
+        ];
+        for (keepalive, headers, body, want) in cases {
+            let cfg = config(*keepalive, headers, *body);
+            assert_eq!(String::from_utf8(request_bytes(&cfg, &cfg.targets[0])).unwrap(), *want);
+        }
+    }
+
+    #[test]
+    fn shares_add_up_and_differ_by_at_most_one() {
+        for (total, threads) in [(10, 3), (1, 4), (32, 1), (1000, 7)] {
+            let parts: Vec<usize> = (0..threads).map(|i| share(total, threads, i)).collect();
+            assert_eq!(parts.iter().sum::<usize>(), total, "{total}/{threads}");
+            assert!(parts.iter().max().unwrap() - parts.iter().min().unwrap() <= 1, "{parts:?}");
+        }
+    }
+
+    #[test]
+    fn open_loop_threads_interleave_to_the_total_rate() {
+        let mut cfg = config(true, &[], None);
+        cfg.rate = Some(1000.0);
+        let start = Instant::now();
+        let plans: Vec<Plan> = (0..4).map(|i| plan(&cfg, 4, i, start, start)).collect();
+        let mut slots: Vec<Duration> =
+            plans.iter().flat_map(|p| (0..5).map(move |k| p.first_slot - start + p.interval.unwrap() * k)).collect();
+        slots.sort();
+        let gaps: Vec<Duration> = slots.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|g| g.abs_diff(Duration::from_millis(1)) < Duration::from_micros(1)), "{gaps:?}");
+    }
+}

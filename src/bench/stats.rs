@@ -1,0 +1,373 @@
+//! What a benchmark measures: latency histograms (HDR, microseconds), status counts,
+//! classified errors, and a per-second series.
+//!
+//! Each event-loop thread owns a [`Recorder`] and touches nothing shared per request; the
+//! recorders are merged once at the end. The per-second series is the one exception to
+//! "only at the end": once a second each thread hands its finished [`SecondSample`] to the
+//! coordinator, which merges the threads' samples for the same second.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::time::{Duration, Instant};
+
+/// The largest latency a histogram holds (longer ones are clamped to it): one hour.
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// A latency histogram in microseconds with `sigfig` significant decimal digits.
+pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig).expect("valid histogram bounds")
+}
+
+/// `d` in whole microseconds, at least 1 (the histogram's lowest value).
+pub(crate) fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorClass {
+    /// The connection could not be established (refused, unreachable, ...).
+    Connect,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The connection was reset (ECONNRESET, EPIPE) while a request was in flight.
+    Reset,
+    /// The server closed the connection before the response was complete.
+    Closed,
+    /// The response was not valid HTTP/1.x, or framing was broken.
+    Malformed,
+    /// No file descriptor for a new socket (EMFILE, ENFILE).
+    FdExhausted,
+    /// No free local port for a new connection (EADDRNOTAVAIL).
+    PortsExhausted,
+    /// Any other I/O error.
+    Other,
+}
+
+/// Failed requests by class. Every failed request is counted in exactly one class.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    pub connect: u64,
+    pub timeout: u64,
+    pub reset: u64,
+    pub closed: u64,
+    pub malformed: u64,
+    pub fd_exhausted: u64,
+    pub ports_exhausted: u64,
+    pub other: u64,
+}
+
+impl ErrorCounts {
+    pub(crate) fn add(&mut self, class: ErrorClass) {
+        *match class {
+            ErrorClass::Connect => &mut self.connect,
+            ErrorClass::Timeout => &mut self.timeout,
+            ErrorClass::Reset => &mut self.reset,
+            ErrorClass::Closed => &mut self.closed,
+            ErrorClass::Malformed => &mut self.malformed,
+            ErrorClass::FdExhausted => &mut self.fd_exhausted,
+            ErrorClass::PortsExhausted => &mut self.ports_exhausted,
+            ErrorClass::Other => &mut self.other,
+        } += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.named().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Each class with its name, in report order.
+    pub fn named(&self) -> [(&'static str, u64); 8] {
+        [
+            ("connect", self.connect),
+            ("timeout", self.timeout),
+            ("reset", self.reset),
+            ("closed", self.closed),
+            ("malformed", self.malformed),
+            ("fd exhausted (EMFILE/ENFILE)", self.fd_exhausted),
+            ("ports exhausted (EADDRNOTAVAIL)", self.ports_exhausted),
+            ("other", self.other),
+        ]
+    }
+
+    fn merge(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.closed += o.closed;
+        self.malformed += o.malformed;
+        self.fd_exhausted += o.fd_exhausted;
+        self.ports_exhausted += o.ports_exhausted;
+        self.other += o.other;
+    }
+}
+
+/// The class of an error from socket(2) or connect(2).
+pub(crate) fn classify_connect(e: &io::Error) -> ErrorClass {
+    use rustix::io::Errno;
+    match e.raw_os_error().map(Errno::from_raw_os_error) {
+        Some(Errno::MFILE | Errno::NFILE) => ErrorClass::FdExhausted,
+        Some(Errno::ADDRNOTAVAIL) => ErrorClass::PortsExhausted,
+        _ => ErrorClass::Connect,
+    }
+}
+
+/// The class of an error from read(2) or write(2) on an established connection.
+pub(crate) fn classify_io(e: &io::Error) -> ErrorClass {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
+            ErrorClass::Reset
+        }
+        io::ErrorKind::TimedOut => ErrorClass::Timeout,
+        _ => ErrorClass::Other,
+    }
+}
+
+/// One thread's (or, merged, all threads') share of one second of the series.
+#[derive(Debug, Clone)]
+pub(crate) struct SecondSample {
+    pub second: u64,
+    pub responses: u64,
+    pub errors: u64,
+    pub body_bytes: u64,
+    pub wire_bytes: u64,
+    pub latency: Histogram<u64>,
+}
+
+impl SecondSample {
+    fn new(second: u64) -> Self {
+        SecondSample { second, responses: 0, errors: 0, body_bytes: 0, wire_bytes: 0, latency: histogram(2) }
+    }
+
+    fn merge(&mut self, o: &SecondSample) {
+        self.responses += o.responses;
+        self.errors += o.errors;
+        self.body_bytes += o.body_bytes;
+        self.wire_bytes += o.wire_bytes;
+        self.latency.add(&o.latency).expect("same histogram bounds");
+    }
+
+    fn stats(&self) -> SecondStats {
+        let h = &self.latency;
+        let (mean, p50, p99, max) = if h.is_empty() {
+            (0.0, 0, 0, 0)
+        } else {
+            (h.mean(), h.value_at_quantile(0.5), h.value_at_quantile(0.99), h.max())
+        };
+        SecondStats {
+            second: self.second,
+            responses: self.responses,
+            errors: self.errors,
+            body_bytes: self.body_bytes,
+            wire_bytes: self.wire_bytes,
+            latency_mean_us: mean,
+            latency_p50_us: p50,
+            latency_p99_us: p99,
+            latency_max_us: max,
+        }
+    }
+}
+
+/// One second of the run: what completed in it (seconds count from the end of the warmup).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondStats {
+    pub second: u64,
+    pub responses: u64,
+    pub errors: u64,
+    pub body_bytes: u64,
+    pub wire_bytes: u64,
+    pub latency_mean_us: f64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_max_us: u64,
+}
+
+/// Merges the threads' samples second by second; a second is condensed to its
+/// [`SecondStats`] (and its histogram freed) once every thread has reported it.
+pub(crate) struct SeriesMerger {
+    threads: usize,
+    open: BTreeMap<u64, (SecondSample, usize)>,
+    done: Vec<SecondStats>,
+}
+
+impl SeriesMerger {
+    pub fn new(threads: usize) -> Self {
+        SeriesMerger { threads, open: BTreeMap::new(), done: Vec::new() }
+    }
+
+    pub fn add(&mut self, s: SecondSample) {
+        let entry = self.open.entry(s.second).or_insert_with(|| (SecondSample::new(s.second), 0));
+        entry.0.merge(&s);
+        entry.1 += 1;
+        if entry.1 == self.threads {
+            let (merged, _) = self.open.remove(&s.second).expect("entry just updated");
+            self.done.push(merged.stats());
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<SecondStats> {
+        self.done.extend(self.open.values().map(|(s, _)| s.stats()));
+        self.done.sort_by_key(|s| s.second);
+        self.done
+    }
+}
+
+/// One thread's measurements. Recording is allocation-free except once per second.
+pub(crate) struct Recorder {
+    /// Latency from the intended send time (open loop) or the issue time (closed loop).
+    pub latency: Histogram<u64>,
+    /// Open loop only: latency from the moment the request was actually issued.
+    pub uncorrected: Option<Histogram<u64>>,
+    /// Responses by status code (index = code; 0..=999).
+    pub status: Vec<u64>,
+    pub errors: ErrorCounts,
+    pub responses: u64,
+    pub body_bytes: u64,
+    pub wire_bytes: u64,
+    /// Open loop: scheduled sends that never went out before the end.
+    pub backlog: u64,
+    /// When the last counted request completed or failed.
+    pub last_event: Option<Instant>,
+    measure_start: Instant,
+    second: SecondSample,
+}
+
+impl Recorder {
+    pub fn new(open_loop: bool, measure_start: Instant) -> Self {
+        Recorder {
+            latency: histogram(3),
+            uncorrected: open_loop.then(|| histogram(3)),
+            status: vec![0; 1000],
+            errors: ErrorCounts::default(),
+            responses: 0,
+            body_bytes: 0,
+            wire_bytes: 0,
+            backlog: 0,
+            last_event: None,
+            measure_start,
+            second: SecondSample::new(0),
+        }
+    }
+
+    /// Records a complete response. `intended` is when it should have been sent,
+    /// `issued` when work on it began.
+    pub fn response(&mut self, now: Instant, intended: Instant, issued: Instant, status: u16, body: u64, wire: u64) {
+        let corrected = micros(now - intended);
+        self.latency.saturating_record(corrected);
+        if let Some(h) = &mut self.uncorrected {
+            h.saturating_record(micros(now - issued));
+        }
+        self.status[usize::from(status).min(999)] += 1;
+        self.responses += 1;
+        self.body_bytes += body;
+        self.wire_bytes += wire;
+        self.second.responses += 1;
+        self.second.body_bytes += body;
+        self.second.wire_bytes += wire;
+        self.second.latency.saturating_record(corrected);
+        self.last_event = Some(now);
+    }
+
+    pub fn error(&mut self, now: Instant, class: ErrorClass) {
+        self.errors.add(class);
+        self.second.errors += 1;
+        self.last_event = Some(now);
+    }
+
+    /// The second (from the measurement start) that `now` falls in.
+    pub fn second_of(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.measure_start).as_secs()
+    }
+
+    /// Hands every second that has ended by `now` to `emit`, empty ones included, so the
+    /// coordinator hears about each second from each thread.
+    pub fn roll(&mut self, now: Instant, emit: &mut impl FnMut(SecondSample)) {
+        let current = self.second_of(now);
+        while self.second.second < current {
+            let next = SecondSample::new(self.second.second + 1);
+            emit(std::mem::replace(&mut self.second, next));
+        }
+    }
+
+    /// Hands the last, partial second to `emit`.
+    pub fn flush(&mut self, emit: &mut impl FnMut(SecondSample)) {
+        let next = SecondSample::new(self.second.second + 1);
+        let last = std::mem::replace(&mut self.second, next);
+        if last.responses + last.errors > 0 {
+            emit(last);
+        }
+    }
+
+    pub fn merge(&mut self, o: &Recorder) {
+        self.latency.add(&o.latency).expect("same histogram bounds");
+        if let (Some(a), Some(b)) = (&mut self.uncorrected, &o.uncorrected) {
+            a.add(b).expect("same histogram bounds");
+        }
+        for (a, b) in self.status.iter_mut().zip(&o.status) {
+            *a += b;
+        }
+        self.errors.merge(&o.errors);
+        self.responses += o.responses;
+        self.body_bytes += o.body_bytes;
+        self.wire_bytes += o.wire_bytes;
+        self.backlog += o.backlog;
+        self.last_event = self.last_event.max(o.last_event);
+    }
+}
+
+/// A latency distribution summarised; all figures in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_us: u64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p99_9_us: u64,
+    pub max_us: u64,
+    /// (percentile, latency) pairs for plotting: 0, 10, ..., 90, 95, 99, 99.9, 99.99, 100.
+    pub percentiles: Vec<(f64, u64)>,
+}
+
+/// The percentiles listed in [`LatencySummary::percentiles`].
+const PERCENTILES: [f64; 15] =
+    [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0];
+
+impl LatencySummary {
+    pub(crate) fn of(h: &Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary {
+                count: 0,
+                min_us: 0,
+                mean_us: 0.0,
+                stdev_us: 0.0,
+                p50_us: 0,
+                p90_us: 0,
+                p99_us: 0,
+                p99_9_us: 0,
+                max_us: 0,
+                percentiles: Vec::new(),
+            };
+        }
+        let q = |p: f64| h.value_at_quantile(p / 100.0);
+        LatencySummary {
+            count: h.len(),
+            min_us: h.min(),
+            mean_us: h.mean(),
+            stdev_us: h.stdev(),
+            p50_us: q(50.0),
+            p90_us: q(90.0),
+            p99_us: q(99.0),
+            p99_9_us: q(99.9),
+            max_us: h.max(),
+            percentiles: PERCENTILES.iter().map(|&p| (p, q(p))).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "stats_tests.rs"]
+mod tests;

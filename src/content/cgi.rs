@@ -1,0 +1,243 @@
+//! CGI/1.1 (RFC 3875): which files are scripts, and the command that runs one.
+//!
+//! A file is a script when CGI is on and it is executable and lies under `cgi-bin/` or
+//! ends in `.cgi`, or its extension has a `--cgi-interpreter`. Scripts are found through
+//! the same beneath-ROOT resolution as static files ([`super::resolve`]), so a `.%2e`
+//! climb into `/bin/sh` is refused before any file is looked at (Apache CVE-2021-41773).
+//! A path that does not resolve is retried one segment shorter at a time: the first
+//! script on the way is run, and the rest of the path becomes `PATH_INFO`.
+//!
+//! The child is executed directly (never through a shell), with no arguments at all (a
+//! query string on argv is php-cgi CVE-2012-1823 / CVE-2024-4577), an environment built
+//! from scratch ([`super::cgi_env`]), its own directory as working directory, only fds 0,
+//! 1 and 2 (every Spidey fd is close-on-exec), and its own process group so that killing
+//! it also kills whatever it started. Running it is [`super::cgi_output::CgiOutput`]'s job.
+
+use super::cgi_env;
+use super::cgi_output::CgiOutput;
+use super::resolve::{decode_path, ResolveError, Resolved, Root};
+use super::{Response, StatusCode};
+use spidey_http::Request;
+use std::ffi::OsString;
+use std::fs::{File, Metadata};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The CGI settings, from the command line.
+#[derive(Debug, Clone)]
+pub struct CgiOptions {
+    /// `--no-cgi` turns this off.
+    pub enabled: bool,
+    /// `--cgi-interpreter .php=/usr/bin/php-cgi`: extension (without its dot) → program.
+    pub interpreters: Vec<(String, PathBuf)>,
+    /// `--cgi-timeout`: how long a script may run before it is killed (504).
+    pub timeout: Duration,
+    /// The largest request body passed to a script (beyond: 413).
+    pub max_body: u64,
+    /// The port the server listens on (`SERVER_PORT`).
+    pub port: u16,
+}
+
+impl Default for CgiOptions {
+    fn default() -> Self {
+        CgiOptions {
+            enabled: true,
+            interpreters: Vec::new(),
+            timeout: Duration::from_secs(30),
+            max_body: 1 << 20,
+            port: 0,
+        }
+    }
+}
+
+/// Parses `.EXT=PROGRAM` for `--cgi-interpreter`.
+pub fn parse_interpreter(s: &str) -> Result<(String, PathBuf), String> {
+    let (ext, program) =
+        s.split_once('=').ok_or_else(|| format!("invalid interpreter '{s}': expected .EXT=PROGRAM"))?;
+    let ext = ext.strip_prefix('.').unwrap_or(ext);
+    if ext.is_empty() || ext.contains('/') || program.is_empty() {
+        return Err(format!("invalid interpreter '{s}': expected .EXT=PROGRAM"));
+    }
+    Ok((ext.to_string(), PathBuf::from(program)))
+}
+
+/// How a resolved regular file is to be answered.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Static,
+    /// Run it, through this interpreter if any.
+    Script(Option<PathBuf>),
+    Forbidden,
+}
+
+/// Decides what a regular file at `relative` (decoded, relative to ROOT) is.
+pub(crate) fn kind(opts: &CgiOptions, relative: &[u8], meta: &Metadata) -> Kind {
+    let name = relative.rsplit(|&b| b == b'/').next().unwrap_or(relative);
+    let in_cgi_bin = relative.starts_with(b"cgi-bin/");
+    let dot_cgi = name.ends_with(b".cgi");
+    let ext = name.iter().rposition(|&b| b == b'.').map(|i| &name[i + 1..]);
+    let interpreter = ext.and_then(|e| opts.interpreters.iter().find(|(x, _)| x.as_bytes() == e)).map(|(_, p)| p);
+    let executable = meta.permissions().mode() & 0o111 != 0;
+    match (opts.enabled, interpreter) {
+        (true, Some(program)) => Kind::Script(Some(program.clone())),
+        (false, Some(_)) => Kind::Forbidden,
+        (true, None) if in_cgi_bin || dot_cgi => {
+            if executable {
+                Kind::Script(None)
+            } else {
+                Kind::Forbidden
+            }
+        }
+        (false, None) if (in_cgi_bin || dot_cgi) && executable => Kind::Forbidden,
+        _ => Kind::Static,
+    }
+}
+
+/// A script found for a request path.
+#[derive(Debug)]
+pub(crate) struct Script {
+    /// The script's real path (what `/proc/self/fd` says the opened file is).
+    pub filename: PathBuf,
+    pub interpreter: Option<PathBuf>,
+    /// The URL path of the script, as sent (`/cgi-bin/env.sh`).
+    pub script_name: String,
+    /// The decoded rest of the path (`/a/b`), or empty.
+    pub path_info: String,
+}
+
+/// Looks for a script on the way to a path that did not resolve: `/cgi-bin/x.sh/a/b` runs
+/// `x.sh` with `PATH_INFO=/a/b`. `None` when there is none (the original error stands).
+pub(crate) fn find_with_path_info(root: &Root, opts: &CgiOptions, raw_path: &str) -> Option<Result<Script, Response>> {
+    if !opts.enabled {
+        return None;
+    }
+    let segments: Vec<&str> = raw_path.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    for k in 1..segments.len() {
+        let prefix = format!("/{}", segments[..k].join("/"));
+        match root.resolve(&prefix) {
+            Ok(Resolved::Dir(_)) => continue,
+            Ok(Resolved::File(file, meta)) => {
+                let rest = format!("/{}", segments[k..].join("/"));
+                return script(opts, &prefix, &rest, &file, &meta).map(|r| r.map_err(|e| e.response()));
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The script at `raw_script` (already opened), or `None` if the file is not one.
+pub(crate) fn script(
+    opts: &CgiOptions,
+    raw_script: &str,
+    raw_rest: &str,
+    file: &File,
+    meta: &Metadata,
+) -> Option<Result<Script, ResolveError>> {
+    let relative = decode_path(raw_script).ok()?;
+    let interpreter = match kind(opts, &relative, meta) {
+        Kind::Script(interpreter) => interpreter,
+        Kind::Forbidden => return Some(Err(ResolveError::Forbidden)),
+        Kind::Static => return None,
+    };
+    let path_info = match raw_rest {
+        "" | "/" => String::new(),
+        rest => match decode_path(rest) {
+            Ok(p) => format!("/{}", String::from_utf8_lossy(&p)),
+            Err(e) => return Some(Err(e)),
+        },
+    };
+    let Ok(filename) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
+        return Some(Err(ResolveError::Internal));
+    };
+    let script_name =
+        format!("/{}", raw_script.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/"));
+    Some(Ok(Script { filename, interpreter, script_name, path_info }))
+}
+
+/// The answer for a request to a script: a [`CgiOutput`] that will run it.
+pub(crate) fn respond(
+    opts: &CgiOptions,
+    document_root: &std::path::Path,
+    req: &Request<'_, '_>,
+    script: Script,
+    peer: SocketAddr,
+) -> Response {
+    use spidey_http::Method;
+    if !matches!(req.method, Method::Get | Method::Head | Method::Post) {
+        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "Scripts take GET, HEAD and POST.");
+        r.fields.push(("Allow", "GET, HEAD, POST".into()));
+        return r;
+    }
+    let env = cgi_env::build(req, &script, peer, opts, document_root);
+    let command = command(&script, env);
+    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiOutput::new(command, req, opts))))
+}
+
+/// The command that runs `script`: no arguments, a clean environment, its own directory.
+fn command(script: &Script, env: Vec<(OsString, OsString)>) -> Command {
+    let mut command = match &script.interpreter {
+        Some(program) => Command::new(program),
+        None => Command::new(&script.filename),
+    };
+    command.env_clear().envs(env).process_group(0);
+    if let Some(dir) = script.filename.parent() {
+        command.current_dir(dir);
+    }
+    command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpreter_flag_table() {
+        let cases = [
+            (".php=/usr/bin/php-cgi", Ok(("php".to_string(), PathBuf::from("/usr/bin/php-cgi")))),
+            ("py=/usr/bin/python3", Ok(("py".to_string(), PathBuf::from("/usr/bin/python3")))),
+            (".php", Err(())),
+            ("=/bin/x", Err(())),
+            (".php=", Err(())),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_interpreter(input).map_err(|_| ()), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn kind_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let exec = dir.path().join("x");
+        let plain = dir.path().join("y");
+        std::fs::write(&exec, "").unwrap();
+        std::fs::write(&plain, "").unwrap();
+        std::fs::set_permissions(&exec, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (x, p) = (std::fs::metadata(&exec).unwrap(), std::fs::metadata(&plain).unwrap());
+        let on = CgiOptions { interpreters: vec![("php".into(), "/usr/bin/php-cgi".into())], ..CgiOptions::default() };
+        let off = CgiOptions { enabled: false, ..on.clone() };
+        let php = Kind::Script(Some("/usr/bin/php-cgi".into()));
+        let cases: [(&CgiOptions, &str, &Metadata, Kind); 12] = [
+            (&on, "cgi-bin/env.sh", &x, Kind::Script(None)),
+            (&on, "cgi-bin/readme.txt", &p, Kind::Forbidden),
+            (&on, "a/b/tool.cgi", &x, Kind::Script(None)),
+            (&on, "a/b/tool.cgi", &p, Kind::Forbidden),
+            (&on, "a/index.php", &p, php),
+            (&on, "a/run.sh", &x, Kind::Static),
+            (&on, "hello.txt", &p, Kind::Static),
+            (&off, "cgi-bin/env.sh", &x, Kind::Forbidden),
+            (&off, "cgi-bin/readme.txt", &p, Kind::Static),
+            (&off, "tool.cgi", &x, Kind::Forbidden),
+            (&off, "tool.cgi", &p, Kind::Static),
+            (&off, "a/index.php", &p, Kind::Forbidden),
+        ];
+        for (opts, path, meta, want) in cases {
+            assert_eq!(kind(opts, path.as_bytes(), meta), want, "{path} enabled={}", opts.enabled);
+        }
+    }
+}

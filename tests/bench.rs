@@ -1,0 +1,275 @@
+//! `spidey bench` against servers that know the truth: tiny in-test servers that count what
+//! they receive, stall once, or misbehave in one known way; and the real `spidey serve`.
+
+mod common;
+
+use common::{Fixture, Spidey};
+use spidey::bench::BenchResult;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Runs `spidey bench ARGS --json FILE` and returns the parsed results and the output.
+fn bench(args: &[&str]) -> (BenchResult, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run spidey bench");
+    assert!(out.status.success(), "spidey bench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&json).expect("the --json file");
+    (serde_json::from_str(&text).expect("the --json file parses as a BenchResult"), out)
+}
+
+/// How an in-test server answers each request.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// `200 hello`, stalling every response for `stall` once request number `stall_at` arrives.
+    Hello {
+        stall_at: u64,
+        stall: Duration,
+    },
+    Garbage,
+    CloseWithoutAnswer,
+    NeverAnswer,
+}
+
+/// A one-thread-per-connection HTTP server; returns its port and its count of requests.
+fn test_server(behaviour: Behaviour) -> (u16, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicU64::new(0));
+    let gate = Arc::new(Mutex::new(()));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (count, gate) = (counted.clone(), gate.clone());
+            std::thread::spawn(move || serve_connection(stream, behaviour, &count, &gate));
+        }
+    });
+    (port, count)
+}
+
+fn serve_connection(mut s: TcpStream, behaviour: Behaviour, count: &AtomicU64, gate: &Mutex<()>) {
+    let mut pending = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => pending.extend_from_slice(&buf[..n]),
+            }
+            continue;
+        };
+        let close = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase().contains("connection: close");
+        pending.drain(..end + 4);
+        let number = count.fetch_add(1, Ordering::SeqCst) + 1;
+        let answer: &[u8] = match behaviour {
+            Behaviour::Hello { stall_at, stall } => {
+                // Every response passes the gate, so the stall holds up all connections.
+                let _held = gate.lock().unwrap();
+                if number == stall_at {
+                    std::thread::sleep(stall);
+                }
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+            }
+            Behaviour::Garbage => b"SPDY/9 what\r\n\r\n",
+            Behaviour::CloseWithoutAnswer => return,
+            Behaviour::NeverAnswer => {
+                std::thread::sleep(Duration::from_secs(30));
+                return;
+            }
+        };
+        if s.write_all(answer).is_err() || close {
+            return;
+        }
+    }
+}
+
+const NO_STALL: Behaviour = Behaviour::Hello { stall_at: 0, stall: Duration::ZERO };
+
+#[test]
+fn counts_agree_with_what_the_server_received() {
+    // (flags, requests the bench must report; None for a timed run: whatever the server counted)
+    let cases: &[(&[&str], Option<u64>)] = &[
+        (&["-c1", "-t1", "-n", "100"], Some(100)),
+        (&["-c7", "-t2", "-n", "1000"], Some(1000)),
+        (&["-c3", "-t1", "-n", "500", "--no-keepalive"], Some(500)),
+        (&["-c4", "-t2", "-n", "300", "--rate", "3000"], Some(300)),
+        (&["-c4", "-t2", "-d", "500ms"], None),
+        (&["-c4", "-t2", "-d", "500ms", "--rate", "2000", "--no-keepalive"], None),
+    ];
+    for (flags, want) in cases {
+        let (port, count) = test_server(NO_STALL);
+        let url = format!("http://127.0.0.1:{port}/");
+        let (r, _) = bench(&[flags, &[url.as_str()][..]].concat());
+        let server = count.load(Ordering::SeqCst);
+        assert_eq!((r.requests, r.responses, r.errors.total()), (server, server, 0), "{flags:?}");
+        assert_eq!(r.status.get(&200), Some(&server), "{flags:?}");
+        assert_eq!(r.body_bytes, 5 * server, "{flags:?}");
+        if let Some(n) = want {
+            assert_eq!(r.requests, *n, "{flags:?}");
+        }
+        assert!(server > 0, "{flags:?}");
+    }
+}
+
+#[test]
+fn warmup_requests_are_sent_but_not_counted() {
+    let (port, count) = test_server(NO_STALL);
+    let (r, _) = bench(&["-c2", "-t1", "-n", "200", "--warmup", "300ms", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(r.requests, 200);
+    assert!(count.load(Ordering::SeqCst) > 200, "the warmup sent nothing");
+}
+
+#[test]
+fn open_loop_latency_includes_a_server_stall() {
+    // 100 requests/s for 3 s on one connection; request 50 stalls the server for 1 s, so the
+    // ~100 requests scheduled during the stall wait up to 1 s for their turn.
+    let (port, _) = test_server(Behaviour::Hello { stall_at: 50, stall: Duration::from_secs(1) });
+    let url = format!("http://127.0.0.1:{port}/");
+    let (r, _) = bench(&["-c1", "-t1", "--rate", "100", "-d", "3s", &url]);
+    let corrected = &r.latency;
+    let uncorrected = r.latency_uncorrected.as_ref().expect("open loop reports uncorrected latency");
+    assert!(corrected.max_us >= 900_000 && corrected.p99_us >= 800_000, "corrected: {corrected:?}");
+    assert!(corrected.p90_us >= 300_000, "a third of the requests waited: {corrected:?}");
+    assert!(uncorrected.max_us >= 900_000, "the stalled request itself: {uncorrected:?}");
+    assert!(uncorrected.p99_us < 200_000, "only one request was itself slow: {uncorrected:?}");
+    assert_eq!(r.errors.total(), 0);
+}
+
+#[test]
+fn closed_loop_hides_the_stall_in_all_but_the_max() {
+    let (port, _) = test_server(Behaviour::Hello { stall_at: 50, stall: Duration::from_secs(1) });
+    let (r, _) = bench(&["-c1", "-t1", "-n", "300", &format!("http://127.0.0.1:{port}/")]);
+    assert!(r.latency_uncorrected.is_none());
+    assert!(r.latency.max_us >= 900_000 && r.latency.p99_us < 200_000, "{:?}", r.latency);
+}
+
+#[test]
+fn errors_are_classified_and_counted() {
+    let refused = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = |b| test_server(b).0;
+    // (server port, flags, class name → expected count of 4 requests)
+    let cases: &[(u16, &[&str], &str)] = &[
+        (refused, &[], "connect"),
+        (port(Behaviour::Garbage), &[], "malformed"),
+        (port(Behaviour::CloseWithoutAnswer), &[], "closed"),
+        (port(Behaviour::NeverAnswer), &["--timeout", "200ms"], "timeout"),
+    ];
+    for (port, flags, class) in cases {
+        let url = format!("http://127.0.0.1:{port}/");
+        let (r, _) = bench(&[&["-c1", "-t1", "-n", "4"], *flags, &[url.as_str()]].concat());
+        let errors: Vec<(&str, u64)> = r.errors.named().into_iter().filter(|(_, n)| *n > 0).collect();
+        assert_eq!(errors, [(*class, 4)], "{class}");
+        assert_eq!((r.requests, r.responses), (4, 0), "{class}");
+    }
+}
+
+#[test]
+fn file_descriptor_exhaustion_is_reported_as_such() {
+    let (port, _) = test_server(NO_STALL);
+    let url = format!("http://127.0.0.1:{port}/");
+    let script = format!(
+        "ulimit -n 24 && exec {} bench -c 40 -t1 -n 200 --json /dev/stdout {url}",
+        env!("CARGO_BIN_EXE_spidey")
+    );
+    let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = &text[text.find("{\n").expect("JSON after the report")..];
+    let r: BenchResult = serde_json::from_str(json).unwrap();
+    assert!(r.errors.fd_exhausted > 0, "{:?}", r.errors);
+    assert_eq!((r.errors.connect, r.requests), (0, 200), "{:?}", r.errors);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fd exhausted (EMFILE/ENFILE)"));
+}
+
+#[test]
+fn status_codes_from_spidey_are_counted_apart() {
+    let fx = Fixture::new();
+    let s = Spidey::start("single", &fx.root(), &["-q"]);
+    let (r, out) = bench(&["-c1", "-t1", "-n", "400", &s.url("/hello.txt"), &s.url("/missing")]);
+    let (ok, missing) = (r.status[&200], r.status[&404]);
+    assert_eq!((ok + missing, r.status.len(), r.errors.total()), (400, 2, 0));
+    // Each request picks a URL at random: both get a fair share.
+    assert!((100..=300).contains(&ok), "200: {ok}, 404: {missing}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains(&format!("200: {ok}, 404: {missing}")), "{report}");
+}
+
+#[test]
+fn no_keepalive_against_spidey_opens_a_connection_per_request() {
+    let fx = Fixture::new();
+    let s = Spidey::start("single", &fx.root(), &["-q"]);
+    let (r, out) = bench(&["-c2", "-t1", "-n", "300", "--no-keepalive", &s.url("/hello.txt")]);
+    assert_eq!((r.responses, r.errors.total(), r.keepalive), (300, 0, false));
+    assert_eq!(r.body_bytes, 300 * common::HELLO.len() as u64);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a new connection per request"));
+}
+
+#[test]
+fn json_has_every_documented_field() {
+    let fx = Fixture::new();
+    let s = Spidey::start("single", &fx.root(), &["-q"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let url = s.url("/hello.txt");
+    let status = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .args(["bench", "-c1", "-t1", "--rate", "200", "-d", "1200ms", "--json", path.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    assert!(status.status.success());
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cases = [
+        ("/urls/0", "string"),
+        ("/loop_mode", "string"),
+        ("/connections", "number"),
+        ("/threads", "number"),
+        ("/rate", "number"),
+        ("/requests", "number"),
+        ("/responses", "number"),
+        ("/duration_s", "number"),
+        ("/requests_per_sec", "number"),
+        ("/body_bytes_per_sec", "number"),
+        ("/wire_bytes_per_sec", "number"),
+        ("/latency/p50_us", "number"),
+        ("/latency/p99_9_us", "number"),
+        ("/latency/percentiles/0/1", "number"),
+        ("/latency_uncorrected/p99_us", "number"),
+        ("/status/200", "number"),
+        ("/errors/ports_exhausted", "number"),
+        ("/errors/fd_exhausted", "number"),
+        ("/backlog", "number"),
+        ("/series/0/responses", "number"),
+        ("/series/1/latency_p99_us", "number"),
+    ];
+    for (pointer, kind) in cases {
+        let field = v.pointer(pointer).unwrap_or_else(|| panic!("no {pointer} in {v}"));
+        let is = if field.is_number() {
+            "number"
+        } else if field.is_string() {
+            "string"
+        } else {
+            "other"
+        };
+        assert_eq!(is, kind, "{pointer}");
+    }
+    assert_eq!(v["loop_mode"], "open");
+    let series_total: u64 = v["series"].as_array().unwrap().iter().map(|s| s["responses"].as_u64().unwrap()).sum();
+    assert_eq!(Some(series_total), v["responses"].as_u64(), "the series adds up to the total");
+}
+
+#[test]
+fn https_urls_are_refused_with_a_clear_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(["bench", "https://127.0.0.1:1/"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("https is not supported") && stderr.lines().count() == 1, "{stderr}");
+}

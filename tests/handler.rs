@@ -1,0 +1,163 @@
+//! In-process handlers (C and Rust, loaded from shared libraries) and artificial work
+//! (--delay, --cpu-work), in every mode.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Builds examples/handlers/page.c (and an ABI-mismatched twin) once, with `cc`.
+fn c_libs() -> (&'static Path, &'static Path) {
+    // The TempDir lives in the static for the whole test run.
+    static LIBS: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
+    let (_, page, old) = LIBS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let page = dir.path().join("page.so");
+        let cc = |args: &[&std::ffi::OsStr]| {
+            let ok = Command::new("cc").args(["-shared", "-fPIC", "-O2", "-Wall"]).args(args).status().unwrap();
+            assert!(ok.success(), "cc failed");
+        };
+        let include = repo.join("include");
+        cc(&["-I".as_ref(), include.as_os_str(), "-o".as_ref(), page.as_os_str(), repo.join("examples/handlers/page.c").as_os_str()]);
+        let src = dir.path().join("old.c");
+        std::fs::write(&src, "unsigned spidey_handler_abi_version(void) { return 999; }\nint spidey_handle(const void *q, const void *s) { return 0; }\n").unwrap();
+        let old = dir.path().join("old.so");
+        cc(&["-o".as_ref(), old.as_os_str(), src.as_os_str()]);
+        (dir, page, old)
+    });
+    (page, old)
+}
+
+/// Builds the rust-page cdylib once with cargo, next to this test binary's target dir.
+fn rust_lib() -> &'static PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let ok = Command::new(env!("CARGO")).args(["build", "--quiet", "-p", "rust-page"]).status().unwrap();
+        assert!(ok.success(), "cargo build -p rust-page failed");
+        let target = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+        target.join("librust_page.so")
+    })
+}
+
+fn start(mode: &str, fx: &Fixture) -> Spidey {
+    let c = format!("/app={}", c_libs().0.display());
+    let rs = format!("/rs={}", rust_lib().display());
+    Spidey::start(mode, &fx.root(), &["--handler", &c, "--handler", &rs])
+}
+
+fn handlers_table(mode: &str) {
+    let fx = Fixture::new();
+    let s = start(mode, &fx);
+    let cases: &[(&str, u16, usize)] = &[
+        ("/app", 200, 102_400),
+        ("/app/deep/path?x=1", 200, 102_400),
+        ("/app?fail", 500, 0),
+        ("/rs/page", 200, 102_400),
+        ("/rs/page?fail", 500, 0),
+        ("/rs/page?panic", 500, 0),
+        ("/rs/after-panic", 200, 102_400),
+        ("/apple", 404, 0),
+        ("/hello.txt", 200, HELLO.len()),
+    ];
+    for (path, status, len) in cases {
+        let reply = s.get(path, &[]);
+        assert_eq!(reply.status, *status, "{path}");
+        if *status == 200 {
+            assert_eq!(reply.body.len(), *len, "{path}");
+        }
+    }
+    let reply = s.get("/app/x%3Cy", &[]);
+    assert_eq!(reply.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(reply.text().contains("Dynamic page") && reply.text().contains("for /app/x%3Cy"));
+}
+
+fn handler_keeps_connection_with_small_body(mode: &str) {
+    let fx = Fixture::new();
+    let s = start(mode, &fx);
+    let mut c = s.connect();
+    use std::io::Write;
+    c.write_all(
+        b"POST /app HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .unwrap();
+    let (head, body) = read_response(&mut c);
+    assert_eq!((status_of(&head), body.len()), (200, 102_400));
+    let (head, body) = read_response(&mut c);
+    assert_eq!((status_of(&head), body.as_slice()), (200, HELLO.as_bytes()));
+}
+
+fn bad_handler_libraries_exit_2(mode: &str) {
+    let fx = Fixture::new();
+    let old = format!("/x={}", c_libs().1.display());
+    let cases =
+        [(old.as_str(), "ABI version 999"), ("/x=/nonexistent/lib.so", "cannot load"), ("nope", "invalid handler")];
+    for (flag, message) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .args(["serve", "--port", "0", "--mode", mode, "--handler", flag])
+            .arg(fx.root())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(message), "{flag}: {stderr}");
+    }
+}
+
+fn delay_holds_every_answer(mode: &str) {
+    let fx = Fixture::new();
+    let s = Spidey::start(mode, &fx.root(), &["--delay", "300ms"]);
+    for path in ["/hello.txt", "/missing"] {
+        let t = Instant::now();
+        let _ = s.get(path, &[]);
+        assert!(t.elapsed() >= Duration::from_millis(300), "{path} answered after {:?}", t.elapsed());
+    }
+}
+
+/// CPU time (user + system, in clock ticks) of the server and its children (fork and
+/// prefork run requests in children): live children's own, reaped ones' via cutime/cstime.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = |p: &str| -> Option<(u32, Vec<u64>)> {
+        let text = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let fields: Vec<&str> = text.rsplit(')').next()?.split_whitespace().collect();
+        Some((fields[1].parse().ok()?, fields[11..15].iter().map(|f| f.parse().unwrap_or(0)).collect()))
+    };
+    let (_, own) = stat(&pid.to_string()).unwrap();
+    let children: u64 = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| stat(e.ok()?.file_name().to_str()?))
+        .filter(|(ppid, _)| *ppid == pid)
+        .map(|(_, t)| t[0] + t[1])
+        .sum();
+    own.iter().sum::<u64>() + children
+}
+
+fn cpu_work_burns_cpu(mode: &str) {
+    let fx = Fixture::new();
+    let s = Spidey::start(mode, &fx.root(), &["--cpu-work", "100ms"]);
+    let before = cpu_ticks(s.child.id());
+    for _ in 0..5 {
+        assert_eq!(s.get("/hello.txt", &[]).status, 200);
+    }
+    // 5 × 100 ms = 50 ticks at 100 Hz; at least 40 must show (tick sampling is coarse, and a
+    // fork child's ticks move to cutime only once it is reaped, so wait for that).
+    let mut burnt = 0;
+    for _ in 0..20 {
+        burnt = cpu_ticks(s.child.id()) - before;
+        if burnt >= 40 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("only {burnt} ticks of CPU for 5 × 100 ms of --cpu-work");
+}
+
+for_each_mode!(
+    handlers_table,
+    handler_keeps_connection_with_small_body,
+    bad_handler_libraries_exit_2,
+    delay_holds_every_answer,
+    cpu_work_burns_cpu,
+);
