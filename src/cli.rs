@@ -23,6 +23,26 @@ pub enum Command {
     Serve(ServeArgs),
     /// Load an HTTP server and measure throughput and latency (like wrk; --rate like wrk2).
     Bench(crate::bench::BenchArgs),
+    /// Run the experiments that reproduce the seed studies, and report them.
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Experiments to run: files, or id prefixes such as `000`; all of them when none.
+    pub experiments: Vec<String>,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(long, default_value = "lab-out")]
+    pub out: PathBuf,
+    /// A reduced version of every experiment (a couple of minutes in all).
+    #[arg(long)]
+    pub quick: bool,
+    /// Keep OUT/results.jsonl and measure only the points missing from it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Where the experiment files are.
+    #[arg(long, default_value = "experiments")]
+    pub experiments_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

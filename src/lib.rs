@@ -13,6 +13,7 @@ pub mod cli;
 pub mod conn;
 pub mod content;
 pub mod exchange;
+pub mod lab;
 pub mod log;
 pub mod modes;
 pub mod net;

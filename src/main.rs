@@ -8,6 +8,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => spidey::serve::run(args),
         Command::Bench(args) => spidey::bench::run(args),
+        Command::Lab(args) => spidey::lab::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

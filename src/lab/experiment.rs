@@ -1,0 +1,343 @@
+//! The experiment file format (`experiments/*.toml`), read with serde.
+//!
+//! An experiment has workloads (what to request), external peers (other servers that may
+//! join), and sweeps. A sweep is one table of a seed study: servers × workloads × clients,
+//! each combination a *point*, with the table's shape, the seed's own numbers, the plots
+//! and the findings to compute. `quick` replaces parts of a sweep for `spidey lab --quick`.
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Experiment {
+    /// Stable identifier, e.g. `000-fork`; the first part of every point id.
+    pub id: String,
+    pub title: String,
+    /// Where the seed numbers come from.
+    pub seed: String,
+    /// What the study asked, in one sentence.
+    pub question: String,
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+    #[serde(default)]
+    pub peers: Vec<Peer>,
+    pub sweeps: Vec<Sweep>,
+}
+
+/// What the clients request: resolved to URL paths over the generated document root.
+/// (No `deny_unknown_fields` here: serde cannot combine it with `flatten`; the kind denies.)
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Workload {
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: WorkloadKind,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum WorkloadKind {
+    /// One static file of `size` bytes (`quick_size` under --quick).
+    File { size: ByteSize, quick_size: Option<ByteSize> },
+    /// A directory listing of `entries` files.
+    Listing { entries: usize },
+    /// A CGI script in ROOT/cgi-bin that prints `size` bytes.
+    Cgi { size: ByteSize },
+    /// A path the server configuration provides (a handler prefix, a built CGI program).
+    Path { path: String },
+    /// `files` files of random sizes up to `max_size`, requested uniformly, plus a missing one.
+    Mix { files: usize, max_size: ByteSize, with_404: bool },
+}
+
+/// Another server that can join a sweep, started from a command template.
+/// Placeholders: `{port}`, `{root}`, `{dir}` (a scratch directory), `{config}` (the written config).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Peer {
+    pub name: String,
+    pub program: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// A configuration file template, written to `{dir}/peer.conf`.
+    pub config: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Sweep {
+    pub name: String,
+    pub title: String,
+    pub servers: Vec<ServerSpec>,
+    pub workloads: Vec<String>,
+    pub clients: Vec<ClientSpec>,
+    /// Times each point is measured; tables show the median.
+    #[serde(default = "one")]
+    pub repeats: u32,
+    /// Requests sent before the first point of each server, to warm it up.
+    #[serde(default = "ten")]
+    pub warmup: u64,
+    /// Run this sweep only in the full run.
+    #[serde(default)]
+    pub full_only: bool,
+    #[serde(default)]
+    pub quick: QuickOverride,
+    pub table: TableSpec,
+    #[serde(default)]
+    pub plots: Vec<PlotSpec>,
+    #[serde(default)]
+    pub findings: Vec<FindingSpec>,
+    /// The seed's published numbers, one entry per row it reported.
+    #[serde(default)]
+    pub seed_rows: Vec<SeedRow>,
+    /// What the seed measured that this sweep cannot match exactly.
+    pub seed_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct QuickOverride {
+    pub servers: Option<Vec<String>>,
+    pub workloads: Option<Vec<String>>,
+    pub clients: Option<Vec<ClientSpec>>,
+    pub repeats: Option<u32>,
+}
+
+/// One server configuration: a spidey mode with its flags, or a peer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerSpec {
+    pub label: String,
+    pub mode: Option<String>,
+    pub peer: Option<String>,
+    pub workers: Option<String>,
+    pub delay: Option<String>,
+    pub cpu_work: Option<String>,
+    /// Extra `spidey serve` arguments; `{root}`, `{repo}` and `{dir}` are replaced.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Files (relative to the current directory) that must exist, else the server is skipped.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// A command run before the server starts (e.g. building a handler); `{repo}`, `{root}`
+    /// and `{dir}` are replaced. If it fails the server is skipped with a note.
+    #[serde(default)]
+    pub prepare: Vec<String>,
+    /// The workloads this server runs (all of the sweep's when absent).
+    pub only: Option<Vec<String>>,
+}
+
+impl ServerSpec {
+    pub fn runs(&self, workload: &str) -> bool {
+        self.only.as_ref().map_or(true, |o| o.iter().any(|w| w == workload))
+    }
+}
+
+/// One client setting: `c` connections, `n` requests in all or `duration`, an optional
+/// fixed total `rate` (requests per second), keep-alive or a connection per request.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClientSpec {
+    pub c: u32,
+    pub n: Option<u64>,
+    pub duration: Option<String>,
+    pub rate: Option<f64>,
+    #[serde(default = "yes")]
+    pub keepalive: bool,
+}
+
+impl ClientSpec {
+    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`.
+    pub fn label(&self) -> String {
+        let mut s = format!("c{}", self.c);
+        if let Some(n) = self.n {
+            s += &format!("-n{n}");
+        }
+        if let Some(d) = &self.duration {
+            s += &format!("-d{d}");
+        }
+        if let Some(r) = self.rate {
+            s += &format!("-r{r}");
+        }
+        if !self.keepalive {
+            s += "-close";
+        }
+        s
+    }
+}
+
+/// A table: the dimensions shown per row, then metric columns (each with the seed's beside it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TableSpec {
+    pub dims: Vec<Dim>,
+    pub columns: Vec<Column>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Column {
+    pub header: String,
+    pub metric: crate::lab::metric::Metric,
+}
+
+/// A dimension of a point, usable as a table column, plot axis or series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Dim {
+    Server,
+    Workload,
+    Connections,
+    Requests,
+    Rate,
+    Clients,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PlotSpec {
+    pub title: String,
+    pub x: Dim,
+    pub y: Vec<crate::lab::metric::Metric>,
+    /// Only points of this workload.
+    pub workload: Option<String>,
+    #[serde(default)]
+    pub log_x: bool,
+}
+
+/// A one-line finding computed from the numbers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum FindingSpec {
+    /// Where server `a` beats server `b` on `metric` along `over`.
+    Compare { metric: crate::lab::metric::Metric, a: String, b: String, over: Dim, workload: Option<String> },
+    /// Which server is best on `metric`, and at how many points.
+    Best { metric: crate::lab::metric::Metric, workload: Option<String> },
+    /// How `metric` changes along `over`, per server.
+    Trend { metric: crate::lab::metric::Metric, over: Dim, workload: Option<String> },
+}
+
+/// A row of the seed's table: the point it matches (absent fields match anything) and
+/// its values in the order of the table's columns (`nan` where the seed has none).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SeedRow {
+    pub server: Option<String>,
+    pub workload: Option<String>,
+    pub c: Option<u32>,
+    pub n: Option<u64>,
+    pub rate: Option<f64>,
+    pub values: Vec<f64>,
+}
+
+/// A byte count written `1KB`, `102KB`, `1MB`, `1GB` (powers of 1024) or a bare number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct ByteSize(pub u64);
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_size(&s).map(ByteSize).map_err(serde::de::Error::custom)
+    }
+}
+
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("invalid size '{s}'"))?;
+    let mult = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "KB" | "K" | "KIB" => 1 << 10,
+        "MB" | "M" | "MIB" => 1 << 20,
+        "GB" | "G" | "GIB" => 1 << 30,
+        _ => return Err(format!("invalid size unit in '{s}'")),
+    };
+    Ok(n * mult)
+}
+
+fn one() -> u32 {
+    1
+}
+fn ten() -> u64 {
+    10
+}
+fn yes() -> bool {
+    true
+}
+
+impl Experiment {
+    pub fn load(path: &Path) -> anyhow::Result<Experiment> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let exp: Experiment =
+            toml::from_str(&text).with_context(|| format!("invalid experiment {}", path.display()))?;
+        exp.check().with_context(|| format!("invalid experiment {}", path.display()))?;
+        Ok(exp)
+    }
+
+    pub fn workload(&self, name: &str) -> Option<&Workload> {
+        self.workloads.iter().find(|w| w.name == name)
+    }
+
+    /// Every name a sweep uses must be defined, and every seed row must fit its table.
+    fn check(&self) -> anyhow::Result<()> {
+        for sweep in &self.sweeps {
+            let names = sweep.workloads.iter().chain(sweep.quick.workloads.iter().flatten());
+            for w in names {
+                anyhow::ensure!(self.workload(w).is_some(), "sweep {}: unknown workload '{w}'", sweep.name);
+            }
+            for s in &sweep.servers {
+                anyhow::ensure!(s.mode.is_some() != s.peer.is_some(), "server {}: give mode or peer", s.label);
+                if let Some(p) = &s.peer {
+                    anyhow::ensure!(self.peers.iter().any(|x| &x.name == p), "server {}: unknown peer '{p}'", s.label);
+                }
+            }
+            for row in &sweep.seed_rows {
+                anyhow::ensure!(row.values.len() == sweep.table.columns.len(), "sweep {}: seed row width", sweep.name);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The experiment files to run: all of `dir/*.toml` when `wanted` is empty, else each
+/// argument as a path or as an id prefix (`000` finds `dir/000-fork.toml`).
+pub(crate) fn find(dir: &Path, wanted: &[String]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut all: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read experiment directory {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    all.sort();
+    if wanted.is_empty() {
+        return Ok(all);
+    }
+    wanted.iter().map(|w| pick(&all, w)).collect()
+}
+
+fn pick(all: &[PathBuf], wanted: &str) -> anyhow::Result<PathBuf> {
+    let path = Path::new(wanted);
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let stem = |p: &PathBuf| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let hits: Vec<&PathBuf> = all.iter().filter(|p| stem(p).starts_with(wanted)).collect();
+    match hits.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(crate::serve::ConfigError(format!("no experiment matches '{wanted}'")).into()),
+        _ => Err(crate::serve::ConfigError(format!("'{wanted}' matches several experiments")).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_table() {
+        let cases = [("1KB", Ok(1024)), ("102KB", Ok(104_448)), ("1MB", Ok(1 << 20)), ("7", Ok(7)), ("1XB", Err(()))];
+        for (input, want) in cases {
+            assert_eq!(parse_size(input).map_err(|_| ()), want, "{input}");
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The one seam between the lab and the load generator: [`measure`] runs a [`Load`] against
+//! a server on a loopback port through `crate::bench` (in-process) and returns the lab's
+//! [`Measurement`] plus bench's full result, kept in `results.jsonl` as it reported it.
+
+use crate::bench::{run_bench, BenchConfig, BenchResult, Stop, Target};
+use crate::lab::experiment::ClientSpec;
+use crate::lab::metric::Measurement;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// One load to apply: `client` settings against `paths` (picked at random per request).
+pub(crate) struct Load<'a> {
+    pub port: u16,
+    pub paths: &'a [String],
+    pub client: &'a ClientSpec,
+}
+
+/// How long a request may take before it counts as a timeout error.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs the load and measures it.
+pub(crate) fn measure(load: &Load<'_>) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
+    let result = run_bench(&config(load)?)?;
+    let raw = serde_json::to_value(&result).ok();
+    Ok((measurement(&result), raw))
+}
+
+fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
+    let c = load.client;
+    let stop = match (c.n, &c.duration) {
+        (Some(n), _) => Stop::Requests(n),
+        (None, Some(d)) => Stop::Duration(crate::cli::duration(d).map_err(anyhow::Error::msg)?),
+        (None, None) => anyhow::bail!("client {} sets neither n nor duration", c.label()),
+    };
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, load.port));
+    let targets = load
+        .paths
+        .iter()
+        .map(|path| Target {
+            url: format!("http://{addr}{path}"),
+            addr,
+            host_header: addr.to_string(),
+            path: path.clone(),
+        })
+        .collect();
+    Ok(BenchConfig {
+        targets,
+        connections: c.c as usize,
+        // One client loop: on a small machine the client shares the cores with the server,
+        // and one event loop drives hundreds of connections (REFERENCE: wrk -t1).
+        threads: 1,
+        stop,
+        rate: c.rate,
+        keepalive: c.keepalive,
+        warmup: Duration::ZERO,
+        timeout: TIMEOUT,
+        method: "GET".into(),
+        headers: Vec::new(),
+        body: None,
+    })
+}
+
+fn measurement(r: &BenchResult) -> Measurement {
+    // JSON has no NaN (serde_json writes null, which would not read back): zero instead.
+    let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+    Measurement {
+        responses: r.responses,
+        non_success: r.status.iter().filter(|(code, _)| **code >= 400).map(|(_, n)| n).sum(),
+        errors: r.errors.total(),
+        duration_s: r.duration_s,
+        rps: finite(r.requests_per_sec),
+        bytes_per_s: finite(r.wire_bytes_per_sec),
+        mean_us: finite(r.latency.mean_us),
+        p50_us: r.latency.p50_us as f64,
+        p90_us: r.latency.p90_us as f64,
+        p99_us: r.latency.p99_us as f64,
+        max_us: r.latency.max_us as f64,
+    }
+}

@@ -1,0 +1,169 @@
+//! What one point measured, and the metrics a table, plot or finding reads from it.
+
+use serde::{Deserialize, Serialize};
+
+/// The lab's view of one load run (whatever client produced it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Measurement {
+    /// Requests answered (any status).
+    pub responses: u64,
+    /// Answers that were not 2xx or 3xx.
+    pub non_success: u64,
+    /// Requests that got no answer (connect, reset, timeout, malformed).
+    pub errors: u64,
+    pub duration_s: f64,
+    pub rps: f64,
+    /// Response bytes (head and body) per second.
+    pub bytes_per_s: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// A number read from a [`Measurement`], with its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Metric {
+    MeanS,
+    MeanMs,
+    P50Ms,
+    P99Ms,
+    Rps,
+    TotalS,
+    KbS,
+    MbS,
+    GbS,
+    ErrorPct,
+}
+
+/// Whether larger values of a metric are better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Better {
+    Higher,
+    Lower,
+}
+
+impl Metric {
+    pub fn value(self, m: &Measurement) -> f64 {
+        match self {
+            Metric::MeanS => m.mean_us / 1e6,
+            Metric::MeanMs => m.mean_us / 1e3,
+            Metric::P50Ms => m.p50_us / 1e3,
+            Metric::P99Ms => m.p99_us / 1e3,
+            Metric::Rps => m.rps,
+            Metric::TotalS => m.duration_s,
+            Metric::KbS => m.bytes_per_s / 1e3,
+            Metric::MbS => m.bytes_per_s / 1e6,
+            Metric::GbS => m.bytes_per_s / 1e9,
+            Metric::ErrorPct => error_pct(m),
+        }
+    }
+
+    pub fn better(self) -> Better {
+        match self {
+            Metric::Rps | Metric::KbS | Metric::MbS | Metric::GbS => Better::Higher,
+            _ => Better::Lower,
+        }
+    }
+
+    /// A short name for plot legends and findings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::MeanS => "mean latency (s)",
+            Metric::MeanMs => "mean latency (ms)",
+            Metric::P50Ms => "p50 (ms)",
+            Metric::P99Ms => "p99 (ms)",
+            Metric::Rps => "req/s",
+            Metric::TotalS => "time (s)",
+            Metric::KbS => "KB/s",
+            Metric::MbS => "MB/s",
+            Metric::GbS => "GB/s",
+            Metric::ErrorPct => "errors (%)",
+        }
+    }
+}
+
+fn error_pct(m: &Measurement) -> f64 {
+    let failed = m.errors + m.non_success;
+    let attempted = m.responses + m.errors;
+    if attempted == 0 {
+        return 0.0;
+    }
+    100.0 * failed as f64 / attempted as f64
+}
+
+/// Four significant digits, without exponent for everyday magnitudes.
+pub(crate) fn format(v: f64) -> String {
+    if v.is_nan() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        trim(format!("{v:.3}"), 4)
+    } else {
+        let decimals = (-(a.log10().floor()) as usize + 3).min(9);
+        format!("{v:.decimals$}")
+    }
+}
+
+/// Keeps `sig` significant digits of a number formatted with enough decimals.
+fn trim(s: String, sig: usize) -> String {
+    let int_digits = s.split('.').next().map(|i| i.trim_start_matches('-').len()).unwrap_or(0);
+    let decimals = sig.saturating_sub(int_digits);
+    let v: f64 = s.parse().unwrap_or(0.0);
+    format!("{v:.decimals$}")
+}
+
+/// The median of some values (NaN when empty).
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_table() {
+        let cases = [
+            (0.0059, "0.005900"),
+            (1.5, "1.500"),
+            (29.31, "29.31"),
+            (123.456, "123.5"),
+            (1315.789, "1316"),
+            (0.0, "0"),
+            (f64::NAN, "–"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format(v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn error_pct_counts_non_success_and_failures() {
+        let m = Measurement { responses: 90, non_success: 5, errors: 10, ..Default::default() };
+        assert_eq!(Metric::ErrorPct.value(&m), 15.0);
+    }
+
+    #[test]
+    fn median_table() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
+}

@@ -1,0 +1,55 @@
+//! `spidey lab`: reproduces the seed studies on this machine and reports them.
+//!
+//! An experiment file (`experiments/*.toml`, [`experiment`]) is expanded into points
+//! ([`plan`]); for each server configuration the [`runner`] generates a document root
+//! ([`docroot`]), starts the server as a child ([`server`]), measures each point through
+//! the load seam ([`load`]) and appends it to `results.jsonl` ([`results`]) at once, so
+//! `--resume` continues an interrupted run. The [`report`] turns the journal into tables
+//! in the seeds' shapes ([`table`]), plots ([`plot`]), computed findings ([`finding`]) and
+//! the machine's description ([`machine`]).
+
+mod docroot;
+mod experiment;
+mod finding;
+mod load;
+mod machine;
+mod metric;
+mod plan;
+mod plot;
+mod report;
+mod results;
+mod runner;
+mod server;
+mod table;
+
+use crate::cli::LabArgs;
+use anyhow::Context;
+use experiment::Experiment;
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub fn run(args: LabArgs) -> anyhow::Result<()> {
+    let paths = experiment::find(&args.experiments_dir, &args.experiments)?;
+    anyhow::ensure!(!paths.is_empty(), "no experiments in {}", args.experiments_dir.display());
+    let exps: Vec<Experiment> = paths.iter().map(|p| Experiment::load(p)).collect::<anyhow::Result<_>>()?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;
+    let total: usize =
+        exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
+    let bar = progress(total as u64);
+    let mut run = runner::Run { quick: args.quick, journal: &mut journal, bar: &bar };
+    for exp in &exps {
+        runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
+    }
+    bar.finish_with_message("done");
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe())?;
+    println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
+    Ok(())
+}
+
+fn progress(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar
+}

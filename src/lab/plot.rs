@@ -1,0 +1,109 @@
+//! SVG line charts (plotters): a metric against concurrency or rate, one line per server
+//! (and per metric when a chart shows two, like p50 and p99).
+
+use crate::lab::experiment::PlotSpec;
+use crate::lab::table::{dim_header, Sample};
+use plotters::prelude::*;
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+/// One line of a chart.
+struct Series {
+    name: String,
+    color: RGBColor,
+    bold: bool,
+    points: Vec<(f64, f64)>,
+}
+
+/// The chart as an SVG document, or None when nothing was measured for it.
+pub(crate) fn svg(spec: &PlotSpec, samples: &[Sample]) -> Option<String> {
+    let series = series(spec, samples);
+    if series.iter().all(|s| s.points.is_empty()) {
+        return None;
+    }
+    let mut out = String::new();
+    draw(spec, &series, &mut out).ok()?;
+    Some(out)
+}
+
+fn series(spec: &PlotSpec, samples: &[Sample]) -> Vec<Series> {
+    let chosen: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| !s.runs.is_empty() && spec.workload.as_ref().map_or(true, |w| *w == s.workload))
+        .collect();
+    let mut servers: Vec<&str> = Vec::new();
+    for s in &chosen {
+        if !servers.contains(&s.server.as_str()) {
+            servers.push(&s.server);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        for (j, metric) in spec.y.iter().enumerate() {
+            let mut points: Vec<(f64, f64)> = chosen
+                .iter()
+                .filter(|s| s.server == *server)
+                .map(|s| (x_of(spec, s.coord(spec.x)), s.value(*metric)))
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let name = if spec.y.len() > 1 { format!("{server} {}", metric.name()) } else { server.to_string() };
+            out.push(Series { name, color: PALETTE[i % PALETTE.len()], bold: j == 0, points });
+        }
+    }
+    out
+}
+
+/// Log axes are drawn as linear axes over log10(x), labelled with x.
+fn x_of(spec: &PlotSpec, x: f64) -> f64 {
+    if spec.log_x {
+        x.log10()
+    } else {
+        x
+    }
+}
+
+fn draw(spec: &PlotSpec, series: &[Series], out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let (x0, x1) = all().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
+    let y1 = all().fold(0.0f64, |hi, p| hi.max(p.1)) * 1.1;
+    let (x0, x1) = if x1 > x0 { (x0, x1) } else { (x0 - 1.0, x0 + 1.0) };
+    let y1 = if y1 > 0.0 { y1 } else { 1.0 };
+    let root = SVGBackend::with_string(out, (760, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&spec.title, ("sans-serif", 20))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
+    let log = spec.log_x;
+    let x_fmt = move |v: &f64| if log { format!("{}", 10f64.powf(*v).round()) } else { format!("{v}") };
+    let y_name = spec.y.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+    chart
+        .configure_mesh()
+        .x_desc(dim_header(spec.x))
+        .y_desc(y_name)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&|v| crate::lab::metric::format(*v))
+        .draw()?;
+    for s in series.iter().filter(|s| !s.points.is_empty()) {
+        let style = ShapeStyle { color: s.color.to_rgba(), filled: true, stroke_width: if s.bold { 2 } else { 1 } };
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), style).point_size(if s.bold { 3 } else { 2 }))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! The report: one document model rendered twice, as `report.md` (plots as SVG files
+//! beside it) and as a self-contained `report.html` (the same SVGs inlined).
+
+use crate::lab::experiment::Experiment;
+use crate::lab::machine::Machine;
+use crate::lab::plan;
+use crate::lab::results::{Outcome, Record};
+use crate::lab::{finding, plot, table};
+use anyhow::Context;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A block of the report.
+enum Block {
+    Heading(u8, String),
+    Para(String),
+    Table(Vec<String>, Vec<Vec<String>>),
+    /// `file` is relative to the output directory.
+    Plot {
+        file: String,
+        title: String,
+        svg: String,
+    },
+    Bullets(Vec<String>),
+}
+
+/// Writes `out/report.md`, `out/report.html` and `out/plots/*.svg`.
+pub(crate) fn write(
+    out: &Path,
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+) -> anyhow::Result<()> {
+    clear_plots(&out.join("plots"))?;
+    let mut doc = intro(quick, machine);
+    for exp in exps {
+        doc.extend(experiment(exp, quick, records));
+    }
+    for block in &doc {
+        if let Block::Plot { file, svg, .. } = block {
+            std::fs::write(out.join(file), svg).with_context(|| format!("cannot write {file}"))?;
+        }
+    }
+    std::fs::write(out.join("report.md"), markdown(&doc))?;
+    std::fs::write(out.join("report.html"), html(&doc))?;
+    Ok(())
+}
+
+/// Removes the SVGs of an earlier report, so none outlives its data.
+fn clear_plots(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "svg") {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}
+
+fn intro(quick: bool, machine: &Machine) -> Vec<Block> {
+    let kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" };
+    vec![
+        Block::Heading(1, "Spidey lab report".into()),
+        Block::Para(format!(
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\", the median of repeats) and the seed's published numbers beside them. Findings are computed from the numbers here."
+        )),
+        Block::Heading(2, "Machine".into()),
+        Block::Table(vec!["".into(), "".into()], machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect()),
+    ]
+}
+
+fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, format!("{}: {}", exp.id, exp.title)),
+        Block::Para(format!("Seed: {}. Question: {}", exp.seed, exp.question)),
+    ];
+    for a in plan::active(exp, quick) {
+        let samples = table::samples(&exp.id, &a, quick, records);
+        doc.push(Block::Heading(3, a.sweep.title.clone()));
+        let (headers, rows) = table::build(&a, &samples);
+        doc.push(Block::Table(headers, rows));
+        if let Some(note) = &a.sweep.seed_note {
+            doc.push(Block::Para(format!("About the seed's numbers: {note}")));
+        }
+        let findings: Vec<String> =
+            a.sweep.findings.iter().map(|f| format!("Finding: {}", finding::compute(f, &samples))).collect();
+        if !findings.is_empty() {
+            doc.push(Block::Bullets(findings));
+        }
+        for (i, spec) in a.sweep.plots.iter().enumerate() {
+            if let Some(svg) = plot::svg(spec, &samples) {
+                let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
+                doc.push(Block::Plot { file, title: spec.title.clone(), svg });
+            }
+        }
+        let notes = notes(&exp.id, &a.sweep.name, quick, records);
+        if !notes.is_empty() {
+            doc.push(Block::Bullets(notes));
+        }
+    }
+    doc
+}
+
+/// Why points are missing: skipped servers and failures, each reason once.
+fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>) -> Vec<String> {
+    let reasons: BTreeSet<String> = records
+        .values()
+        .filter(|r| r.experiment == exp && r.sweep == sweep && r.outcome != Outcome::Measured)
+        .filter(|r| r.id.starts_with("quick/") == quick)
+        .filter_map(|r| {
+            let kind = if r.outcome == Outcome::Skipped { "Skipped" } else { "Failed" };
+            r.note.as_ref().map(|n| format!("{kind}: {n}"))
+        })
+        .collect();
+    reasons.into_iter().collect()
+}
+
+fn markdown(doc: &[Block]) -> String {
+    let mut s = String::new();
+    for block in doc {
+        match block {
+            Block::Heading(level, text) => _ = writeln!(s, "{} {text}\n", "#".repeat(usize::from(*level))),
+            Block::Para(text) => _ = writeln!(s, "{text}\n"),
+            Block::Table(headers, rows) => {
+                let line = |cells: &[String]| {
+                    format!("| {} |", cells.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))
+                };
+                _ = writeln!(s, "{}", line(headers));
+                _ = writeln!(s, "|{}", "---|".repeat(headers.len()));
+                for row in rows {
+                    _ = writeln!(s, "{}", line(row));
+                }
+                s.push('\n');
+            }
+            Block::Plot { file, title, .. } => _ = writeln!(s, "![{title}]({file})\n"),
+            Block::Bullets(items) => {
+                for item in items {
+                    _ = writeln!(s, "- {item}");
+                }
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}\
+table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}\
+td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{margin:1rem 0}svg{max-width:100%;height:auto}";
+
+fn html(doc: &[Block]) -> String {
+    let mut s = format!("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Spidey lab report</title><style>{STYLE}</style></head><body>\n");
+    for block in doc {
+        match block {
+            Block::Heading(level, text) => _ = writeln!(s, "<h{level}>{}</h{level}>", esc(text)),
+            Block::Para(text) => _ = writeln!(s, "<p>{}</p>", esc(text)),
+            Block::Table(headers, rows) => {
+                s.push_str("<table><thead><tr>");
+                headers.iter().for_each(|h| _ = write!(s, "<th>{}</th>", esc(h)));
+                s.push_str("</tr></thead><tbody>\n");
+                for row in rows {
+                    s.push_str("<tr>");
+                    row.iter().for_each(|c| _ = write!(s, "<td>{}</td>", esc(c)));
+                    s.push_str("</tr>\n");
+                }
+                s.push_str("</tbody></table>\n");
+            }
+            Block::Plot { title, svg, .. } => {
+                let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or(svg);
+                _ = writeln!(s, "<figure>{body}<figcaption>{}</figcaption></figure>", esc(title));
+            }
+            Block::Bullets(items) => {
+                s.push_str("<ul>");
+                items.iter().for_each(|i| _ = write!(s, "<li>{}</li>", esc(i)));
+                s.push_str("</ul>\n");
+            }
+        }
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}

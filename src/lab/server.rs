@@ -1,0 +1,266 @@
+//! The server under test: `spidey serve` (this very binary) or a peer such as nginx, as a
+//! child process on a free loopback port. Started, waited for until it answers, stopped
+//! with SIGTERM (SIGKILL after a grace period), and killed if the lab itself unwinds.
+
+use crate::lab::docroot::DocRoot;
+use crate::lab::experiment::{Peer, ServerSpec};
+use anyhow::Context;
+use rustix::process::{kill_process, Pid, Signal};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const START_LIMIT: Duration = Duration::from_secs(10);
+const STOP_LIMIT: Duration = Duration::from_secs(15);
+
+/// A server that answers on `port`.
+pub(crate) struct Running {
+    child: Child,
+    pub port: u16,
+}
+
+/// The outcome of a start: running, or not available here (with the reason for the report).
+pub(crate) enum Started {
+    Running(Running),
+    Unavailable(String),
+}
+
+/// Starts the server a spec describes over `root`.
+pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot) -> anyhow::Result<Started> {
+    if let Some(missing) = spec.requires.iter().find(|r| !Path::new(r).exists()) {
+        return Ok(Started::Unavailable(format!("{}: needs {missing}, not found", spec.label)));
+    }
+    if let Err(e) = prepare(spec, root) {
+        return Ok(Started::Unavailable(format!("{}: preparation failed: {e:#}", spec.label)));
+    }
+    match (&spec.mode, &spec.peer) {
+        (Some(mode), _) => start_spidey(spec, mode, root),
+        (None, Some(name)) => {
+            let peer = peers.iter().find(|p| &p.name == name).context("unknown peer")?;
+            start_peer(spec, peer, root)
+        }
+        (None, None) => anyhow::bail!("server {} has neither mode nor peer", spec.label),
+    }
+}
+
+/// The placeholders a server spec's commands may use.
+fn vars(root: &DocRoot) -> Vec<(&'static str, String)> {
+    let repo = std::env::current_dir().unwrap_or_default();
+    vec![
+        ("root", root.root().display().to_string()),
+        ("repo", repo.display().to_string()),
+        ("dir", root.scratch().display().to_string()),
+    ]
+}
+
+fn fill_all(template: &str, vars: &[(&'static str, String)]) -> String {
+    let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    fill(template, &pairs)
+}
+
+/// Runs the spec's `prepare` command, if any.
+fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
+    let Some((program, args)) = spec.prepare.split_first() else { return Ok(()) };
+    let vars = vars(root);
+    let out = Command::new(fill_all(program, &vars))
+        .args(args.iter().map(|a| fill_all(a, &vars)))
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {program}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(out.status.success(), "{program}: {}", stderr.lines().next().unwrap_or("failed"));
+    Ok(())
+}
+
+/// The `spidey serve` command line for a spec.
+fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
+    let mut args: Vec<String> = vec!["serve".into(), root.root().display().to_string()];
+    args.extend(["--port", "0", "--quiet", "--mode", mode].map(String::from));
+    let flags = [("--workers", &spec.workers), ("--delay", &spec.delay), ("--cpu-work", &spec.cpu_work)];
+    for (flag, value) in flags {
+        if let Some(v) = value {
+            args.extend([flag.to_string(), v.clone()]);
+        }
+    }
+    let vars = vars(root);
+    args.extend(spec.args.iter().map(|a| fill_all(a, &vars)));
+    args
+}
+
+fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot) -> anyhow::Result<Started> {
+    let exe = std::env::current_exe().context("cannot find the spidey binary")?;
+    let stderr_path = root.scratch().join(format!("{}.stderr", safe(&spec.label)));
+    let mut child = Command::new(exe)
+        .args(spidey_args(spec, mode, root))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path)?)
+        .spawn()
+        .context("cannot start spidey serve")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    match startup_port(stdout) {
+        Some(port) => ready(Running { child, port }),
+        None => unavailable_or_error(child, &stderr_path, &spec.label),
+    }
+}
+
+/// Reads the startup line (`spidey listening on http://127.0.0.1:PORT (mode M)`) for the port.
+fn startup_port(stdout: std::process::ChildStdout) -> Option<u16> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send(line);
+        // Keep draining so the server never blocks on a full pipe.
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    let line = rx.recv_timeout(START_LIMIT).ok()?;
+    let addr = line.split("http://").nth(1)?.split_whitespace().next()?;
+    addr.rsplit(':').next()?.parse().ok()
+}
+
+/// A child that never announced itself: exit code 2 means "not in this build" (a mode or
+/// flag that does not exist yet), which the report notes; anything else is an error.
+fn unavailable_or_error(mut child: Child, stderr: &Path, label: &str) -> anyhow::Result<Started> {
+    let status = wait_for(&mut child, START_LIMIT).or_else(|| {
+        let _ = child.kill();
+        child.wait().ok()
+    });
+    let message = std::fs::read_to_string(stderr).unwrap_or_default();
+    let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim().to_string();
+    match status.and_then(|s| s.code()) {
+        Some(2) => Ok(Started::Unavailable(format!("{label}: not available in this build ({first})"))),
+        code => anyhow::bail!("{label}: server did not start (exit {code:?}): {first}"),
+    }
+}
+
+fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<Started> {
+    let Some(program) = which(&peer.program) else {
+        return Ok(Started::Unavailable(format!("{}: {} is not installed", spec.label, peer.program)));
+    };
+    let port = free_port()?;
+    let scratch = root.scratch().join(safe(&spec.label));
+    std::fs::create_dir_all(scratch.join("logs"))?;
+    let config = scratch.join("peer.conf");
+    let port_s = port.to_string();
+    let root_s = root.root().display().to_string();
+    let dir_s = scratch.display().to_string();
+    let config_s = config.display().to_string();
+    let vars = [("port", port_s.as_str()), ("root", &root_s), ("dir", &dir_s), ("config", &config_s)];
+    if let Some(template) = &peer.config {
+        std::fs::write(&config, fill(template, &vars))?;
+    }
+    let child = Command::new(program)
+        .args(peer.args.iter().map(|a| fill(a, &vars)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(scratch.join("stderr"))?)
+        .spawn()
+        .with_context(|| format!("cannot start {}", peer.program))?;
+    ready(Running { child, port })
+}
+
+/// Waits until the server answers a request, or fails.
+fn ready(mut server: Running) -> anyhow::Result<Started> {
+    let deadline = Instant::now() + START_LIMIT;
+    while Instant::now() < deadline {
+        if answers(server.port) {
+            return Ok(Started::Running(server));
+        }
+        if let Ok(Some(status)) = server.child.try_wait() {
+            anyhow::bail!("server exited before answering ({status})");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    anyhow::bail!("server did not answer within {START_LIMIT:?}")
+}
+
+fn answers(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut buf = [0u8; 12];
+    s.write_all(b"HEAD / HTTP/1.0\r\n\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.")
+}
+
+impl Running {
+    /// SIGTERM, then wait; SIGKILL if it has not stopped within the limit.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> anyhow::Result<()> {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return Ok(());
+        }
+        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        if wait_for(&mut self.child, STOP_LIMIT).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            anyhow::bail!("server ignored SIGTERM for {STOP_LIMIT:?}; killed");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn wait_for(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Replaces `{name}` placeholders.
+pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+    vars.iter().fold(template.to_string(), |s, (k, v)| s.replace(&format!("{{{k}}}"), v))
+}
+
+/// A program on PATH (or a path that exists).
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).exists().then(|| PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+    let extra = [PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")];
+    std::env::split_paths(&path).chain(extra).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn safe(label: &str) -> String {
+    label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill;
+
+    #[test]
+    fn fill_table() {
+        let vars = [("port", "8080"), ("root", "/r")];
+        let cases =
+            [("listen {port};", "listen 8080;"), ("root {root}; {port}", "root /r; 8080"), ("{other}", "{other}")];
+        for (input, want) in cases {
+            assert_eq!(fill(input, &vars), want);
+        }
+    }
+}

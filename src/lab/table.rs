@@ -1,0 +1,130 @@
+//! The numbers of a sweep gathered per point (repeats together), and the sweep's table in
+//! the seed's shape: the point's dimensions, then each metric here beside the seed's value.
+
+use crate::lab::experiment::{ClientSpec, Dim, SeedRow};
+use crate::lab::metric::{self, Measurement, Metric};
+use crate::lab::plan::{point_id, Active};
+use crate::lab::results::{Outcome, Record};
+use std::collections::HashMap;
+
+/// One server × workload × client of a sweep, with every repeat measured so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample {
+    pub server: String,
+    pub workload: String,
+    pub client: ClientSpec,
+    pub runs: Vec<Measurement>,
+}
+
+impl Sample {
+    /// The median over repeats; NaN when nothing was measured.
+    pub fn value(&self, m: Metric) -> f64 {
+        metric::median(self.runs.iter().map(|r| m.value(r)).collect())
+    }
+
+    /// The point's coordinate along a dimension, as a number (NaN for names).
+    pub fn coord(&self, dim: Dim) -> f64 {
+        match dim {
+            Dim::Connections | Dim::Clients => f64::from(self.client.c),
+            Dim::Requests => self.client.n.map(|n| n as f64).unwrap_or(f64::NAN),
+            Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
+            Dim::Server | Dim::Workload => f64::NAN,
+        }
+    }
+
+    /// The point's coordinate along a dimension, as the table shows it.
+    pub fn label(&self, dim: Dim) -> String {
+        match dim {
+            Dim::Server => self.server.clone(),
+            Dim::Workload => self.workload.clone(),
+            Dim::Connections => self.client.c.to_string(),
+            Dim::Requests => self.client.n.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
+            Dim::Rate => self.client.rate.map(|r| format!("{r}")).unwrap_or_else(|| "–".into()),
+            Dim::Clients => match self.client.n {
+                Some(n) => format!("{} × {}", self.client.c, n / u64::from(self.client.c.max(1))),
+                None => self.client.c.to_string(),
+            },
+        }
+    }
+}
+
+/// The samples of a sweep in table order (workload, client, server), measured or not.
+pub(crate) fn samples(exp_id: &str, a: &Active<'_>, quick: bool, records: &HashMap<String, Record>) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for workload in &a.workloads {
+        for client in &a.clients {
+            for server in a.servers.iter().filter(|s| s.runs(workload)) {
+                let runs = (0..a.repeats)
+                    .filter_map(|r| {
+                        let id = point_id(quick, exp_id, &a.sweep.name, &server.label, workload, client, r);
+                        records.get(&id).filter(|x| x.outcome == Outcome::Measured).and_then(|x| x.measurement.clone())
+                    })
+                    .collect();
+                out.push(Sample {
+                    server: server.label.clone(),
+                    workload: workload.clone(),
+                    client: client.clone(),
+                    runs,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The table: headers and rows of text.
+pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec<String>>) {
+    let spec = &a.sweep.table;
+    let has_seed = !a.sweep.seed_rows.is_empty();
+    let mut headers: Vec<String> = spec.dims.iter().map(|d| dim_header(*d).to_string()).collect();
+    for col in &spec.columns {
+        headers.push(format!("{} (here)", col.header));
+        if has_seed {
+            headers.push(format!("{} (seed)", col.header));
+        }
+    }
+    let rows = samples
+        .iter()
+        .map(|s| {
+            let seed = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
+            let mut row: Vec<String> = spec.dims.iter().map(|d| s.label(*d)).collect();
+            for (i, col) in spec.columns.iter().enumerate() {
+                row.push(if s.runs.is_empty() { "–".into() } else { metric::format(s.value(col.metric)) });
+                if has_seed {
+                    row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
+                }
+            }
+            row
+        })
+        .collect();
+    (headers, rows)
+}
+
+fn seed_matches(r: &SeedRow, s: &Sample) -> bool {
+    r.server.as_ref().map_or(true, |x| *x == s.server)
+        && r.workload.as_ref().map_or(true, |x| *x == s.workload)
+        && r.c.map_or(true, |x| x == s.client.c)
+        && r.n.map_or(true, |x| Some(x) == s.client.n)
+        && r.rate.map_or(true, |x| Some(x) == s.client.rate)
+}
+
+pub(crate) fn dim_header(d: Dim) -> &'static str {
+    match d {
+        Dim::Server => "Server",
+        Dim::Workload => "Workload",
+        Dim::Connections => "Connections",
+        Dim::Requests => "Requests",
+        Dim::Rate => "Rate (req/s)",
+        Dim::Clients => "Clients × requests",
+    }
+}
+
+/// How a coordinate reads in a sentence: "4 connections", "N = 1000", "500 req/s".
+pub(crate) fn phrase(d: Dim, x: f64) -> String {
+    match d {
+        Dim::Connections | Dim::Clients => format!("{x} connection{}", if x == 1.0 { "" } else { "s" }),
+        Dim::Requests => format!("N = {x}"),
+        Dim::Rate => format!("{x} req/s"),
+        Dim::Server | Dim::Workload => format!("{x}"),
+    }
+}

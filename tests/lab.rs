@@ -1,0 +1,97 @@
+//! `spidey lab --quick` end to end: the report's tables carry numbers, the HTML stands
+//! alone with its SVG plots, results.jsonl parses, and --resume reruns only what is missing.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// Experiments the test runs: they need only what every build has (single mode).
+const EXPERIMENTS: [&str; 2] = ["000", "001"];
+
+fn lab(out: &Path, extra: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["lab", "--quick", "--out"])
+        .arg(out)
+        .args(EXPERIMENTS)
+        .args(extra)
+        .output()
+        .expect("run spidey lab");
+    assert!(out.status.success(), "spidey lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}"))).collect()
+}
+
+fn id(v: &serde_json::Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
+    let dir = tempfile::tempdir().unwrap();
+    lab(dir.path(), &[]);
+
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    for (heading, table_header) in [
+        ("## 000-fork:", "| Workload | Server | Connections | Time (s) (here) | Time (s) (seed) |"),
+        ("## 001-delay:", "| Clients × requests | Server | Time (s) (here) |"),
+    ] {
+        assert!(md.contains(heading), "report.md lacks {heading}");
+        assert!(md.contains(table_header), "report.md lacks the table {table_header}");
+    }
+    // A measured row: the single server's static file at one connection has a number here
+    // and the seed's 0.006 beside it.
+    let row = md.lines().find(|l| l.starts_with("| static | single | 1 |")).expect("static/single/1 row");
+    let here: f64 = row.split('|').nth(4).unwrap().trim().parse().expect("a measured number");
+    assert!(here > 0.0, "{row}");
+    assert!(row.ends_with("| 0.006000 |"), "{row}");
+    assert!(md.contains("## Machine") && md.contains("| Cores |"), "machine section");
+    assert!(md.contains("- Finding: "), "findings");
+
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("<svg"), "report.html has inline SVG plots");
+    for external in ["<img", "<link", "<script", "src=\""] {
+        assert!(!html.contains(external), "report.html refers to something outside it: {external}");
+    }
+
+    let results = dir.path().join("results.jsonl");
+    let first = lines(&results);
+    assert!(first.iter().any(|v| v["outcome"] == "measured"), "some point measured");
+    let ids: BTreeSet<String> = first.iter().map(id).collect();
+    assert_eq!(ids.len(), first.len(), "one line per point");
+
+    // Drop the last three measured points; --resume must rerun exactly those (and retry
+    // any point that was skipped or failed), appending after the lines it keeps.
+    let measured: Vec<usize> = (0..first.len()).filter(|&i| first[i]["outcome"] == "measured").collect();
+    let dropped: Vec<usize> = measured[measured.len() - 3..].to_vec();
+    let kept: Vec<&serde_json::Value> = (0..first.len()).filter(|i| !dropped.contains(i)).map(|i| &first[i]).collect();
+    let kept_text: String = kept.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(&results, &kept_text).unwrap();
+    lab(dir.path(), &["--resume"]);
+
+    let second = lines(&results);
+    assert_eq!(
+        &second[..kept.len()],
+        &kept.iter().map(|v| (*v).clone()).collect::<Vec<_>>()[..],
+        "kept lines unchanged"
+    );
+    let rerun: BTreeSet<String> = second[kept.len()..].iter().map(id).collect();
+    let mut want: BTreeSet<String> = dropped.iter().map(|&i| id(&first[i])).collect();
+    want.extend(kept.iter().filter(|v| v["outcome"] != "measured").map(|v| id(v)));
+    assert_eq!(rerun, want, "--resume reran exactly the missing points");
+}
+
+#[test]
+fn unknown_experiment_is_a_configuration_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["lab", "--quick", "--out", "/nonexistent-lab-out", "no-such-experiment"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment matches 'no-such-experiment'"));
+}
