@@ -4,7 +4,8 @@
 //! Waiting is done with poll(2) on the socket and the shutdown pipe together, so an idle
 //! keep-alive connection notices shutdown at once and every wait has a deadline: the idle
 //! timeout between requests, the whole-head timeout once a request has begun. Writes
-//! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2).
+//! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2) on
+//! the socket switched to non-blocking, each wait for room bounded by the send timeout.
 //! EPIPE and ECONNRESET are how clients leave, not errors: the connection just ends.
 //!
 //! `--delay` is a sleep before the answer is written. A CGI answer ([`Body::Cgi`]) is
@@ -55,7 +56,7 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
                         let mut pending = Pending { buf: &mut buf, start: &mut start, end: &mut end };
                         serve_cgi(&mut stream, &mut pending, cgi, server, shutdown, &mut exchanger, peer)
                     }
-                    _ => send(&mut stream, &exchanger.head, answer, shutdown).map(|()| keep),
+                    _ => send(&mut stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
                 };
                 head_started = (start < end).then(Instant::now);
                 if !matches!(sent, Ok(true)) {
@@ -76,7 +77,7 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
             Ok(Wake::Ready) => {}
             Ok(Wake::Timeout) if end > 0 => {
                 let answer = exchanger.timeout(server, &buf[..end], peer);
-                let _ = send(&mut stream, &exchanger.head, answer, shutdown);
+                let _ = send(&mut stream, &exchanger.head, answer, server, shutdown);
                 break;
             }
             // Idle, or asked to stop with no request under way.
@@ -143,7 +144,7 @@ fn serve_cgi(
                 let keep = answer.keep_alive;
                 return match answer.body {
                     Body::Cgi(next) => serve_cgi(stream, pending, next, server, shutdown, exchanger, peer),
-                    _ => send(stream, &exchanger.head, answer, shutdown).map(|()| keep),
+                    _ => send(stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
                 };
             }
             CgiStep::Done => return Ok(cgi.keep_alive()),
@@ -176,7 +177,7 @@ fn wait_script(cgi: &CgiOutput, shutdown: &Shutdown) -> io::Result<()> {
 }
 
 /// Writes the head and the body. Small in-memory bodies share the head's write.
-fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, shutdown: &Shutdown) -> io::Result<()> {
+fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, shutdown: &Shutdown) -> io::Result<()> {
     match answer.body {
         Body::Empty => stream.write_all(head),
         Body::Cgi(_) => Err(io::Error::other("a CGI body is driven by serve_cgi")),
@@ -205,14 +206,27 @@ fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, shutdown: &Shutdown
                     Ok(())
                 }
             })?;
-            send_file(stream, &file, offset, len, shutdown)
+            // SO_SNDTIMEO does not bound sendfile(2) (a client that never read held the
+            // connection for good on Linux 6.18), so the file goes out non-blocking, each
+            // stall bounded by poll(2).
+            stream.set_nonblocking(true)?;
+            let sent = send_file(stream, &file, offset, len, server.timeouts.send, shutdown);
+            stream.set_nonblocking(false)?;
+            sent
         }
     }
 }
 
-/// sendfile(2) until `len` bytes are out; blocking, bounded by SO_SNDTIMEO per call and
-/// by the shutdown grace period overall.
-fn send_file(stream: &TcpStream, file: &std::fs::File, offset: u64, len: u64, shutdown: &Shutdown) -> io::Result<()> {
+/// sendfile(2) on a non-blocking socket until `len` bytes are out; every wait for room is
+/// bounded by the send timeout, and the whole by the shutdown grace period.
+fn send_file(
+    stream: &TcpStream,
+    file: &std::fs::File,
+    offset: u64,
+    len: u64,
+    send_timeout: Duration,
+    shutdown: &Shutdown,
+) -> io::Result<()> {
     let mut offset = offset;
     let end = offset + len;
     while offset < end {
@@ -224,8 +238,25 @@ fn send_file(stream: &TcpStream, file: &std::fs::File, offset: u64, len: u64, sh
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()), // the file shrank
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => wait_writable(stream, send_timeout)?,
             Err(e) => return Err(e.into()),
         }
     }
     Ok(())
+}
+
+/// Waits until `stream` has room to write, or fails with `TimedOut` after `limit`.
+fn wait_writable(stream: &TcpStream, limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+        let mut fds = [PollFd::new(stream, PollFlags::OUT)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return Err(io::ErrorKind::TimedOut.into()),
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }

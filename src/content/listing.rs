@@ -141,7 +141,7 @@ fn json(path: &str, entries: &[Entry]) -> Vec<u8> {
 
 fn html(path: &str, entries: &[Entry], v: View) -> String {
     let shown = escape_html(&String::from_utf8_lossy(&super::resolve::decode_path(path).unwrap_or_default()));
-    let title = if shown == "." { "/".to_string() } else { format!("/{shown}/") };
+    let title = if shown == "." { "/".to_string() } else { format!("/{}/", shown.trim_end_matches('/')) };
     let mut out = String::with_capacity(1024 + entries.len() * 200);
     let _ = write!(
         out,

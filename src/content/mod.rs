@@ -185,11 +185,11 @@ impl Site {
     }
 }
 
-/// 301 to the same path with a trailing slash. Leading slashes are collapsed to one, so the
-/// `Location` is never `//host/...`, which a browser would take for another site
-/// (Python http.server CVE-2021-28861).
+/// 301 to the same path with a trailing slash. Leading slashes are collapsed to one and
+/// backslashes percent-encoded, so the `Location` is never `//host/...` or `/\host/...`,
+/// which a browser would take for another site (Python http.server CVE-2021-28861).
 fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
-    let path = req.target.path.trim_start_matches('/');
+    let path = req.target.path.trim_start_matches('/').replace('\\', "%5C");
     let mut location = format!("/{path}/");
     if let Some(q) = req.target.query {
         location.push('?');

@@ -125,14 +125,18 @@ impl OpenDir {
 
 /// Percent-decodes `raw` once and returns the path relative to ROOT (`.` for ROOT itself).
 ///
-/// Refuses invalid escapes, NUL, and `..` segments; drops empty and `.` segments.
+/// Refuses invalid escapes, NUL, and `..` segments; drops empty and `.` segments. A path
+/// ending in `/` (or `/.`) keeps one trailing slash, so it only ever names a directory: a
+/// file asked for as `/x.txt/` is not found rather than served under a name it does not have.
 pub fn decode_path(raw: &str) -> Result<Vec<u8>, ResolveError> {
     let decoded = percent_decode(raw.as_bytes())?;
     if decoded.contains(&0) {
         return Err(ResolveError::BadPath);
     }
     let mut out = Vec::with_capacity(decoded.len());
+    let mut trailing_slash = false;
     for segment in decoded.split(|&b| b == b'/') {
+        trailing_slash = matches!(segment, b"" | b".");
         match segment {
             b"" | b"." => {}
             b".." => return Err(ResolveError::BadPath),
@@ -146,6 +150,8 @@ pub fn decode_path(raw: &str) -> Result<Vec<u8>, ResolveError> {
     }
     if out.is_empty() {
         out.push(b'.');
+    } else if trailing_slash {
+        out.push(b'/');
     }
     Ok(out)
 }
@@ -177,8 +183,8 @@ mod tests {
         let cases: &[(&str, Result<&[u8], ResolveError>)] = &[
             ("/", Ok(b".")),
             ("/a/b.txt", Ok(b"a/b.txt")),
-            ("//a///b/", Ok(b"a/b")),
-            ("/./a/.", Ok(b"a")),
+            ("//a///b", Ok(b"a/b")),
+            ("/./a", Ok(b"a")),
             ("/a%20b", Ok(b"a b")),
             ("/%3Cscript%3E", Ok(b"<script>")),
             ("/%ff", Ok(b"\xff")),
@@ -196,6 +202,23 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(decode_path(raw).as_deref().map_err(|e| *e), *want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn a_trailing_slash_survives_decoding_so_files_are_not_served_as_directories() {
+        let cases: &[(&str, &[u8])] = &[
+            ("/hello.txt/", b"hello.txt/"),
+            ("/hello.txt/.", b"hello.txt/"),
+            ("/hello.txt%2f", b"hello.txt/"),
+            ("//a///b/", b"a/b/"),
+            ("/./a/.", b"a/"),
+            ("/", b"."),
+            ("//", b"."),
+            ("/./", b"."),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(decode_path(raw).as_deref(), Ok(*want), "{raw}");
         }
     }
 }

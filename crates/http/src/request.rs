@@ -225,10 +225,14 @@ fn map_httparse(e: httparse::Error, buf: &[u8]) -> ParseError {
 }
 
 /// httparse takes only `HTTP/1.0` and `HTTP/1.1`. A well-formed other version
-/// (`HTTP/2.0`, `HTTP/1.2`) is 505; anything else is a malformed request line.
+/// (`HTTP/2.0`, `HTTP/1.2`) ending a three-part request line is 505; anything else is a
+/// malformed request line (400), such as a target with a space in it.
 fn version_error(buf: &[u8]) -> ParseError {
     let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.split(|&b| b == b' ').count() != 3 {
+        return ParseError::Version;
+    }
     let version = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
     match version {
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {

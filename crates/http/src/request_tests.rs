@@ -142,3 +142,17 @@ fn headers_are_found_case_insensitively() {
     assert_eq!(r.header("missing"), None);
     assert_eq!(r.request_line, b"GET / HTTP/1.1");
 }
+
+#[test]
+fn a_request_line_with_a_space_in_its_target_is_400_not_505() {
+    use ParseError::*;
+    let cases = [
+        ("GET http://a b/ HTTP/1.1\r\nHost: a\r\n\r\n", Version),
+        ("GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", Version),
+        ("GET /a b HTTP/2.0\r\nHost: a\r\n\r\n", Version),
+        ("GET /a HTTP/2.0\r\nHost: a\r\n\r\n", UnsupportedVersion),
+    ];
+    for (input, want) in cases {
+        assert_eq!(outcome(input), Err(want), "{input:?}");
+    }
+}

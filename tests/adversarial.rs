@@ -1,0 +1,23 @@
+//! The adversarial suite: hostile input, hostile timing and resource exhaustion, each class
+//! a table of cases, run against every mode through `for_each_mode!`.
+//!
+//! Classes: [`framing`] (smuggling, field and line syntax), [`limits`], [`paths`],
+//! [`ranges`], [`slow`] (slowloris, slow body, slow reader), [`exhaustion`] (descriptor
+//! floods, resets). CGI cases live in `adversarial_cgi.rs`.
+
+mod common;
+
+#[path = "adversarial/exhaustion.rs"]
+mod exhaustion;
+#[path = "adversarial/framing.rs"]
+mod framing;
+#[path = "adversarial/limits.rs"]
+mod limits;
+#[path = "adversarial/paths.rs"]
+mod paths;
+#[path = "adversarial/ranges.rs"]
+mod ranges;
+#[path = "adversarial/slow.rs"]
+mod slow;
+#[path = "adversarial/table.rs"]
+mod table;

@@ -1,0 +1,236 @@
+//! Adversarial CGI cases, written against the documented CGI behaviour: executable files in
+//! ROOT/cgi-bin/ and `*.cgi` files run as CGI, `--cgi-interpreter .php=/usr/bin/php-cgi` maps
+//! an extension to an interpreter, `--cgi-timeout` bounds a script (504 beyond), malformed or
+//! oversized script output is 502.
+//!
+//! Every case runs against every mode.
+
+mod common;
+
+use common::{head_field, status_of, Fixture, Spidey};
+use spidey_http::chunked::ChunkedDecoder;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MARKER_SECRET: &str = "SPIDEY_ADVERSARIAL_SECRET";
+
+/// Writes an executable script.
+fn script(root: &Path, rel: &str, body: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The CGI fixture: scripts that print their environment and descriptors, misbehave, or hang.
+fn cgi_fixture() -> Fixture {
+    let fx = Fixture::new();
+    let root = fx.root();
+    script(&root, "cgi-bin/env", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nenv\n");
+    script(&root, "env.cgi", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nenv\n");
+    script(
+        &root,
+        "cgi-bin/fds",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nls -l /proc/$$/fd\necho end\n",
+    );
+    script(&root, "cgi-bin/garbage", "#!/bin/sh\necho 'this is not a CGI header block'\n");
+    script(&root, "cgi-bin/badstatus", "#!/bin/sh\nprintf 'Status: abc\\r\\n\\r\\nx'\n");
+    script(&root, "cgi-bin/nothing", "#!/bin/sh\nexit 0\n");
+    script(&root, "cgi-bin/crash", "#!/bin/sh\nkill -SEGV $$\n");
+    script(
+        &root,
+        "cgi-bin/hugehead",
+        "#!/bin/sh\nprintf 'X-Big: '\nhead -c 200000 /dev/zero | tr '\\0' a\nprintf '\\r\\n\\r\\n'\n",
+    );
+    script(&root, "cgi-bin/hang", "#!/bin/sh\nsleep 60\n");
+    script(&root, "cgi-bin/noread", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n");
+    std::fs::write(root.join("info.php"), "<?php echo 'PHP-RAN'; /* PHP-SOURCE-MARKER */ ?>\n").unwrap();
+    fx
+}
+
+/// Starts spidey with CGI enabled and a secret in its environment.
+fn start_cgi(mode: &str, root: &Path, args: &[&str]) -> Spidey {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .arg("serve")
+        .arg(root)
+        .args(["--port", "0", "--mode", mode, "--quiet", "--cgi-interpreter", ".php=/usr/bin/php-cgi"])
+        .args(args)
+        .env(MARKER_SECRET, "leaked")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn spidey");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let port = line.split(':').nth(2).and_then(|p| p.split(' ').next()).and_then(|p| p.parse().ok());
+    Spidey { child, port: port.unwrap_or_else(|| panic!("startup line: {line:?}")), stdout: Some(stdout) }
+}
+
+/// Sends `request` (which asks to close) and reads the response to the end: its status and
+/// its body, de-chunked when the script's output was streamed.
+fn exchange(server: &Spidey, request: &[u8]) -> (u16, String) {
+    let mut s = server.connect();
+    s.write_all(request).unwrap();
+    let mut raw = Vec::new();
+    if let Err(e) = s.read_to_end(&mut raw) {
+        assert!(e.kind() == std::io::ErrorKind::ConnectionReset && !raw.is_empty(), "{e}");
+    }
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a whole head") + 4;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let body = if head_field(&head, "transfer-encoding") == Some("chunked") {
+        let mut out = Vec::new();
+        ChunkedDecoder::new().decode(&raw[split..], &mut out).expect("valid chunked body");
+        out
+    } else {
+        raw[split..].to_vec()
+    };
+    (status_of(&head), String::from_utf8_lossy(&body).into_owned())
+}
+
+fn get(server: &Spidey, target: &str, fields: &str) -> (u16, String) {
+    exchange(server, format!("GET {target} HTTP/1.1\r\nHost: x\r\n{fields}Connection: close\r\n\r\n").as_bytes())
+}
+
+/// CVE-2021-41773/42013: dot segments in a CGI path never reach an interpreter outside ROOT.
+fn traversal_into_an_interpreter(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    let body = "echo Content-Type: text/plain; echo; echo PWNED; id";
+    for target in [
+        "/cgi-bin/.%2e/.%2e/.%2e/.%2e/bin/sh",
+        "/cgi-bin/%2e%2e/%2e%2e/%2e%2e/%2e%2e/bin/sh",
+        "/cgi-bin/.%%32%65/.%%32%65/.%%32%65/bin/sh",
+        "/cgi-bin/../../../../bin/sh",
+        "/cgi-bin/..%2f..%2f..%2f..%2fbin/sh",
+        "/cgi-bin/%2e%2e%5c%2e%2e%5cbin/sh",
+    ] {
+        let req = format!(
+            "POST {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (status, text) = exchange(&server, req.as_bytes());
+        assert!([400, 403, 404, 405].contains(&status), "{target}: {status}");
+        assert!(!text.contains("PWNED") && !text.contains("uid="), "{target} ran a shell: {text}");
+    }
+}
+
+/// httpoxy (CVE-2016-5385): a `Proxy:` field never becomes HTTP_PROXY; fields with an
+/// underscore never pose as their dashed twin; the server's own environment is not passed on.
+fn environment_is_clean(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    for target in ["/cgi-bin/env", "/env.cgi"] {
+        let (status, env) = get(&server, target, "Proxy: http://evil.example:1\r\nX_Evil: spoof\r\nX-Good: yes\r\n");
+        assert_eq!(status, 200, "{target}: {env}");
+        assert!(env.contains("HTTP_X_GOOD=yes"), "{target}: the env script did not run as CGI: {env}");
+        assert!(!env.contains("HTTP_PROXY="), "{target}: httpoxy: {env}");
+        assert!(!env.contains("HTTP_X_EVIL="), "{target}: an underscore field became a variable: {env}");
+        assert!(!env.contains(MARKER_SECRET), "{target}: the server's environment leaked: {env}");
+    }
+}
+
+/// php-cgi argv injection (CVE-2012-1823): a query without `=` never becomes arguments.
+fn php_query_is_never_argv(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    let (status, text) = get(&server, "/info.php", "");
+    assert_eq!((status, text.contains("PHP-RAN")), (200, true), "php did not run: {text}");
+    for query in ["?-s", "?-s+%3d", "?-d+allow_url_include%3d1+-d+auto_prepend_file%3dphp://input", "?%2ds"] {
+        let (_, text) = get(&server, &format!("/info.php{query}"), "");
+        assert!(!text.contains("PHP-SOURCE-MARKER") && !text.contains("&lt;?php"), "{query} showed the source: {text}");
+    }
+}
+
+/// A script sees no descriptor of the server's beyond stdin, stdout and stderr.
+fn no_descriptor_leaks_into_scripts(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    // Keep another connection open so a leaked client socket would show.
+    let _other = server.connect();
+    let (status, text) = get(&server, "/cgi-bin/fds", "");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("end"), "{text}");
+    // `ls -l` lines read `... N -> TARGET`; beyond 0-2, only the shell's own script may be open.
+    let leaked: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once(" -> "))
+        .filter(|(left, _)| left.rsplit(' ').next().and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 2))
+        .filter(|(_, target)| !target.ends_with("cgi-bin/fds"))
+        .map(|(_, target)| target)
+        .collect();
+    assert!(leaked.is_empty(), "leaked descriptors: {leaked:?}\n{text}");
+}
+
+/// Output that is not a CGI response is 502; so is one whose head is too large.
+fn malformed_script_output_is_502(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    for target in ["/cgi-bin/garbage", "/cgi-bin/badstatus", "/cgi-bin/nothing", "/cgi-bin/crash", "/cgi-bin/hugehead"]
+    {
+        let (status, _) = get(&server, target, "");
+        assert_eq!(status, 502, "{target}");
+    }
+    assert_eq!(get(&server, "/hello.txt", "").0, 200, "the server stopped serving");
+}
+
+/// A script that hangs is killed after --cgi-timeout and answered 504.
+fn hanging_script_is_504(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &["--cgi-timeout", "1s"]);
+    let start = Instant::now();
+    let (status, _) = get(&server, "/cgi-bin/hang", "");
+    assert_eq!(status, 504);
+    assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
+}
+
+/// A script that never reads its stdin, sent a large body, is still answered.
+fn script_that_never_reads_stdin(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &["--cgi-timeout", "5s"]);
+    let body = vec![b'x'; 900 * 1024];
+    let mut req = format!(
+        "POST /cgi-bin/noread HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    let (status, text) = exchange(&server, &req);
+    assert_eq!((status, text.as_str()), (200, "ok"));
+    assert_eq!(get(&server, "/hello.txt", "").0, 200);
+}
+
+/// After many scripts, no zombie is left among the server's children.
+fn no_zombies(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    for _ in 0..20 {
+        assert_eq!(get(&server, "/cgi-bin/noread", "").0, 200);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = server.child.id().to_string();
+    let zombies: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+            let f: Vec<&str> = rest.split(' ').collect();
+            f.first() == Some(&"Z") && f.get(1) == Some(&pid.as_str())
+        })
+        .collect();
+    assert!(zombies.is_empty(), "zombies: {zombies:?}");
+}
+
+crate::for_each_mode!(
+    traversal_into_an_interpreter,
+    environment_is_clean,
+    php_query_is_never_argv,
+    no_descriptor_leaks_into_scripts,
+    malformed_script_output_is_502,
+    hanging_script_is_504,
+    script_that_never_reads_stdin,
+    no_zombies,
+);
