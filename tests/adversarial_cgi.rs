@@ -46,6 +46,7 @@ fn cgi_fixture() -> Fixture {
         "#!/bin/sh\nprintf 'X-Big: '\nhead -c 200000 /dev/zero | tr '\\0' a\nprintf '\\r\\n\\r\\n'\n",
     );
     script(&root, "cgi-bin/hang", "#!/bin/sh\nsleep 60\n");
+    script(&root, "cgi-bin/late", "#!/bin/sh\nprintf 'X-'\nsleep 0.2\nprintf 'not a header line\\n'\n");
     script(&root, "cgi-bin/noread", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n");
     std::fs::write(root.join("info.php"), "<?php echo 'PHP-RAN'; /* PHP-SOURCE-MARKER */ ?>\n").unwrap();
     fx
@@ -176,6 +177,16 @@ fn malformed_script_output_is_502(mode: &str) {
     assert_eq!(get(&server, "/hello.txt", "").0, 200, "the server stopped serving");
 }
 
+/// Regression: output and end-of-file arriving in one wake-up of an edge-triggered loop
+/// were read only as far as the output, and the EOF was never heard of (the request hung
+/// until the CGI timeout). The late script's second write and its exit come back to back.
+fn output_and_eof_in_one_wakeup_are_both_seen(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &[]);
+    let replies: Vec<u16> = (0..8).map(|_| get(&server, "/cgi-bin/late", "").0).collect();
+    assert!(replies.iter().all(|&s| s == 502), "{replies:?}");
+}
+
 /// A script that hangs is killed after --cgi-timeout and answered 504.
 fn hanging_script_is_504(mode: &str) {
     let fx = cgi_fixture();
@@ -225,6 +236,7 @@ fn no_zombies(mode: &str) {
 }
 
 crate::for_each_mode!(
+    output_and_eof_in_one_wakeup_are_both_seen,
     traversal_into_an_interpreter,
     environment_is_clean,
     php_query_is_never_argv,

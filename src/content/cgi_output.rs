@@ -31,7 +31,9 @@ pub enum CgiStep {
     /// Read more request-body bytes from the client and give them to `feed_body`.
     NeedBody,
     /// Wait until `stdout_fd` is readable or `stdin_fd` (if any) is writable, or until
-    /// `deadline`, then pump again.
+    /// `deadline`, then pump again. With `out` empty, the script's stdout has been read
+    /// until EAGAIN, so an edge-triggered poller will hear of whatever comes next; with
+    /// `out` non-empty, write it and pump again without waiting.
     Wait,
     /// The script asked for another local path instead: answer a GET of it (the
     /// exchanger's `local_redirect`), and drop this output.
@@ -258,14 +260,20 @@ impl CgiOutput {
     }
 
     fn read_stdout(&mut self, out: &mut Vec<u8>) -> CgiStep {
-        let Some(fd) = self.proc.as_ref().and_then(|p| p.stdout.as_ref()) else {
-            return self.finish(out);
-        };
         let mut buf = vec![0u8; READ_SIZE];
         loop {
+            let Some(fd) = self.proc.as_ref().and_then(|p| p.stdout.as_ref()) else {
+                return self.finish(out);
+            };
             match rustix::io::read(fd, &mut buf[..]) {
                 Ok(0) => return self.finish(out),
-                Ok(n) => return self.output(&buf[..n], out),
+                Ok(n) => match self.output(&buf[..n], out) {
+                    // Nothing for the client yet (a partial head): keep reading. `Wait` must
+                    // mean the pipe is drained, or an edge-triggered loop never hears of
+                    // output (or EOF) that arrived together with what was just read.
+                    CgiStep::Wait if out.is_empty() => {}
+                    step => return step,
+                },
                 Err(rustix::io::Errno::INTR) => {}
                 Err(rustix::io::Errno::AGAIN) => return CgiStep::Wait,
                 Err(_) => return self.finish(out),
