@@ -3,11 +3,10 @@
 //!
 //! Model: a multishot accept, one receive per connection into ring-provided buffers (an
 //! idle connection holds no buffer of its own), and the framed head sent as a ring
-//! operation. File bodies never pass through user space: a large one is linked
-//! (IOSQE_IO_LINK) to the head as file → pipe → socket splices, so it goes out in one
-//! submission; a small one (≤ 64 KiB, most requests) goes out with one sendfile(2) once
-//! the head's send completes, because io_uring runs splices on its worker threads and that
-//! hand-off costs more than the copy-free syscall. CGI script pipes are watched with ring
+//! operation. File bodies never pass through user space: they go out with sendfile(2)
+//! once the head's send completes, waiting for POLLOUT through the ring when the socket
+//! is full (splices through a pipe were measured slower: io_uring runs them on its worker
+//! threads, and that hand-off costs more than the copy-free syscall). CGI script pipes are watched with ring
 //! polls, a `--delay` parks the connection on a timer. Every loop iteration is one
 //! io_uring_enter that both submits and waits, with the next deadline as its timeout
 //! ([`Deadlines`], O(1) per event). Trade-off: fewer system calls per request than
@@ -24,9 +23,7 @@ use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
 use super::loops::{self, LoopContext};
 use super::session::{CgiFlow, Pool, Session};
 use super::timer::{Deadlines, Kind};
-use super::uring_conn::{
-    live_conn, Conn, Event, Pipe, POLL_OUT, RECV, SCRIPT_IN, SCRIPT_OUT, SEND, SPLICE_IN, SPLICE_OUT,
-};
+use super::uring_conn::{live_conn, Conn, Event, POLL_OUT, RECV, SCRIPT_IN, SCRIPT_OUT, SEND};
 use super::ModeContext;
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -66,7 +63,6 @@ struct Loop {
     next_generation: u64,
     ex: Exchanger,
     pool: Pool,
-    pipes: Vec<Pipe>,
     deadlines: Deadlines,
     draining: bool,
     now: Instant,
@@ -93,7 +89,6 @@ fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
         open: 0,
         next_generation: 1,
         ex: Exchanger::new(),
-        pipes: Vec::new(),
         draining: false,
         now: Instant::now(),
         events: Vec::new(),
@@ -134,7 +129,6 @@ impl Loop {
                 Outcome::Accepted(r) => Event::Accepted(r, c.more),
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
-                Outcome::Spliced(r) => Event::Spliced(r),
                 Outcome::Received(Ok(bytes)) => {
                     if let Some(conn) = live_conn(conns, c.user_data) {
                         conn.session.push_bytes(bytes, pool);
@@ -214,12 +208,8 @@ impl Loop {
             deadline: Kind::Idle,
             recv_armed: false,
             send_armed: false,
-            splice_in_armed: false,
-            splice_out_armed: false,
             poll_armed: false,
             script_polls: 0,
-            pipe: None,
-            in_pipe: 0,
         };
         self.conns[slot] = Some(conn);
         self.open += 1;
@@ -229,8 +219,7 @@ impl Loop {
     /// Advances connection `slot` until it waits on an operation in flight.
     fn drive(&mut self, slot: usize) {
         let Some(Some(conn)) = self.conns.get_mut(slot) else { return };
-        let (server, pool, ex, ring, pipes) =
-            (&*self.server, &mut self.pool, &mut self.ex, &mut self.ring, &mut self.pipes);
+        let (server, pool, ex, ring) = (&*self.server, &mut self.pool, &mut self.ex, &mut self.ring);
         let closing = self.draining;
         let was_sending = conn.session.is_sending();
         let keep = loop {
@@ -257,10 +246,9 @@ impl Loop {
                 }
             }
             if conn.session.is_sending() && !need_read {
-                match conn.submit_send(slot, ring, pipes) {
+                match conn.submit_send(slot, ring) {
                     Ok(true) => break true,
                     Ok(false) => {
-                        conn.release_pipe(pipes);
                         if conn.session.finish_response(pool) {
                             continue;
                         }
@@ -317,8 +305,6 @@ impl Loop {
             let armed = [
                 (conn.recv_armed, RECV),
                 (conn.send_armed, SEND),
-                (conn.splice_in_armed, SPLICE_IN),
-                (conn.splice_out_armed, SPLICE_OUT),
                 (conn.poll_armed, POLL_OUT),
                 (conn.script_polls > 0, SCRIPT_OUT),
                 (conn.script_polls > 0, SCRIPT_IN),
@@ -326,7 +312,6 @@ impl Loop {
             for (_, op) in armed.into_iter().filter(|(armed, _)| *armed) {
                 let _ = self.ring.cancel(conn.ud(slot, op));
             }
-            conn.release_pipe(&mut self.pipes);
             conn.session.release(&mut self.pool);
             let _ = self.ring.close(OwnedFd::from(conn.stream)); // on error closed at once
             self.free.push(slot);

@@ -8,7 +8,7 @@
 //!   IORING_OP_PROVIDE_BUFFERS; a completed receive shows its bytes to the caller, then
 //!   the buffer is given back to the kernel;
 //! - a send takes ownership of its `Vec` and hands it back with the completion;
-//! - every other operation (accept, poll, splice, close, cancel) points at no user memory.
+//! - every other operation (accept, poll, close, cancel) points at no user memory.
 //!
 //! In-flight operations are counted; dropping the ring cancels them and waits for their
 //! completions before freeing any memory they could still touch (or leaks the memory
@@ -37,8 +37,6 @@ pub enum Outcome<'a> {
     Sent(io::Result<usize>, Vec<u8>),
     /// A poll: the ready events, or the error.
     Polled(io::Result<u32>),
-    /// A splice: how many bytes moved (ECANCELED: a linked operation before it fell short).
-    Spliced(io::Result<usize>),
 }
 
 /// One completion, tagged with the caller's user data. `more`: a multishot operation
@@ -56,7 +54,6 @@ enum Kind {
     Recv,
     Send,
     Poll,
-    Splice,
 }
 
 /// An io_uring instance with its receive buffers and the sends it holds.
@@ -146,15 +143,12 @@ impl Ring {
     }
 
     /// Sends `buf[from..]` (MSG_MORE if `more`); the buffer comes back with the completion.
-    /// `link`: the next operation pushed starts only if this one sends everything
-    /// (IOSQE_IO_LINK; a short send cancels it).
     pub fn send(
         &mut self,
         fd: BorrowedFd<'_>,
         buf: Vec<u8>,
         from: usize,
         more: bool,
-        link: bool,
         user_data: u64,
     ) -> io::Result<()> {
         let bytes = &buf[from.min(buf.len())..];
@@ -163,29 +157,7 @@ impl Ring {
         let entry = opcode::Send::new(types::Fd(fd.as_raw_fd()), bytes.as_ptr(), len).flags(flags).build();
         // The Vec's heap block does not move when the Vec itself is moved into the map.
         self.sends.insert(user_data, buf);
-        self.track(linked(entry, link), user_data, Kind::Send)
-    }
-
-    /// splice(2) of up to `len` bytes from `from` (at `offset`, or its own position for a
-    /// pipe or socket: `None`) to `to`. `more`: SPLICE_F_MORE (more data follows); `link`:
-    /// as for [`Ring::send`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn splice(
-        &mut self,
-        from: BorrowedFd<'_>,
-        offset: Option<u64>,
-        to: BorrowedFd<'_>,
-        len: u32,
-        more: bool,
-        link: bool,
-        user_data: u64,
-    ) -> io::Result<()> {
-        let off_in = offset.map_or(-1, |o| i64::try_from(o).unwrap_or(i64::MAX));
-        let flags = if more { libc::SPLICE_F_MORE } else { 0 };
-        let entry = opcode::Splice::new(types::Fd(from.as_raw_fd()), off_in, types::Fd(to.as_raw_fd()), -1, len)
-            .flags(flags)
-            .build();
-        self.track(linked(entry, link), user_data, Kind::Splice)
+        self.track(entry, user_data, Kind::Send)
     }
 
     /// Closes `fd` through the ring (its completion is not reported). If the operation
@@ -250,7 +222,6 @@ impl Ring {
                 // IORING_OP_ACCEPT: "returns the new file descriptor"); nothing else owns it.
                 Some(Kind::Accept) => Outcome::Accepted(Ok(unsafe { OwnedFd::from_raw_fd(result) })),
                 Some(Kind::Poll) => Outcome::Polled(if result < 0 { Err(error()) } else { Ok(result as u32) }),
-                Some(Kind::Splice) => Outcome::Spliced(if result < 0 { Err(error()) } else { Ok(result as usize) }),
                 Some(Kind::Send) => {
                     let buf = self.sends.remove(&user_data).unwrap_or_default();
                     Outcome::Sent(if result < 0 { Err(error()) } else { Ok(result as usize) }, buf)
@@ -285,14 +256,6 @@ impl Ring {
         // The pointer is taken inside `region`, which outlives every operation (see push).
         let ptr = self.region[usize::from(id) * self.size..].as_mut_ptr();
         self.push(&opcode::ProvideBuffers::new(ptr, len, 1, GROUP, id).build().user_data(INTERNAL))
-    }
-}
-
-fn linked(entry: squeue::Entry, link: bool) -> squeue::Entry {
-    if link {
-        entry.flags(squeue::Flags::IO_LINK)
-    } else {
-        entry
     }
 }
 
