@@ -32,7 +32,13 @@ fn advantage(m: Metric, x: f64, y: f64) -> f64 {
 fn ratios(m: Metric, a: &str, b: &str, over: Dim, samples: &[&Sample]) -> Vec<(f64, f64)> {
     let mut by_x: BTreeMap<i64, (f64, Vec<f64>)> = BTreeMap::new();
     for sa in samples.iter().filter(|s| s.server == a) {
-        let twin = samples.iter().find(|s| s.server == b && s.workload == sa.workload && s.client == sa.client);
+        // The same client settings on the same workload; failing that (each server has a
+        // workload of its own, like CGI's script and the handler's path), the same client.
+        let same_client = |s: &&&Sample| s.server == b && s.client == sa.client;
+        let twin = samples
+            .iter()
+            .find(|s| same_client(s) && s.workload == sa.workload)
+            .or_else(|| samples.iter().find(|s| same_client(s)));
         if let Some(sb) = twin {
             let x = sa.coord(over);
             let r = advantage(m, sa.value(m), sb.value(m));
@@ -63,7 +69,8 @@ fn compare(m: Metric, a: &str, b: &str, over: Dim, samples: &[&Sample]) -> Strin
         }
         Some(_) => {
             let list: Vec<String> = wins.iter().map(|x| phrase(over, *x)).collect();
-            format!("{a} beats {b} on {} only at {}; {at_last}.", m.name(), list.join(", "))
+            let (won, of) = (wins.len(), rs.len());
+            format!("{a} beats {b} on {} at {won} of {of} points ({}); {at_last}.", m.name(), list.join(", "))
         }
     }
 }
@@ -94,8 +101,12 @@ fn best(m: Metric, samples: &[&Sample]) -> String {
 }
 
 fn trend(m: Metric, over: Dim, samples: &[&Sample]) -> String {
-    let mut servers: Vec<&str> = samples.iter().map(|s| s.server.as_str()).collect();
-    servers.dedup();
+    let mut servers: Vec<&str> = Vec::new();
+    for s in samples {
+        if !servers.contains(&s.server.as_str()) {
+            servers.push(s.server.as_str());
+        }
+    }
     let parts: Vec<String> = servers
         .iter()
         .filter_map(|server| {
@@ -104,14 +115,14 @@ fn trend(m: Metric, over: Dim, samples: &[&Sample]) -> String {
             pts.sort_by(|x, y| x.0.total_cmp(&y.0));
             let (&(x0, y0), &(x1, y1)) = (pts.first()?, pts.last()?);
             (pts.len() > 1).then(|| {
+                let factor = if y0 != 0.0 { format!(" ({:.2}×)", y1 / y0) } else { String::new() };
                 format!(
-                    "{server}: {} goes from {} at {} to {} at {} ({:.2}×)",
+                    "{server}: {} goes from {} at {} to {} at {}{factor}",
                     m.name(),
                     metric::format(y0),
                     phrase(over, x0),
                     metric::format(y1),
                     phrase(over, x1),
-                    y1 / y0
                 )
             })
         })
@@ -145,7 +156,7 @@ mod tests {
             (&[200.0, 300.0, 400.0], "fork never beats single on mean latency (ms) (closest: 0.67× at 2 connections)."),
             (
                 &[90.0, 300.0, 50.0],
-                "fork beats single on mean latency (ms) only at 1 connection, 4 connections; 2.00× at 4 connections.",
+                "fork beats single on mean latency (ms) at 2 of 3 points (1 connection, 4 connections); 2.00× at 4 connections.",
             ),
         ];
         for (fork, want) in cases {
@@ -166,5 +177,24 @@ mod tests {
         let refs: Vec<&Sample> = v.iter().flatten().collect();
         let want = "a is best on mean latency (ms) at 2 of 3 points; the best single point is 0.001000 mean latency (ms) with a at 4 connections.";
         assert_eq!(best(Metric::MeanMs, &refs), want);
+    }
+
+    #[test]
+    fn servers_with_workloads_of_their_own_are_compared_by_client() {
+        let mut v = [sample("cgi", 1, 400.0), sample("handler", 1, 100.0)];
+        v[0].workload = "cgi page".into();
+        v[1].workload = "handler page".into();
+        let refs: Vec<&Sample> = v.iter().collect();
+        let want = "handler beats cgi on mean latency (ms) everywhere, by 4.00× at 1 connection.";
+        assert_eq!(compare(Metric::MeanMs, "handler", "cgi", Dim::Connections, &refs), want);
+    }
+
+    #[test]
+    fn a_trend_names_each_server_once_and_no_factor_from_zero() {
+        let v = [sample("a", 1, 0.0), sample("b", 1, 5.0), sample("a", 4, 0.0), sample("b", 4, 10.0)];
+        let refs: Vec<&Sample> = v.iter().collect();
+        let want = "a: mean latency (ms) goes from 0 at 1 connection to 0 at 4 connections; \
+                    b: mean latency (ms) goes from 0.005000 at 1 connection to 0.01000 at 4 connections (2.00×).";
+        assert_eq!(trend(Metric::MeanMs, Dim::Connections, &refs), want);
     }
 }

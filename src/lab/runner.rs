@@ -88,11 +88,13 @@ fn warm_up(port: u16, sr: &ServerRun, root: &DocRoot) {
 
 /// One request for a workload's first URL: it must be 2xx with the expected body length,
 /// so a build without CGI (which would send the script itself) is not measured as CGI.
+/// It speaks HTTP/1.0, so a body of unknown length (CGI) comes close-delimited rather
+/// than chunked and its bytes on the wire are the body's.
 fn probe(port: u16, root: &DocRoot, workload: &str) -> Result<(), String> {
     let path = root.urls.get(workload).and_then(|u| u.first()).ok_or("no URL")?;
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n").as_bytes())
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: lab\r\n\r\n").as_bytes())
         .map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
