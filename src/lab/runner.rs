@@ -94,8 +94,7 @@ fn probe(port: u16, root: &DocRoot, workload: &str) -> Result<(), String> {
     let path = root.urls.get(workload).and_then(|u| u.first()).ok_or("no URL")?;
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: lab\r\n\r\n").as_bytes())
-        .map_err(|e| e.to_string())?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: lab\r\n\r\n").as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no response")?;
