@@ -34,7 +34,10 @@ chmod +x "$root/cgi-bin/hello"
 sample() {
   local pid=$1 rss=0 fds=0 p
   for p in $pid $(pgrep -P "$pid" || true); do
-    rss=$((rss + $(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+    # A child may exit between pgrep and the read: count it as 0, not as an empty operand.
+    local r
+    r=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null)
+    rss=$((rss + ${r:-0}))
     fds=$((fds + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
   done
   echo "$rss,$fds"
