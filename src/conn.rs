@@ -176,6 +176,13 @@ fn wait_script(cgi: &CgiOutput, shutdown: &Shutdown) -> io::Result<()> {
     }
 }
 
+/// Writes a head with MSG_MORE, so it leaves in one segment with the start of the body
+/// that follows it.
+fn send_head_before_body(stream: &mut TcpStream, head: &[u8]) -> io::Result<()> {
+    let n = rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE)?;
+    stream.write_all(&head[n..])
+}
+
 /// Writes the head and the body. Small in-memory bodies share the head's write.
 fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, shutdown: &Shutdown) -> io::Result<()> {
     match answer.body {
@@ -183,13 +190,7 @@ fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, sh
         Body::Cgi(_) => Err(io::Error::other("a CGI body is driven by serve_cgi")),
         Body::Bytes(bytes) if bytes.len() > 16 * 1024 => {
             // Large (a handler's page): no copy, the head leaves with the body's first segment.
-            rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE).map_err(io::Error::from).and_then(|n| {
-                if n < head.len() {
-                    stream.write_all(&head[n..])
-                } else {
-                    Ok(())
-                }
-            })?;
+            send_head_before_body(stream, head)?;
             stream.write_all(&bytes)
         }
         Body::Bytes(bytes) => {
@@ -199,13 +200,7 @@ fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, sh
             stream.write_all(&out)
         }
         Body::File { file, offset, len } => {
-            rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE).map_err(io::Error::from).and_then(|n| {
-                if n < head.len() {
-                    stream.write_all(&head[n..])
-                } else {
-                    Ok(())
-                }
-            })?;
+            send_head_before_body(stream, head)?;
             // SO_SNDTIMEO does not bound sendfile(2) (a client that never read held the
             // connection for good on Linux 6.18), so the file goes out non-blocking, each
             // stall bounded by poll(2).

@@ -9,10 +9,10 @@ mod common;
 
 use common::{head_field, status_of, Fixture, Spidey};
 use spidey_http::chunked::ChunkedDecoder;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MARKER_SECRET: &str = "SPIDEY_ADVERSARIAL_SECRET";
@@ -54,20 +54,14 @@ fn cgi_fixture() -> Fixture {
 
 /// Starts spidey with CGI enabled and a secret in its environment.
 fn start_cgi(mode: &str, root: &Path, args: &[&str]) -> Spidey {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spidey"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_spidey"));
+    command
         .arg("serve")
         .arg(root)
         .args(["--port", "0", "--mode", mode, "--quiet", "--cgi-interpreter", ".php=/usr/bin/php-cgi"])
         .args(args)
-        .env(MARKER_SECRET, "leaked")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn spidey");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let port = line.split(':').nth(2).and_then(|p| p.split(' ').next()).and_then(|p| p.parse().ok());
-    Spidey { child, port: port.unwrap_or_else(|| panic!("startup line: {line:?}")), stdout: Some(stdout) }
+        .env(MARKER_SECRET, "leaked");
+    Spidey::spawn(command, mode)
 }
 
 /// Sends `request` (which asks to close) and reads the response to the end: its status and

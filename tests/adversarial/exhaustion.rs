@@ -4,29 +4,23 @@
 
 use super::table::{get, read_one};
 use crate::common::{status_of, Fixture, Spidey};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Starts spidey under `prlimit --nofile=N:N`, like `Spidey::start`.
 fn start_with_fd_limit(mode: &str, root: &Path, nofile: u32, args: &[&str]) -> Spidey {
-    let mut child = Command::new("prlimit")
+    let mut command = Command::new("prlimit");
+    command
         .arg(format!("--nofile={nofile}:{nofile}"))
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_spidey"))
         .arg("serve")
         .arg(root)
         .args(["--port", "0", "--mode", mode])
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn prlimit spidey");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let port = line.split(':').nth(2).and_then(|p| p.split(' ').next()).and_then(|p| p.parse().ok());
-    Spidey { child, port: port.unwrap_or_else(|| panic!("startup line: {line:?}")), stdout: Some(stdout) }
+        .args(args);
+    Spidey::spawn(command, mode)
 }
 
 /// The CPU time, in clock ticks, used by `pid` and its live children (utime + stime).

@@ -18,15 +18,15 @@ pub struct Spidey {
 impl Spidey {
     /// Starts `spidey serve ROOT --port 0 --mode MODE ARGS...` and waits for its startup line.
     pub fn start(mode: &str, root: &Path, args: &[&str]) -> Spidey {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_spidey"))
-            .arg("serve")
-            .arg(root)
-            .args(["--port", "0", "--mode", mode])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn spidey");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_spidey"));
+        command.arg("serve").arg(root).args(["--port", "0", "--mode", mode]).args(args).stderr(Stdio::inherit());
+        Spidey::spawn(command, mode)
+    }
+
+    /// Spawns `command` (a `spidey serve ... --port 0 --mode MODE`, perhaps behind a wrapper
+    /// such as prlimit) with stdout piped, and waits for its startup line.
+    pub fn spawn(mut command: Command, mode: &str) -> Spidey {
+        let mut child = command.stdout(Stdio::piped()).spawn().expect("spawn spidey");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read startup line");
