@@ -20,7 +20,6 @@ use crate::exchange::{Answer, Exchanger, Step};
 use crate::net::{wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{poll, PollFd, PollFlags};
-use rustix::time::Timespec;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
@@ -169,7 +168,7 @@ fn wait_script(cgi: &CgiOutput, shutdown: &Shutdown) -> io::Result<()> {
     }
     // Wake at least once a second to notice shutdown.
     let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
-    let timeout = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+    let timeout = crate::net::to_timespec(left);
     match poll(&mut fds, Some(&timeout)) {
         Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
         Err(e) => Err(e.into()),
@@ -245,7 +244,7 @@ fn wait_writable(stream: &TcpStream, limit: Duration) -> io::Result<()> {
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let timeout = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+        let timeout = crate::net::to_timespec(left);
         let mut fds = [PollFd::new(stream, PollFlags::OUT)];
         match poll(&mut fds, Some(&timeout)) {
             Ok(0) => return Err(io::ErrorKind::TimedOut.into()),

@@ -188,6 +188,7 @@ pub fn wait_readable(fd: BorrowedFd<'_>, shutdown: &Shutdown, deadline: Option<I
     }
 }
 
-fn to_timespec(d: Duration) -> rustix::time::Timespec {
+/// A poll(2) timeout from a `Duration`.
+pub(crate) fn to_timespec(d: Duration) -> rustix::time::Timespec {
     rustix::time::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: i64::from(d.subsec_nanos()) }
 }

@@ -54,7 +54,7 @@ pub fn pause(shutdown: &Shutdown, d: Duration) -> bool {
         if left.is_zero() {
             return false;
         }
-        let ts = rustix::time::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) };
+        let ts = crate::net::to_timespec(left);
         match rustix::event::poll(&mut fds, Some(&ts)) {
             Ok(0) => return false,
             Ok(_) => {

@@ -110,7 +110,7 @@ pub(crate) fn first_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) 
         let mut polled: Vec<PollFd<'_>> = fds.iter().map(|&fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
         let left = deadline.map(|d| {
             let left = d.saturating_duration_since(Instant::now());
-            rustix::time::Timespec { tv_sec: left.as_secs() as i64, tv_nsec: i64::from(left.subsec_nanos()) }
+            crate::net::to_timespec(left)
         });
         match poll(&mut polled, left.as_ref()) {
             Ok(0) => return Ok(None),
