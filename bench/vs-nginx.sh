@@ -5,6 +5,7 @@
 #
 #   bench/vs-nginx.sh                  # defaults below
 #   WORKERS=2 ROUNDS=5 DURATION=5s CONNS=64 THREADS=2 bench/vs-nginx.sh
+#   WORKLOADS="1k-close 1m-keepalive" MODES=uring bench/vs-nginx.sh   # a subset
 #
 # Loopback only; everything it starts is killed on exit.
 set -euo pipefail
@@ -89,7 +90,7 @@ done
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$nginx_port/1k.bin" -o /dev/null && break; sleep 0.1; done
 
 servers=(nginx $MODES)
-workloads=("1k-keepalive" "1k-close" "1m-keepalive")
+read -r -a workloads <<<"${WORKLOADS:-1k-keepalive 1k-close 1m-keepalive}"
 run_wrk() { # server workload -> req/s
   local url="http://127.0.0.1:${port[$1]}"
   case $2 in

@@ -54,6 +54,26 @@ struct Conn {
     /// Parked on a deadline of its own (a `--delay`, a CGI script's pipes): the usual
     /// head/idle/send deadlines are not armed meanwhile.
     parked: bool,
+    /// Whether the socket is in the epoll set yet: only once its first drive has to wait,
+    /// so a connection answered and closed straight after accept never costs epoll_ctl.
+    registered: bool,
+}
+
+impl Conn {
+    /// Asks epoll for this socket's readable edges, and writable ones once a send has
+    /// blocked. Registering reports a socket that is ready already, so no edge is lost.
+    fn watch(&mut self, poll: &Poll, slot: usize) -> io::Result<()> {
+        let token = Token(FIRST_CONN + slot);
+        let interest =
+            if self.writable_interest { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+        if self.registered {
+            poll.registry().reregister(&mut self.stream, token, interest)
+        } else {
+            poll.registry().register(&mut self.stream, token, interest)?;
+            self.registered = true;
+            Ok(())
+        }
+    }
 }
 
 struct Loop {
@@ -187,23 +207,20 @@ impl Loop {
         }
     }
 
-    fn add(&mut self, mut stream: TcpStream, peer: std::net::SocketAddr) {
+    fn add(&mut self, stream: TcpStream, peer: std::net::SocketAddr) {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1
         });
-        let token = Token(FIRST_CONN + slot);
-        if self.poll.registry().register(&mut stream, token, Interest::READABLE).is_err() {
-            self.free.push(slot);
-            return;
-        }
         let stamp = self.deadlines.arm(Kind::Idle, self.now, slot);
         let session = Session::new(peer);
-        self.conns[slot] =
-            Some(Conn { stream, session, stamp, drained: false, writable_interest: false, parked: false });
+        let conn =
+            Conn { stream, session, stamp, drained: false, writable_interest: false, parked: false, registered: false };
+        self.conns[slot] = Some(conn);
         self.open += 1;
         // The request has often arrived by the time the connection is accepted: read it
-        // now rather than after another trip through epoll_wait.
+        // now rather than after another trip through epoll_wait. The socket joins the
+        // epoll set only if this drive leaves it waiting.
         self.drive(slot, false);
     }
 
@@ -238,9 +255,7 @@ impl Loop {
                         // Adding the interest reports the socket at once if it is
                         // writable again already, so no edge is lost.
                         conn.writable_interest = true;
-                        let token = Token(FIRST_CONN + slot);
-                        let both = Interest::READABLE | Interest::WRITABLE;
-                        break self.poll.registry().reregister(&mut conn.stream, token, both).is_ok();
+                        break conn.watch(&self.poll, slot).is_ok();
                     }
                 }
             }
@@ -270,7 +285,7 @@ impl Loop {
                 Err(_) => break false,
             }
         };
-        if !keep {
+        if !keep || (!conn.registered && conn.watch(&self.poll, slot).is_err()) {
             self.close(slot);
             return;
         }
@@ -299,7 +314,7 @@ impl Loop {
     }
 
     fn close(&mut self, slot: usize) {
-        // Closing the socket removes it from epoll: no deregister call needed.
+        // Closing the socket removes it from epoll (if it was ever added): no deregister.
         if let Some(mut conn) = self.conns[slot].take() {
             conn.session.release(&mut self.pool);
             self.free.push(slot);

@@ -121,6 +121,8 @@ pub(crate) struct Session {
     delay: Option<Duration>,
     /// Set by the driver while the answer waits out its delay: nothing is sent.
     pub held: bool,
+    /// The socket is corked (TCP_CORK) for the connection's last response.
+    corked: bool,
 }
 
 impl Session {
@@ -138,6 +140,7 @@ impl Session {
             lent: false,
             delay: None,
             held: false,
+            corked: false,
         }
     }
 
@@ -267,15 +270,9 @@ impl Session {
     /// A CGI body is pumped in between: its output goes through the out bytes.
     pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
         loop {
-            while !self.out().is_empty() {
-                let more = matches!(self.body, Some(Outgoing::File { .. }));
-                let flags = if more { SendFlags::MORE } else { SendFlags::empty() };
-                match rustix::net::send(&fd, self.out(), flags | SendFlags::NOSIGNAL) {
-                    Ok(n) => self.out_pos += n,
-                    Err(Errno::AGAIN) => return Sent::Blocked,
-                    Err(Errno::INTR) => {}
-                    Err(_) => return Sent::Failed,
-                }
+            match self.send_out(&fd) {
+                Sent::Done => {}
+                other => return other,
             }
             if !matches!(self.body, Some(Outgoing::Cgi(_))) {
                 return self.send_body(fd);
@@ -289,6 +286,38 @@ impl Session {
         }
     }
 
+    /// Before the head of the connection's last response goes out with a file body after
+    /// it: corks the socket (TCP_CORK, tcp(7)), so the body's last partial segment leaves
+    /// with the FIN, one packet instead of two (a loopback packet costs the sender the
+    /// receiver's processing too), as nginx's `tcp_nopush` does. The body ends with
+    /// shutdown(SHUT_WR), which sends tail and FIN at once: closing a socket that still
+    /// has unread input (a pipelined request) resets it, and would drop a corked tail
+    /// instead of sending it. Once per connection; a failure only costs the extra packet.
+    pub(crate) fn cork_last_response<Fd: AsFd>(&mut self, fd: &Fd) {
+        let file_left = matches!(self.body, Some(Outgoing::File { offset, end, .. }) if offset < end);
+        if !self.keep_alive && file_left && !self.corked {
+            self.corked = rustix::net::sockopt::set_tcp_cork(fd, true).is_ok();
+        }
+    }
+
+    /// Sends the out bytes on the non-blocking socket `fd` until they are all out
+    /// ([`Sent::Done`]), the socket is full ([`Sent::Blocked`]) or the peer is gone; with
+    /// MSG_MORE when a file follows, so head and first file bytes share a segment.
+    pub(crate) fn send_out<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
+        self.cork_last_response(fd);
+        while !self.out().is_empty() {
+            let more = matches!(self.body, Some(Outgoing::File { .. }));
+            let flags = if more { SendFlags::MORE } else { SendFlags::empty() };
+            match rustix::net::send(fd, self.out(), flags | SendFlags::NOSIGNAL) {
+                Ok(n) => self.out_pos += n,
+                Err(Errno::AGAIN) => return Sent::Blocked,
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+        }
+        Sent::Done
+    }
+
     /// Moves the [`Outgoing`] body (the out bytes must already be sent).
     pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: Fd) -> Sent {
         loop {
@@ -297,6 +326,9 @@ impl Session {
             };
             if *offset >= *end {
                 self.body = None;
+                if self.corked {
+                    let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Write);
+                }
                 return Sent::Done;
             }
             let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);

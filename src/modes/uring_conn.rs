@@ -81,6 +81,7 @@ impl Conn {
             }
         }
         if head_left {
+            self.session.cork_last_response(&self.stream);
             let (buf, from) = self.session.lend_out();
             self.send_armed = true;
             ring.send(self.stream.as_fd(), buf, from, body_follows, self.ud(slot, SEND))?;
