@@ -59,6 +59,9 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
                 };
                 head_started = (start < end).then(Instant::now);
                 if !matches!(sent, Ok(true)) {
+                    if sent.is_ok() {
+                        linger(&mut stream, start < end, server, shutdown);
+                    }
                     break;
                 }
                 continue;
@@ -76,7 +79,9 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
             Ok(Wake::Ready) => {}
             Ok(Wake::Timeout) if end > 0 => {
                 let answer = exchanger.timeout(server, &buf[..end], peer);
-                let _ = send(&mut stream, &exchanger.head, answer, server, shutdown);
+                if send(&mut stream, &exchanger.head, answer, server, shutdown).is_ok() {
+                    linger(&mut stream, false, server, shutdown);
+                }
                 break;
             }
             // Idle, or asked to stop with no request under way.
@@ -93,6 +98,26 @@ pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown:
         }
     }
     crate::log::flush();
+}
+
+/// After the response the server closes on: when client input is left over (`leftover`
+/// bytes buffered, or unread in the socket), half-closes and drops input until the client
+/// closes, the idle timeout passes or shutdown is asked, so that closing cannot reset the
+/// connection before the response is out (see `Session::linger`).
+fn linger(stream: &mut TcpStream, leftover: bool, server: &Server, shutdown: &Shutdown) {
+    if !leftover && !crate::net::has_unread_input(&*stream) {
+        return;
+    }
+    if stream.shutdown(std::net::Shutdown::Write).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + server.timeouts.idle;
+    let mut sink = [0u8; 4096];
+    while let Ok(Wake::Ready) = wait_readable(stream.as_fd(), shutdown, Some(deadline)) {
+        if matches!(stream.read(&mut sink), Ok(0) | Err(_)) {
+            return;
+        }
+    }
 }
 
 /// The receive buffer and the unparsed bytes in it, `buf[start..end]`.

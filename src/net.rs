@@ -163,6 +163,12 @@ pub enum Wake {
     Timeout,
 }
 
+/// Whether client bytes wait unread in `stream`'s receive queue (a non-blocking peek).
+pub(crate) fn has_unread_input(stream: impl AsFd) -> bool {
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(stream, &mut [0u8; 1], flags), Ok((n, _)) if n > 0)
+}
+
 /// Waits until `fd` is readable, shutdown is asked, or `deadline` passes.
 pub fn wait_readable(fd: BorrowedFd<'_>, shutdown: &Shutdown, deadline: Option<Instant>) -> io::Result<Wake> {
     loop {

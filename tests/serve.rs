@@ -12,6 +12,8 @@ for_each_mode!(
     head_has_same_fields_and_no_body,
     keep_alive_by_version,
     pipelined_requests_answered_in_order,
+    close_response_survives_unread_pipelined_request,
+    linger_is_bounded_by_idle_timeout,
     absolute_form_target,
     conditional_get_answers_304,
     range_requests,
@@ -118,6 +120,39 @@ fn pipelined_requests_answered_in_order(mode: &str) {
         if !body.is_empty() {
             assert_eq!(got, body);
         }
+    }
+}
+
+/// Guards the corked last response (`Session::cork_last_response`): a request sent after
+/// a `Connection: close` one is still unread when the server closes (the `--delay` makes
+/// sure), and closing with unread input resets the connection. The whole first response
+/// must reach the client first, for a small file and for one larger than a socket buffer.
+fn close_response_survives_unread_pipelined_request(mode: &str) {
+    let (_fx, s) = start(mode, &["--delay", "200ms"]);
+    for (path, len) in [("/digits.txt", 10), ("/big.bin", 4 * 1024 * 1024)] {
+        let mut c = s.connect();
+        c.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let (head, body) = read_response(&mut c);
+        assert_eq!(status_of(&head), 200, "{path}: {head}");
+        assert_eq!(body.len(), len, "{path}");
+    }
+}
+
+/// The lingering close drops input only until the idle timeout counted from the end of
+/// the response, not from the client's last byte: a client that trickles bytes cannot
+/// hold the connection for good. The server's full close shows as a failed write.
+fn linger_is_bounded_by_idle_timeout(mode: &str) {
+    let (_fx, s) = start(mode, &["--idle-timeout", "1s"]);
+    let mut c = s.connect();
+    c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nleftover").unwrap();
+    let (head, body) = read_response(&mut c);
+    assert_eq!((status_of(&head), body), (200, HELLO.as_bytes().to_vec()));
+    let start = std::time::Instant::now();
+    while c.write_all(b"x").is_ok() {
+        assert!(start.elapsed() < Duration::from_secs(4), "still lingering after {:?}", start.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

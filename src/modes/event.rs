@@ -244,6 +244,8 @@ impl Loop {
             if conn.session.is_sending() {
                 match conn.session.send(&conn.stream, ex, server, pool) {
                     Sent::Done if conn.session.finish_response(pool) => continue,
+                    // The socket has input this loop has not read if its edge came since.
+                    Sent::Done if conn.session.linger(&conn.stream, !conn.drained, pool) => continue,
                     Sent::Done | Sent::Failed => break false,
                     Sent::NeedRead => {} // read the request body below
                     Sent::WaitScript => {
@@ -307,6 +309,8 @@ impl Loop {
                 return; // the head deadline runs from the first byte: keep it
             }
             Kind::Head
+        } else if s.is_lingering() && !was_sending {
+            return; // the linger is bounded from the end of the response: keep it
         } else {
             Kind::Idle
         };

@@ -123,6 +123,9 @@ pub(crate) struct Session {
     pub held: bool,
     /// The socket is corked (TCP_CORK) for the connection's last response.
     corked: bool,
+    /// After the last response, half-closed: client bytes are read and dropped until the
+    /// client closes ([`Session::linger`]).
+    lingering: bool,
 }
 
 impl Session {
@@ -141,6 +144,7 @@ impl Session {
             delay: None,
             held: false,
             corked: false,
+            lingering: false,
         }
     }
 
@@ -175,6 +179,9 @@ impl Session {
     /// Records `n` bytes written into [`Session::recv_space`].
     pub(crate) fn received(&mut self, n: usize, pool: &mut Pool) {
         self.end += n;
+        if self.lingering {
+            self.start = self.end; // dropped: nothing more is answered
+        }
         self.release_inbuf_if_empty(pool);
     }
 
@@ -373,6 +380,28 @@ impl Session {
             pool.give_out(std::mem::take(&mut self.out));
         }
         self.keep_alive
+    }
+
+    /// After the response the server closes on (`finish_response` said so): whether the
+    /// connection must linger instead of closing now. Closing a socket with unread input
+    /// sends a reset, and a reset drops whatever of the response the kernel has not sent
+    /// yet (RFC 9112 §9.6). So when client bytes are left over (buffered here, or `unread`
+    /// in the socket as the driver knows), the socket is half-closed (shutdown(SHUT_WR):
+    /// the response leaves, then the FIN) and the driver reads and drops input until the
+    /// client closes or the idle deadline passes, as nginx's lingering close does.
+    pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
+        if !unread && !self.has_partial_request() {
+            return false;
+        }
+        self.lingering = true;
+        self.start = self.end;
+        self.release_inbuf_if_empty(pool);
+        rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_ok()
+    }
+
+    /// Whether the connection lingers after its last response ([`Session::linger`]).
+    pub(crate) fn is_lingering(&self) -> bool {
+        self.lingering
     }
 
     /// Gives every buffer back (the connection is closing).

@@ -259,6 +259,11 @@ impl Loop {
                         if conn.session.finish_response(pool) {
                             continue;
                         }
+                        // No receive is armed while a response goes out: ask the socket.
+                        let unread = crate::net::has_unread_input(&conn.stream);
+                        if conn.session.linger(&conn.stream, unread, pool) {
+                            continue;
+                        }
                         break false;
                     }
                     Err(_) => break false,
