@@ -4,7 +4,7 @@ use crate::cli::ServeArgs;
 use crate::content::cgi::CgiOptions;
 use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
-use crate::modes::ModeContext;
+use crate::modes::{uring, Mode, ModeContext};
 use crate::net::{Listener, Shutdown};
 use crate::server::{Server, Timeouts};
 use spidey_http::Limits;
@@ -28,6 +28,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let Some(entry) = args.mode.entry() else {
         return Err(ConfigError(format!("mode '{}' is not available in this build", args.mode.name())).into());
     };
+    if args.mode == Mode::Uring {
+        uring::check_available()?;
+    }
     cloexec_inherited_fds();
     raise_fd_limit();
     let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;

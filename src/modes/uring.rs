@@ -41,11 +41,17 @@ const SHUTDOWN: u64 = u64::MAX - 2;
 const ENTRIES: u32 = 4096;
 const RECV_BUFFERS: u16 = 512;
 const RECV_SIZE: usize = 4096;
+
+/// Whether this kernel lets us make a ring at all (built without io_uring: ENOSYS;
+/// `kernel.io_uring_disabled` or a seccomp sandbox: EPERM). `serve` asks before it binds
+/// and prints its startup line, so a refusal is the one line on stderr and exit code 2.
+pub fn check_available() -> Result<(), ConfigError> {
+    Ring::new(8, 1, 64)
+        .map(drop)
+        .map_err(|e| ConfigError(format!("io_uring is not available here ({e}); use --mode event instead")))
+}
+
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    if let Err(e) = Ring::new(8, 1, 64) {
-        let msg = format!("io_uring is not available here ({e}); use --mode event instead");
-        return Err(ConfigError(msg).into());
-    }
     loops::run(ctx, "uring", ring_loop)
 }
 

@@ -6,6 +6,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[cfg(feature = "test-support")]
+pub mod seccomp;
 pub mod uring;
 
 use std::io;
