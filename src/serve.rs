@@ -4,7 +4,7 @@ use crate::cli::ServeArgs;
 use crate::content::cgi::CgiOptions;
 use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
-use crate::modes::{uring, Mode, ModeContext};
+use crate::modes::ModeContext;
 use crate::net::{Listener, Shutdown};
 use crate::server::{Server, Timeouts};
 use spidey_http::Limits;
@@ -25,12 +25,8 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let Some(entry) = args.mode.entry() else {
-        return Err(ConfigError(format!("mode '{}' is not available in this build", args.mode.name())).into());
-    };
-    if args.mode == Mode::Uring {
-        uring::check_available()?;
-    }
+    args.mode.preflight()?;
+    let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
     let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;

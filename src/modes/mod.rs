@@ -71,16 +71,25 @@ impl Mode {
         }
     }
 
-    /// The mode's entry point, or `None` while it is not built yet.
-    pub fn entry(self) -> Option<fn(ModeContext) -> anyhow::Result<()>> {
+    /// The mode's entry point.
+    pub fn entry(self) -> fn(ModeContext) -> anyhow::Result<()> {
         match self {
-            Mode::Single => Some(single::run),
-            Mode::Fork => Some(fork::run),
-            Mode::Thread => Some(thread::run),
-            Mode::Pool => Some(pool::run),
-            Mode::Prefork => Some(prefork::run),
-            Mode::Event => Some(event::run),
-            Mode::Uring => Some(uring::run),
+            Mode::Single => single::run,
+            Mode::Fork => fork::run,
+            Mode::Thread => thread::run,
+            Mode::Pool => pool::run,
+            Mode::Prefork => prefork::run,
+            Mode::Event => event::run,
+            Mode::Uring => uring::run,
+        }
+    }
+
+    /// Refuses a mode this machine cannot run (`uring` where the kernel has no io_uring),
+    /// before anything binds or prints, so the refusal is one line and exit code 2.
+    pub fn preflight(self) -> Result<(), crate::serve::ConfigError> {
+        match self {
+            Mode::Uring => uring::check_available(),
+            _ => Ok(()),
         }
     }
 }
