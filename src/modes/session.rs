@@ -296,10 +296,10 @@ impl Session {
     /// Before the head of the connection's last response goes out with a file body after
     /// it: corks the socket (TCP_CORK, tcp(7)), so the body's last partial segment leaves
     /// with the FIN, one packet instead of two (a loopback packet costs the sender the
-    /// receiver's processing too), as nginx's `tcp_nopush` does. The body ends with
-    /// shutdown(SHUT_WR), which sends tail and FIN at once: closing a socket that still
-    /// has unread input (a pipelined request) resets it, and would drop a corked tail
-    /// instead of sending it. Once per connection; a failure only costs the extra packet.
+    /// receiver's processing too), as nginx's `tcp_nopush` does: close(2) sends tail and
+    /// FIN at once. With input left unread the driver half-closes first ([`Session::linger`]),
+    /// since a close that resets would drop the corked tail instead of sending it. Once per
+    /// connection; a failure only costs the extra packet.
     pub(crate) fn cork_last_response<Fd: AsFd>(&mut self, fd: &Fd) {
         let file_left = matches!(self.body, Some(Outgoing::File { offset, end, .. }) if offset < end);
         if !self.keep_alive && file_left && !self.corked {
@@ -333,9 +333,6 @@ impl Session {
             };
             if *offset >= *end {
                 self.body = None;
-                if self.corked {
-                    let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Write);
-                }
                 return Sent::Done;
             }
             let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
@@ -386,17 +383,18 @@ impl Session {
     /// connection must linger instead of closing now. Closing a socket with unread input
     /// sends a reset, and a reset drops whatever of the response the kernel has not sent
     /// yet (RFC 9112 §9.6). So when client bytes are left over (buffered here, or `unread`
-    /// in the socket as the driver knows), the socket is half-closed (shutdown(SHUT_WR):
-    /// the response leaves, then the FIN) and the driver reads and drops input until the
-    /// client closes or the idle deadline passes, as nginx's lingering close does.
-    pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
+    /// in the socket as the driver knows), this returns true: the driver half-closes the
+    /// socket (shutdown(SHUT_WR): the response leaves, then the FIN) and reads and drops
+    /// input until the client closes or the idle deadline passes, as nginx's lingering
+    /// close does.
+    pub(crate) fn linger(&mut self, unread: bool, pool: &mut Pool) -> bool {
         if !unread && !self.has_partial_request() {
             return false;
         }
         self.lingering = true;
         self.start = self.end;
         self.release_inbuf_if_empty(pool);
-        rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_ok()
+        true
     }
 
     /// Whether the connection lingers after its last response ([`Session::linger`]).

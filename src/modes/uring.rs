@@ -266,11 +266,17 @@ impl Loop {
                             continue;
                         }
                         // No receive is armed while a response goes out: ask the socket.
+                        // The half-close is a plain system call, not a ring operation: see
+                        // spidey_sys::uring on why the ring never names a socket by number
+                        // in an operation it may run late.
                         let unread = crate::net::has_unread_input(&conn.stream);
-                        if conn.session.linger(&conn.stream, unread, pool) {
-                            continue;
+                        if !conn.session.linger(unread, pool) {
+                            break false;
                         }
-                        break false;
+                        if rustix::net::shutdown(&conn.stream, rustix::net::Shutdown::Write).is_err() {
+                            break false;
+                        }
+                        continue;
                     }
                     Err(_) => break false,
                 }

@@ -129,6 +129,14 @@ fn flip(link: &Path, inside: &Path, outside: &Path, stop: &AtomicBool) {
     }
 }
 
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A thread flips symlinks between an inside and an outside target while requests run:
 /// the outside content is never served, and both outcomes are seen (the race is real).
 fn symlink_swapped_while_serving(mode: &str) {
@@ -145,6 +153,9 @@ fn symlink_swapped_while_serving(mode: &str) {
     std::thread::scope(|s| {
         s.spawn(|| flip(&root.join("flip-file"), Path::new("hello.txt"), &fx.outside.path().join("secret.txt"), &stop));
         s.spawn(|| flip(&root.join("flip-dir"), Path::new("inside-dir"), fx.outside.path(), &stop));
+        // Stops the flippers however this closure ends: a failed assertion below must not
+        // leave the scope waiting for them forever.
+        let _stop = StopOnDrop(&stop);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(3) {
             for target in ["/flip-file", "/flip-dir/secret.txt"] {
@@ -160,7 +171,6 @@ fn symlink_swapped_while_serving(mode: &str) {
                 }
             }
         }
-        stop.store(true, Ordering::Relaxed);
     });
     assert!(served > 0 && refused > 0, "the race was not exercised: {served} served, {refused} refused");
 }

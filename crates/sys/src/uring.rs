@@ -10,6 +10,13 @@
 //! - a send takes ownership of its `Vec` and hands it back with the completion;
 //! - every other operation (accept, poll, close, cancel) points at no user memory.
 //!
+//! Descriptors are named by number, and the kernel looks the number up when it issues the
+//! operation. Every operation here is issued at once, in order, when submitted; none that
+//! io_uring always hands to its worker threads (shutdown, splice) is offered, because a
+//! late lookup could find the number closed and reused by a new connection. (A ring
+//! shutdown did exactly that: a connection's half-close ran after its close and shut a
+//! newer connection before its response.)
+//!
 //! In-flight operations are counted; dropping the ring cancels them and waits for their
 //! completions before freeing any memory they could still touch (or leaks the memory
 //! if the kernel does not answer in time).
