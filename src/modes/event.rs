@@ -245,11 +245,7 @@ impl Loop {
                 match conn.session.send(&conn.stream, ex, server, pool) {
                     Sent::Done if conn.session.finish_response(pool) => continue,
                     // The socket has input this loop has not read if its edge came since.
-                    Sent::Done if conn.session.linger(!conn.drained, pool) => {
-                        if rustix::net::shutdown(&conn.stream, rustix::net::Shutdown::Write).is_err() {
-                            break false;
-                        }
-                    }
+                    Sent::Done if conn.session.linger(&conn.stream, !conn.drained, pool) => {}
                     Sent::Done | Sent::Failed => break false,
                     Sent::NeedRead => {} // read the request body below
                     Sent::WaitScript => {

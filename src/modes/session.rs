@@ -310,7 +310,7 @@ impl Session {
     /// Sends the out bytes on the non-blocking socket `fd` until they are all out
     /// ([`Sent::Done`]), the socket is full ([`Sent::Blocked`]) or the peer is gone; with
     /// MSG_MORE when a file follows, so head and first file bytes share a segment.
-    pub(crate) fn send_out<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
+    fn send_out<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
         self.cork_last_response(fd);
         while !self.out().is_empty() {
             let more = matches!(self.body, Some(Outgoing::File { .. }));
@@ -383,12 +383,15 @@ impl Session {
     /// connection must linger instead of closing now. Closing a socket with unread input
     /// sends a reset, and a reset drops whatever of the response the kernel has not sent
     /// yet (RFC 9112 §9.6). So when client bytes are left over (buffered here, or `unread`
-    /// in the socket as the driver knows), this returns true: the driver half-closes the
-    /// socket (shutdown(SHUT_WR): the response leaves, then the FIN) and reads and drops
+    /// in the socket as the driver knows), the socket `fd` is half-closed (shutdown(SHUT_WR):
+    /// the response leaves, then the FIN) and this returns true: the driver reads and drops
     /// input until the client closes or the idle deadline passes, as nginx's lingering
-    /// close does.
-    pub(crate) fn linger(&mut self, unread: bool, pool: &mut Pool) -> bool {
+    /// close does. False: close now (nothing left over, or the half-close failed).
+    pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
         if !unread && !self.has_partial_request() {
+            return false;
+        }
+        if rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_err() {
             return false;
         }
         self.lingering = true;

@@ -270,13 +270,10 @@ impl Loop {
                         // spidey_sys::uring on why the ring never names a socket by number
                         // in an operation it may run late.
                         let unread = crate::net::has_unread_input(&conn.stream);
-                        if !conn.session.linger(unread, pool) {
-                            break false;
+                        if conn.session.linger(&conn.stream, unread, pool) {
+                            continue;
                         }
-                        if rustix::net::shutdown(&conn.stream, rustix::net::Shutdown::Write).is_err() {
-                            break false;
-                        }
-                        continue;
+                        break false;
                     }
                     Err(_) => break false,
                 }
