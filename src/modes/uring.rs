@@ -139,11 +139,13 @@ impl Loop {
                     if let Some(conn) = live_conn(conns, c.user_data) {
                         conn.session.push_bytes(bytes, pool);
                     }
-                    Event::Received(bytes.len(), false)
+                    Event::Received { len: bytes.len(), starved: false, input_left: c.input_left }
                 }
-                Outcome::Received(Err(e)) => {
-                    Event::Received(0, e.raw_os_error() == Some(rustix::io::Errno::NOBUFS.raw_os_error()))
-                }
+                Outcome::Received(Err(e)) => Event::Received {
+                    len: 0,
+                    starved: e.raw_os_error() == Some(rustix::io::Errno::NOBUFS.raw_os_error()),
+                    input_left: false,
+                },
             };
             events.push((c.user_data, event));
         })?;
@@ -211,6 +213,7 @@ impl Loop {
         // now (the socket is non-blocking) rather than after a receive's trip through the
         // ring, as `event` does. Nothing there yet: the ring receive is armed as usual.
         let space = session.recv_space(&mut self.pool);
+        let room = space.len();
         let n = rustix::io::read(&stream, space).unwrap_or(0);
         session.received(n, &mut self.pool);
         let conn = Conn {
@@ -223,6 +226,8 @@ impl Loop {
             send_armed: false,
             poll_armed: false,
             script_polls: 0,
+            input_left: n == room, // a full read may have left more
+            input_known: true,
         };
         self.conns[slot] = Some(conn);
         self.open += 1;
@@ -265,11 +270,10 @@ impl Loop {
                         if conn.session.finish_response(pool) {
                             continue;
                         }
-                        // No receive is armed while a response goes out: ask the socket.
                         // The half-close is a plain system call, not a ring operation: see
                         // spidey_sys::uring on why the ring never names a socket by number
                         // in an operation it may run late.
-                        let unread = crate::net::has_unread_input(&conn.stream);
+                        let unread = conn.has_unread_input();
                         if conn.session.linger(&conn.stream, unread, pool) {
                             continue;
                         }
@@ -281,6 +285,7 @@ impl Loop {
             if conn.session.answer(ex, server, pool, closing) {
                 if let Some(delay) = conn.session.take_delay() {
                     conn.session.held = true;
+                    conn.parked();
                     conn.stamp = self.deadlines.arm_at(Kind::Delay, self.now + delay, slot);
                     conn.deadline = Kind::Delay;
                 }

@@ -31,6 +31,11 @@ pub(super) struct Conn {
     pub(super) poll_armed: bool,
     /// Polls of a CGI script's pipes in flight.
     pub(super) script_polls: u8,
+    /// What the last read said about the socket: input was left in it (a full read, or a
+    /// receive flagged IORING_CQE_F_SOCK_NONEMPTY), and whether that is still current
+    /// (the connection has not waited since). See [`Conn::has_unread_input`].
+    pub(super) input_left: bool,
+    pub(super) input_known: bool,
 }
 
 impl Conn {
@@ -42,6 +47,7 @@ impl Conn {
     /// Polls a running script's pipes through the ring; any completion cancels the other,
     /// and the connection pumps again once both are resolved.
     pub(super) fn watch_script(&mut self, slot: usize, ring: &mut Ring) -> bool {
+        self.parked();
         let Some((stdout, stdin, _)) = self.session.script_fds() else { return false };
         let (pollin, pollout) =
             (rustix::event::PollFlags::IN.bits().into(), rustix::event::PollFlags::OUT.bits().into());
@@ -57,6 +63,26 @@ impl Conn {
         }
         self.script_polls = armed;
         armed > 0
+    }
+
+    /// Records what a read said about the socket's input.
+    pub(super) fn note_input(&mut self, left: bool) {
+        (self.input_left, self.input_known) = (left, true);
+    }
+
+    /// The connection waits (for socket room, a script, a delay): input may arrive
+    /// meanwhile, unseen, since no receive is armed while a response goes out.
+    pub(super) fn parked(&mut self) {
+        self.input_known = false;
+    }
+
+    /// Whether client input is left unread in the socket, for the lingering close. The last
+    /// read tells, as `event` knows from its edges, unless the connection waited since:
+    /// then the socket is asked (recv MSG_PEEK). Input that arrives between that knowledge
+    /// and the close is missed by every server (nginx's `rev->ready` likewise); a client
+    /// that pipelines after `Connection: close` sends it with the request, in practice.
+    pub(super) fn has_unread_input(&self) -> bool {
+        self.input_left || (!self.input_known && crate::net::has_unread_input(&self.stream))
     }
 
     pub(super) fn ud(&self, slot: usize, op: u64) -> u64 {
@@ -91,6 +117,7 @@ impl Conn {
             Sent::Done => Ok(false),
             Sent::Blocked => {
                 self.poll_armed = true;
+                self.parked();
                 let pollout = rustix::event::PollFlags::OUT.bits().into();
                 ring.poll(self.stream.as_fd(), pollout, self.ud(slot, POLL_OUT)).map(|()| true)
             }
@@ -102,13 +129,10 @@ impl Conn {
     /// false if the connection must close.
     pub(super) fn complete(&mut self, slot: usize, op: u64, event: Event, ring: &mut Ring) -> bool {
         match event {
-            Event::Received(0, starved) => {
+            Event::Received { len, starved, input_left } => {
                 self.recv_armed = false;
-                starved // else end of stream or error
-            }
-            Event::Received(_, _) => {
-                self.recv_armed = false;
-                true
+                self.note_input(input_left || starved);
+                len > 0 || starved // else end of stream or error
             }
             Event::Sent(r, buf) => {
                 self.send_armed = false;
@@ -135,7 +159,12 @@ impl Conn {
 /// A completion, detached from the ring's buffers.
 pub(super) enum Event {
     Accepted(std::io::Result<std::os::fd::OwnedFd>, bool),
-    Received(usize, bool),
+    /// `starved`: no ring buffer was free (ENOBUFS), the input is still there.
+    Received {
+        len: usize,
+        starved: bool,
+        input_left: bool,
+    },
     Sent(std::io::Result<usize>, Vec<u8>),
     Polled,
 }

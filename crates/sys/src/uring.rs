@@ -47,11 +47,13 @@ pub enum Outcome<'a> {
 }
 
 /// One completion, tagged with the caller's user data. `more`: a multishot operation
-/// stays armed and will complete again.
+/// stays armed and will complete again. `input_left`: a receive left input in the socket
+/// (IORING_CQE_F_SOCK_NONEMPTY, io_uring_enter(2)); false for every other operation.
 #[derive(Debug)]
 pub struct Completion<'a> {
     pub user_data: u64,
     pub more: bool,
+    pub input_left: bool,
     pub outcome: Outcome<'a>,
 }
 
@@ -212,7 +214,7 @@ impl Ring {
             let next = self.ring.completion().next();
             let Some(cqe) = next else { break };
             let (user_data, result, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
-            let more = cqueue::more(flags);
+            let (more, input_left) = (cqueue::more(flags), cqueue::sock_nonempty(flags));
             if !more {
                 self.in_flight -= 1;
             }
@@ -237,7 +239,7 @@ impl Ring {
                     let id = cqueue::buffer_select(flags);
                     if result < 0 || id.is_none() {
                         let r = if result < 0 { Err(error()) } else { Ok(&[][..]) };
-                        handle(Completion { user_data, more, outcome: Outcome::Received(r) });
+                        handle(Completion { user_data, more, input_left, outcome: Outcome::Received(r) });
                         continue;
                     }
                     let id = id.unwrap_or(0);
@@ -246,13 +248,14 @@ impl Ring {
                     handle(Completion {
                         user_data,
                         more,
+                        input_left,
                         outcome: Outcome::Received(Ok(&self.region[start..start + n])),
                     });
                     self.give_back(id)?;
                     continue;
                 }
             };
-            handle(Completion { user_data, more, outcome });
+            handle(Completion { user_data, more, input_left: false, outcome });
         }
         Ok(())
     }
