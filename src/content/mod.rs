@@ -155,15 +155,20 @@ impl Site {
             },
             other => other,
         };
+        // A resolution error answers whatever the method (404 for POST to nothing, as nginx
+        // and Apache do); 405 is only for a static resource that exists.
+        let resolved = match resolved {
+            Ok(resolved) => resolved,
+            Err(e) => return e.response(),
+        };
         if !matches!(req.method, Method::Get | Method::Head) {
             let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "This resource takes GET and HEAD only.");
             r.fields.push(("Allow", STATIC_METHODS.into()));
             return r;
         }
         match resolved {
-            Ok(resolve::Resolved::File(file, meta)) => static_file::respond(req, file, &meta),
-            Ok(resolve::Resolved::Dir(dir)) => self.directory(req, dir),
-            Err(e) => e.response(),
+            resolve::Resolved::File(file, meta) => static_file::respond(req, file, &meta),
+            resolve::Resolved::Dir(dir) => self.directory(req, dir),
         }
     }
 

@@ -1,11 +1,19 @@
 //! The server under test: `spidey serve` (this very binary) or a peer such as nginx, as a
 //! child process on a free loopback port. Started, waited for until it answers, stopped
 //! with SIGTERM (SIGKILL after a grace period), and killed if the lab itself unwinds.
+//!
+//! If the lab dies without unwinding (SIGKILL), the kernel sends the server SIGTERM
+//! (prctl PR_SET_PDEATHSIG, see [`spidey_sys::process`]). SIGTERM rather than SIGKILL, so a
+//! server with processes of its own stops them too: a SIGKILLed nginx master leaves its
+//! worker running, holding the port. The death signal follows the thread that spawned the
+//! server; that is the lab's main thread (`lab::run` runs on it), which lives as long as
+//! the lab.
 
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Peer, ServerSpec};
 use anyhow::Context;
 use rustix::process::{kill_process, Pid, Signal};
+use spidey_sys::process::die_with_parent;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -93,13 +101,13 @@ fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
 fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot) -> anyhow::Result<Started> {
     let exe = std::env::current_exe().context("cannot find the spidey binary")?;
     let stderr_path = root.scratch().join(format!("{}.stderr", safe(&spec.label)));
-    let mut child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(spidey_args(spec, mode, root))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr_path)?)
-        .spawn()
-        .context("cannot start spidey serve")?;
+        .stderr(std::fs::File::create(&stderr_path)?);
+    let mut child = die_with_parent(&mut command, Signal::TERM).spawn().context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     match startup_port(stdout) {
         Some(port) => ready(Running { child, port }),
@@ -154,11 +162,13 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
     if let Some(template) = &peer.config {
         std::fs::write(&config, fill(template, &vars))?;
     }
-    let child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(peer.args.iter().map(|a| fill(a, &vars)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(scratch.join("stderr"))?)
+        .stderr(std::fs::File::create(scratch.join("stderr"))?);
+    let child = die_with_parent(&mut command, Signal::TERM)
         .spawn()
         .with_context(|| format!("cannot start {}", peer.program))?;
     ready(Running { child, port })

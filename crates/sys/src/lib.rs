@@ -2,10 +2,12 @@
 //! workspace that may contain `unsafe`; every block cites the man page that makes it sound.
 //! Everything else (sendfile, openat2, poll, sockets, signals, waitpid) goes through the
 //! safe wrappers of rustix, socket2 and signal-hook. [`handler`] loads in-process handler
-//! libraries (dlopen through libloading) and calls their C entry point.
+//! libraries (dlopen through libloading) and calls their C entry point. [`process`] ties a
+//! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod process;
 #[cfg(feature = "test-support")]
 pub mod seccomp;
 pub mod uring;

@@ -1,0 +1,51 @@
+//! Child processes that do not outlive their parent.
+//!
+//! A parent that unwinds can kill its children; one that is killed with SIGKILL cannot.
+//! prctl(2) PR_SET_PDEATHSIG asks the kernel to send the child a signal when its parent
+//! dies, so set between fork and execve it covers that case too. Two limits, from prctl(2):
+//!
+//! - "the 'parent' in this case is considered to be the thread that created this process":
+//!   the signal is sent when the *spawning thread* exits, even if the rest of the process
+//!   lives on. Spawn from a thread that lives as long as the child should (the main thread,
+//!   say), never from a short-lived helper thread.
+//! - The setting is cleared when the child executes a set-user-ID or set-group-ID binary,
+//!   or one with file capabilities; such a child is not covered.
+//!
+//! It covers the direct child only: a program that forks children of its own must look
+//! after them (nginx, for one, leaves its workers running when its master is SIGKILLed, but
+//! stops them on SIGTERM).
+
+use rustix::process::{getpid, getppid, kill_process, set_parent_process_death_signal, Signal};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Makes the process `command` spawns receive `signal` when the thread that spawns it exits
+/// (prctl(2) PR_SET_PDEATHSIG), so it ends with its parent even if the parent is SIGKILLed.
+/// See the [module documentation](self) for which thread counts as the parent.
+///
+/// The parent's pid is taken now: spawn `command` from this process. If the parent has
+/// already died when the child makes the prctl (the race prctl(2) leaves to the caller:
+/// the death came between fork and prctl, so no signal will), the child notices that
+/// getppid(2) no longer names it and kills itself with SIGKILL before exec.
+pub fn die_with_parent(command: &mut Command, signal: Signal) -> &mut Command {
+    let parent = getpid();
+    let hook = move || -> io::Result<()> {
+        set_parent_process_death_signal(Some(signal))?;
+        if getppid() != Some(parent) {
+            // kill(2): a signal a process sends itself, unblocked, is delivered before kill
+            // returns, and SIGKILL cannot be blocked or caught, so this does not return Ok.
+            kill_process(getpid(), Signal::KILL)?;
+            return Err(rustix::io::Errno::SRCH.into());
+        }
+        Ok(())
+    };
+    // SAFETY: `CommandExt::pre_exec` (std docs) runs `hook` in the forked child before
+    // execve(2), where only async-signal-safe code may run: no allocation, no locks. `hook`
+    // captures two plain integers and only makes system calls through rustix (raw system
+    // calls on Linux; thin libc wrappers under its `use-libc` backend): prctl(2) PR_SET_PDEATHSIG (an integer argument; it sets a field of the
+    // calling process), getppid(2), and on the race getpid(2) and kill(2), the last three
+    // listed as async-signal-safe in signal-safety(7). Its errors are errno values;
+    // `io::Error` from an errno does not allocate.
+    unsafe { command.pre_exec(hook) }
+}
