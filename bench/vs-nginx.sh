@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Spidey's event-driven modes against nginx on the same files, the same worker count and
-# the same machine, measured with wrk in one run: rounds alternate the servers, and the
-# table reports each median. Not a test: numbers depend on the machine and its load.
+# the same machine, measured with wrk in one run: rounds alternate the servers; the first
+# table reports each server's median, the second the median (and range) of the ratios taken
+# round by round. Not a test: numbers depend on the machine and its load.
 #
 #   bench/vs-nginx.sh                  # defaults below
 #   WORKERS=2 ROUNDS=5 DURATION=5s CONNS=64 THREADS=2 bench/vs-nginx.sh
@@ -125,6 +126,31 @@ for w in "${workloads[@]}"; do
     m=$(echo "${results[$s,$w]}" | median)
     printf '| %s | %s | %.0f | %.2f |\n' "$s" "$w" "$m" "$(awk -v m="$m" -v b="$base" 'BEGIN {print (b > 0) ? m / b : 0}')"
   done
+done
+
+# The same comparison made round by round: each round measures every server within seconds
+# of the others, so a ratio taken inside a round cancels most of the machine's drift
+# (a shared host's steal time, a neighbour's burst), which the medians above keep.
+values() { tr ' ' '\n' <<<"${results[$1,$2]}" | grep -v '^$'; }
+paired() { # a b workload -> "median (min–max)" of b/a over the rounds
+  paste -d' ' <(values "$1" "$3") <(values "$2" "$3") | awk '$1 > 0 {print $2 / $1}' | sort -g |
+    awk '{a[NR] = $1} END {m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)", m, a[1], a[NR]}'
+}
+pairs=()
+for s in $MODES; do pairs+=("nginx $s"); done
+modes=($MODES)
+for ((i = 1; i < ${#modes[@]}; i++)); do pairs+=("${modes[0]} ${modes[i]}"); done
+echo
+printf '| workload |'
+for p in "${pairs[@]}"; do set -- $p; printf ' %s / %s per round |' "$2" "$1"; done
+echo
+printf '| --- |'
+for _ in "${pairs[@]}"; do printf ' ---: |'; done
+echo
+for w in "${workloads[@]}"; do
+  printf '| %s |' "$w"
+  for p in "${pairs[@]}"; do set -- $p; printf ' %s |' "$(paired "$1" "$2" "$w")"; done
+  echo
 done
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r);" \
