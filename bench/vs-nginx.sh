@@ -103,10 +103,14 @@ run_wrk() { # server workload -> req/s
 
 echo "load before: $(uptime)" >&2
 declare -A results
-for round in $(seq "$ROUNDS"); do
-  # Rotate the order each round so no server always runs first (or last).
-  order=("${servers[@]:$(((round - 1) % ${#servers[@]}))}" "${servers[@]:0:$(((round - 1) % ${#servers[@]}))}")
-  for w in "${workloads[@]}"; do
+for w in "${workloads[@]}"; do
+  # A workload's rounds run back to back, after an unmeasured second on every server: the
+  # run that follows a change of workload pays for the last one (after `Connection: close`,
+  # tens of thousands of sockets in TIME_WAIT), and without this it was always measured.
+  for s in "${servers[@]}"; do DURATION=1s run_wrk "$s" "$w" >/dev/null; done
+  for round in $(seq "$ROUNDS"); do
+    # Rotate the order each round so no server always runs first (or last).
+    order=("${servers[@]:$(((round - 1) % ${#servers[@]}))}" "${servers[@]:0:$(((round - 1) % ${#servers[@]}))}")
     for s in "${order[@]}"; do
       rps=$(run_wrk "$s" "$w")
       results[$s,$w]+="$rps "
