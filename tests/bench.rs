@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{Fixture, Spidey};
+use common::{Fixture, ReadRetry, Spidey};
 use spidey::bench::BenchResult;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,7 +62,7 @@ fn serve_connection(mut s: TcpStream, behaviour: Behaviour, count: &AtomicU64, g
     let mut buf = [0u8; 4096];
     loop {
         let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
-            match s.read(&mut buf) {
+            match s.read_retry(&mut buf) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => pending.extend_from_slice(&buf[..n]),
             }

@@ -54,7 +54,7 @@ fn read_framed(s: &mut std::net::TcpStream) -> (String, Vec<u8>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut byte).unwrap(), 1, "EOF in head: {:?}", String::from_utf8_lossy(&head));
+        assert_eq!(s.read_retry(&mut byte).unwrap(), 1, "EOF in head: {:?}", String::from_utf8_lossy(&head));
         head.push(byte[0]);
     }
     let head = String::from_utf8(head).unwrap();
@@ -264,7 +264,7 @@ fn disconnect_kills_script(mode: &str) {
     let mut c = s.connect();
     c.write_all(b"GET /cgi-bin/forever.sh HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let mut first = [0u8; 64];
-    let _ = c.read(&mut first).unwrap();
+    let _ = c.read_retry(&mut first).unwrap();
     wait_for(&fx.root().join("forever.pid"));
     drop(c);
     assert!(gone(&fx.root().join("forever.pid")), "the script of a departed client lingers");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{read_response, status_of, Fixture, Spidey};
+use common::{read_response, status_of, Fixture, ReadRetry, Spidey};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -160,7 +160,7 @@ fn big_file_reaches_a_slow_reader_whole(mode: &str) {
         let mut body = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
         while body.len() < 4 * 1024 * 1024 {
-            let n = slow.read(&mut chunk).unwrap();
+            let n = slow.read_retry(&mut chunk).unwrap();
             assert!(n > 0, "connection closed after {} body bytes", body.len());
             body.extend_from_slice(&chunk[..n]);
             if body.len() < 1024 * 1024 {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{read_response, read_to_close, status_of, wait_timeout, Fixture, Spidey, HELLO};
+use common::{read_response, read_to_close, status_of, wait_timeout, Fixture, ReadRetry, Spidey, HELLO};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ fn held_connection(s: &Spidey) -> TcpStream {
 fn answered_within(c: &mut TcpStream, wait: Duration) -> bool {
     c.set_read_timeout(Some(wait)).unwrap();
     let mut byte = [0u8; 1];
-    let answered = match c.read(&mut byte) {
+    let answered = match c.read_retry(&mut byte) {
         Ok(1) => true,
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => false,
         other => panic!("connection ended instead of waiting: {other:?}"),
@@ -225,7 +225,7 @@ fn sigterm_during_slow_download_completes(mode: &str) {
     assert!(matches!(s.child.try_wait(), Ok(None)), "{mode}: exited with a download in flight");
     let mut chunk = vec![0u8; 256 << 10];
     loop {
-        match c.read(&mut chunk) {
+        match c.read_retry(&mut chunk) {
             Ok(0) => break,
             Ok(n) => received.extend_from_slice(&chunk[..n]),
             Err(e) => panic!("{mode}: download cut after {} bytes: {e}", received.len()),

@@ -1,7 +1,7 @@
 //! Slow clients: a head trickled a byte at a time, a body that never finishes, an idle
 //! connection and a client that never reads are all let go within the server's timeouts.
 
-use crate::common::{status_of, Fixture, Spidey};
+use crate::common::{status_of, Fixture, ReadRetry, Spidey};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ fn trickle(server: &Spidey, prefix: &[u8], drip: u8) -> (String, Duration) {
     let _ = s.write_all(prefix);
     while start.elapsed() < Duration::from_secs(15) {
         let mut buf = [0u8; 4096];
-        match s.read(&mut buf) {
+        match s.read_retry(&mut buf) {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
@@ -90,7 +90,7 @@ fn slow_reader(mode: &str) {
     let mut total = 0usize;
     let mut buf = vec![0u8; 1 << 16];
     let ended = loop {
-        match s.read(&mut buf) {
+        match s.read_retry(&mut buf) {
             Ok(0) => break true,
             Ok(n) => total += n,
             Err(e) if e.kind() == ErrorKind::ConnectionReset => break true,

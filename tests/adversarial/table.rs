@@ -5,7 +5,7 @@
 //! close, nothing may follow that response (so a request hidden in a body is never answered);
 //! when it is expected to stay open, a follow-up request on it must be answered 200.
 
-use crate::common::{head_field, status_of, Spidey, HELLO};
+use crate::common::{head_field, status_of, ReadRetry, Spidey, HELLO};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -67,7 +67,7 @@ pub fn read_one(s: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        if s.read(&mut byte)? == 0 {
+        if s.read_retry(&mut byte)? == 0 {
             return Err(std::io::Error::new(
                 ErrorKind::UnexpectedEof,
                 format!("EOF after {:?}", String::from_utf8_lossy(&head)),

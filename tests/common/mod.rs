@@ -159,7 +159,7 @@ pub fn read_response(s: &mut TcpStream) -> (String, Vec<u8>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
+        match s.read_retry(&mut byte) {
             Ok(1) => head.push(byte[0]),
             _ => panic!("connection ended inside a head: {:?}", String::from_utf8_lossy(&head)),
         }
@@ -189,7 +189,7 @@ pub fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
     s.set_read_timeout(Some(wait)).unwrap();
     let mut buf = [0u8; 64];
     loop {
-        match s.read(&mut buf) {
+        match s.read_retry(&mut buf) {
             Ok(0) => return true,
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
@@ -268,3 +268,21 @@ macro_rules! for_each_mode {
         }
     };
 }
+
+/// `read`, retried when a signal interrupts it. A socket read with a timeout (as every
+/// test socket has) fails with EINTR instead of restarting when the test process is
+/// stopped and continued (socket(7), SO_RCVTIMEO; checked with SIGSTOP/SIGCONT), which
+/// says nothing about the server. Seen once in a CI run: four tests of one binary failed
+/// with EINTR at the same instant, something outside having paused the process.
+pub trait ReadRetry: Read {
+    fn read_retry(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+impl<R: Read + ?Sized> ReadRetry for R {}
