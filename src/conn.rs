@@ -209,6 +209,7 @@ fn send_head_before_body(stream: &mut TcpStream, head: &[u8]) -> io::Result<()> 
 
 /// Writes the head and the body. Small in-memory bodies share the head's write.
 fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, shutdown: &Shutdown) -> io::Result<()> {
+    let last = !answer.keep_alive;
     match answer.body {
         Body::Empty => stream.write_all(head),
         Body::Cgi(_) => Err(io::Error::other("a CGI body is driven by serve_cgi")),
@@ -224,6 +225,12 @@ fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, sh
             stream.write_all(&out)
         }
         Body::File { file, offset, len } => {
+            if last {
+                // As `Session::cork_last_response` does: the body's last partial segment then
+                // leaves with the FIN (close or the lingering half-close flushes the cork),
+                // one packet instead of two. A failure only costs that packet.
+                let _ = rustix::net::sockopt::set_tcp_cork(&*stream, true);
+            }
             send_head_before_body(stream, head)?;
             // SO_SNDTIMEO does not bound sendfile(2) (a client that never read held the
             // connection for good on Linux 6.18), so the file goes out non-blocking, each
