@@ -1,6 +1,7 @@
 //! The server under test: `spidey serve` (this very binary) or a peer such as nginx, as a
 //! child process on a free loopback port. Started, waited for until it answers, stopped
-//! with SIGTERM (SIGKILL after a grace period), and killed if the lab itself unwinds.
+//! with SIGTERM (SIGKILL to its process group after a grace period), and its process group
+//! killed if the lab itself unwinds.
 //!
 //! If the lab dies without unwinding (SIGKILL), the kernel sends the server SIGTERM
 //! (prctl PR_SET_PDEATHSIG, see [`spidey_sys::process`]). SIGTERM rather than SIGKILL, so a
@@ -12,7 +13,7 @@
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Peer, ServerSpec};
 use anyhow::Context;
-use rustix::process::{kill_process, Pid, Signal};
+use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use spidey_sys::process::die_with_parent;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -107,7 +108,7 @@ fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot) -> anyhow::Result
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&stderr_path)?);
-    let mut child = die_with_parent(&mut command, Signal::TERM).spawn().context("cannot start spidey serve")?;
+    let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     match startup_port(stdout) {
         Some(port) => ready(Running { child, port }),
@@ -168,10 +169,15 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
-    let child = die_with_parent(&mut command, Signal::TERM)
-        .spawn()
-        .with_context(|| format!("cannot start {}", peer.program))?;
+    let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
     ready(Running { child, port })
+}
+
+/// Spawns a server as the leader of a process group of its own, so that killing the group
+/// kills the processes it starts too (nginx's workers), with the death signal above.
+fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    die_with_parent(command, Signal::TERM).process_group(0).spawn()
 }
 
 /// Waits until the server answers a request, or fails.
@@ -208,19 +214,26 @@ impl Running {
         }
         let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
         if wait_for(&mut self.child, STOP_LIMIT).is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            self.kill_group();
             anyhow::bail!("server ignored SIGTERM for {STOP_LIMIT:?}; killed");
         }
         Ok(())
     }
 }
 
+impl Running {
+    /// SIGKILL to the server's whole process group (see [`spawn_server`]): a SIGKILLed
+    /// nginx master alone leaves its worker running, holding the port.
+    fn kill_group(&mut self) {
+        let _ = kill_process_group(Pid::from_child(&self.child), Signal::KILL);
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+            self.kill_group();
         }
     }
 }
@@ -262,7 +275,37 @@ fn safe(label: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fill;
+    use super::{fill, spawn_server, Running};
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Regression: dropping a server (the lab unwinding) killed only the process it started,
+    /// and a peer's own children (nginx's worker) ran on, holding the port.
+    #[test]
+    fn dropping_a_server_kills_its_children_too() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 300 & echo $!; wait"]).stdout(Stdio::piped());
+        let mut child = spawn_server(&mut command).unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let sleeper: i32 = line.trim().parse().unwrap();
+        let gone = || {
+            let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+            stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        };
+        assert!(!gone(), "the sleeper should be running");
+        drop(Running { child, port: 0 });
+        let start = Instant::now();
+        while !gone() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let survived = !gone();
+        if survived {
+            let _ = Command::new("kill").args(["-KILL", &sleeper.to_string()]).status();
+        }
+        assert!(!survived, "the server's child outlived the dropped server");
+    }
 
     #[test]
     fn fill_table() {
