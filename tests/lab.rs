@@ -1,5 +1,6 @@
 //! `spidey lab --quick` end to end: the report's tables carry numbers, the HTML stands
-//! alone with its SVG plots, results.jsonl parses, and --resume reruns only what is missing.
+//! alone with its SVG plots, results.jsonl parses, --resume reruns only what is missing, and
+//! a SIGKILLed lab's scratch directory is removed by the next lab.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -8,9 +9,11 @@ use std::process::Command;
 /// Experiments the test runs: they need only what every build has (single mode).
 const EXPERIMENTS: [&str; 2] = ["000", "001"];
 
-fn lab(out: &Path, extra: &[&str]) -> std::process::Output {
+/// Runs the lab with `tmp` as its temporary directory (where its scratch directory goes).
+fn lab(out: &Path, tmp: &Path, extra: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TMPDIR", tmp)
         .args(["lab", "--quick", "--out"])
         .arg(out)
         .args(EXPERIMENTS)
@@ -33,7 +36,18 @@ fn id(v: &serde_json::Value) -> String {
 #[test]
 fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let dir = tempfile::tempdir().unwrap();
-    lab(dir.path(), &[]);
+    // The temporary directory holds the scratch directory of a lab killed with SIGKILL (its
+    // pid, pid_max, is no process's): the lab removes it, says so, and leaves none of its own.
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+    let stale = tmp.path().join(format!("spidey-lab-{}-xYz123", pid_max.trim()));
+    std::fs::create_dir_all(stale.join("root")).unwrap();
+    let out = lab(dir.path(), tmp.path(), &[]);
+    assert!(!stale.exists(), "stale scratch directory removed");
+    let said = format!("spidey lab: removed stale scratch directory {} (its lab, pid", stale.display());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&said), "stderr says {said}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the lab left {left:?} in its temporary directory");
 
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     for (heading, table_header) in [
@@ -71,7 +85,7 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let kept: Vec<&serde_json::Value> = (0..first.len()).filter(|i| !dropped.contains(i)).map(|i| &first[i]).collect();
     let kept_text: String = kept.iter().map(|v| format!("{v}\n")).collect();
     std::fs::write(&results, &kept_text).unwrap();
-    lab(dir.path(), &["--resume"]);
+    lab(dir.path(), tmp.path(), &["--resume"]);
 
     let second = lines(&results);
     assert_eq!(

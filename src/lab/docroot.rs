@@ -1,12 +1,20 @@
 //! The generated document root an experiment's servers serve: files of the needed sizes,
 //! a directory to list, CGI scripts, and a file mix with a missing name for 404s.
+//!
+//! It lives in a temporary directory named `spidey-lab-<pid>-<random>` after the lab's pid,
+//! so a lab killed with SIGKILL (its `TempDir` never dropped) can be recognised later:
+//! [`remove_stale`] removes such directories once their lab is gone.
 
 use crate::lab::experiment::{Experiment, Workload, WorkloadKind};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// The start of a scratch directory's name; the lab's pid and `-` follow.
+const PREFIX: &str = "spidey-lab-";
 
 /// A scratch directory with `root/` (served) and `data/` (read by CGI scripts); removed on drop.
 pub(crate) struct DocRoot {
@@ -29,8 +37,10 @@ impl DocRoot {
 
     /// Generates what the named workloads need.
     pub fn generate(exp: &Experiment, names: &[String], quick: bool) -> anyhow::Result<DocRoot> {
-        let dir =
-            tempfile::Builder::new().prefix("spidey-lab-").tempdir().context("cannot create a scratch directory")?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
+            .tempdir()
+            .context("cannot create a scratch directory")?;
         for sub in ["root", "root/cgi-bin", "data", "scratch"] {
             std::fs::create_dir_all(dir.path().join(sub))?;
         }
@@ -43,6 +53,72 @@ impl DocRoot {
         }
         Ok(DocRoot { dir, urls, expect })
     }
+}
+
+/// Removes the scratch directories in `parent` (the temporary directory) whose lab is gone,
+/// one line on stderr each. Only `spidey-lab-<pid>-*` entries that are real directories
+/// (not symlinks) owned by this user qualify; a failed removal is a warning line.
+pub(crate) fn remove_stale(parent: &Path) {
+    // Without /proc every lab would look gone, the running ones too.
+    let (Ok(entries), true) = (std::fs::read_dir(parent), Path::new("/proc/self/stat").exists()) else { return };
+    let uid = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(owner_pid) else { continue };
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if !meta.file_type().is_dir() || meta.uid() != uid || lab_may_run(pid, &meta) {
+            continue;
+        }
+        // remove_dir_all does not follow symlinks inside the directory.
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => eprintln!(
+                "spidey lab: removed stale scratch directory {} (its lab, pid {pid}, is gone)",
+                path.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {} // another lab was quicker
+            Err(e) => {
+                eprintln!("spidey lab: warning: cannot remove stale scratch directory {}: {e}", path.display())
+            }
+        }
+    }
+}
+
+/// The pid in a scratch directory's name, `spidey-lab-<pid>-<random>`.
+fn owner_pid(name: &str) -> Option<u32> {
+    let (pid, random) = name.strip_prefix(PREFIX)?.split_once('-')?;
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && !pid.starts_with('0');
+    (digits && !random.is_empty()).then(|| pid.parse().ok()).flatten()
+}
+
+/// How much later than its directory's time a process may seem to have started and still
+/// be the lab that made it (the boot time is whole seconds; the clock may have been stepped).
+const CLOCK_SLACK: Duration = Duration::from_secs(60);
+
+/// Whether the lab that made a directory with `meta` may still be running: process `pid`
+/// exists and started before the directory was made (one started later reuses the pid).
+/// When in doubt (unreadable /proc files), yes.
+fn lab_may_run(pid: u32, meta: &std::fs::Metadata) -> bool {
+    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat,
+        Err(e) => return e.kind() != std::io::ErrorKind::NotFound,
+    };
+    let made = [meta.created(), meta.modified()].into_iter().flatten().min();
+    match (start_time(&stat), made) {
+        (Some(started), Some(made)) => started <= made + CLOCK_SLACK,
+        _ => true,
+    }
+}
+
+/// When a process started, from its `/proc/<pid>/stat` (field 22, clock ticks after boot)
+/// and the boot time in `/proc/stat`.
+fn start_time(stat: &str) -> Option<SystemTime> {
+    // The command name (field 2, in parentheses) may hold spaces and parentheses.
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after_comm.split_whitespace().nth(22 - 3)?.parse().ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    let btime: u64 = boot.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()?;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(btime) + Duration::from_millis(ticks * 1000 / hz))
 }
 
 fn make(base: &Path, w: &Workload, quick: bool) -> anyhow::Result<Vec<String>> {
@@ -122,4 +198,91 @@ fn mix(root: &Path, files: usize, max_size: u64, with_404: bool) -> anyhow::Resu
         urls.push("/mix/missing.html".into());
     }
     Ok(urls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{owner_pid, remove_stale};
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn owner_pid_table() {
+        let cases = [
+            ("spidey-lab-1234-AbC123", Some(1234)),
+            ("spidey-lab-1234-x-y", Some(1234)),
+            ("spidey-lab-notapid-x", None),
+            ("spidey-lab-1234-", None),
+            ("spidey-lab-1234", None),
+            ("spidey-lab-AbC123", None), // the name before the pid was in it
+            ("spidey-lab--x", None),
+            ("spidey-lab-+12-x", None),
+            ("spidey-lab-0-x", None),
+            ("spidey-lab-012-x", None),
+            ("spidey-lab-99999999999-x", None),
+            ("other-1234-x", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(owner_pid(name), want, "{name}");
+        }
+    }
+
+    /// What a test puts under a name in the parent directory.
+    enum Kind {
+        /// A directory holding a file, a subdirectory and a symlink to the outside directory.
+        Dir,
+        /// The same, its time an hour back (before this process started: a reused pid).
+        OldDir,
+        /// A symlink to the outside directory.
+        Symlink,
+        File,
+    }
+
+    #[test]
+    fn remove_stale_removes_only_real_directories_of_labs_that_are_gone() {
+        let parent = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("precious"), "keep me").unwrap();
+        // Pids are below pid_max, so no process has this one.
+        let dead: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+        let me = std::process::id();
+        let cases = [
+            (format!("spidey-lab-{dead}-a1B2c3"), Kind::Dir, false),
+            (format!("spidey-lab-{me}-a1B2c3"), Kind::Dir, true),
+            (format!("spidey-lab-{me}-reused"), Kind::OldDir, false),
+            ("spidey-lab-notapid-x".to_string(), Kind::Dir, true),
+            ("spidey-lab-a1B2c3".to_string(), Kind::Dir, true),
+            (format!("spidey-lab-{dead}"), Kind::Dir, true),
+            (format!("other-{dead}-x"), Kind::Dir, true),
+            (format!("spidey-lab-{dead}-link"), Kind::Symlink, true),
+            (format!("spidey-lab-{dead}-file"), Kind::File, true),
+        ];
+        for (name, kind, _) in &cases {
+            let path = parent.path().join(name);
+            match kind {
+                Kind::Dir | Kind::OldDir => make_dir(&path, outside.path(), matches!(kind, Kind::OldDir)),
+                Kind::Symlink => std::os::unix::fs::symlink(outside.path(), &path).unwrap(),
+                Kind::File => std::fs::write(&path, "a file").unwrap(),
+            }
+        }
+
+        remove_stale(parent.path());
+
+        for (name, _, kept) in &cases {
+            let there = std::fs::symlink_metadata(parent.path().join(name)).is_ok();
+            assert_eq!(there, *kept, "{name} kept");
+        }
+        assert_eq!(std::fs::read_to_string(outside.path().join("precious")).unwrap(), "keep me", "outside untouched");
+        assert!(std::fs::symlink_metadata(parent.path().join(format!("spidey-lab-{me}-a1B2c3/link"))).is_ok());
+    }
+
+    fn make_dir(path: &Path, outside: &Path, old: bool) {
+        std::fs::create_dir_all(path.join("root/cgi-bin")).unwrap();
+        std::fs::write(path.join("root/file.bin"), "data").unwrap();
+        std::os::unix::fs::symlink(outside, path.join("link")).unwrap();
+        if old {
+            let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+            std::fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
+        }
+    }
 }

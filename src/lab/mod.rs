@@ -32,6 +32,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     anyhow::ensure!(!paths.is_empty(), "no experiments in {}", args.experiments_dir.display());
     let exps: Vec<Experiment> = paths.iter().map(|p| Experiment::load(p)).collect::<anyhow::Result<_>>()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    docroot::remove_stale(&std::env::temp_dir());
     let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
