@@ -219,9 +219,7 @@ impl Running {
         }
         Ok(())
     }
-}
 
-impl Running {
     /// SIGKILL to the server's whole process group (see [`spawn_server`]): a SIGKILLed
     /// nginx master alone leaves its worker running, holding the port.
     fn kill_group(&mut self) {

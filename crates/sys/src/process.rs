@@ -43,9 +43,10 @@ pub fn die_with_parent(command: &mut Command, signal: Signal) -> &mut Command {
     // SAFETY: `CommandExt::pre_exec` (std docs) runs `hook` in the forked child before
     // execve(2), where only async-signal-safe code may run: no allocation, no locks. `hook`
     // captures two plain integers and only makes system calls through rustix (raw system
-    // calls on Linux; thin libc wrappers under its `use-libc` backend): prctl(2) PR_SET_PDEATHSIG (an integer argument; it sets a field of the
-    // calling process), getppid(2), and on the race getpid(2) and kill(2), the last three
-    // listed as async-signal-safe in signal-safety(7). Its errors are errno values;
-    // `io::Error` from an errno does not allocate.
+    // calls on Linux; thin libc wrappers under its `use-libc` backend): prctl(2)
+    // PR_SET_PDEATHSIG (an integer argument; it sets a field of the calling process),
+    // getppid(2), and on the race getpid(2) and kill(2), the last three listed as
+    // async-signal-safe in signal-safety(7). Its errors are errno values; `io::Error` from
+    // an errno does not allocate.
     unsafe { command.pre_exec(hook) }
 }
