@@ -59,8 +59,8 @@ pub struct ServeArgs {
     /// The listen queue length (listen(2) backlog).
     #[arg(long, default_value_t = 1024)]
     pub backlog: i32,
-    /// The concurrency architecture.
-    #[arg(long, value_enum, default_value_t = Mode::Single)]
+    /// The concurrency architecture (default `event`: one slow client holds up nobody else).
+    #[arg(long, value_enum, default_value_t = Mode::Event)]
     pub mode: Mode,
     /// Workers (threads or processes) for modes that have them: N, or MIN-MAX to adapt
     /// (pool, prefork). Defaults: pool cores+2, prefork/event/uring cores.

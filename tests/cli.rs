@@ -69,3 +69,20 @@ fn second_server_on_the_same_port_is_refused() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("failed to bind"), "{stderr}");
 }
+
+/// A server started with no `--mode` is one we would put on a public port: `event`, where
+/// one slow client holds up nobody else (it used to be `single`).
+#[test]
+fn default_mode_is_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .args(["serve", dir.path().to_str().unwrap(), "--port", "0", "--quiet"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(line.trim_end().ends_with("(mode event)"), "startup line: {line:?}");
+}

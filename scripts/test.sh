@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need on a bare Debian machine (only
+# what is missing; needs root and Debian's package archive), then runs the whole suite.
+#
+#   bash scripts/test.sh [extra cargo test arguments]
+#
+# What the tests use, and why:
+#   curl            an independent HTTP client (tests/serve.rs, tests/cgi.rs)
+#   php-cgi         CGI through an interpreter (tests/cgi.rs)
+#   python3, perl   CGI scripts in the languages people write them in
+#   gcc             builds the example C handler (tests/handler.rs)
+#   nginx-light     the peer of the differential test (tests/differential_nginx.rs)
+#   coreutils, util-linux, procps   mkfifo, prlimit, ps
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(curl php-cgi python3 perl gcc nginx-light coreutils util-linux procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "test: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "test: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Debian starts nginx as a service on install; the tests start their own.
+  if command -v systemctl >/dev/null && systemctl is-active -q nginx 2>/dev/null; then systemctl stop nginx || true; fi
+  pkill -x nginx 2>/dev/null || true
+fi
+
+echo "test: cargo test --workspace"
+cargo test --workspace "$@"
