@@ -63,7 +63,7 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = Mode::Event)]
     pub mode: Mode,
     /// Workers (threads or processes) for modes that have them: N, or MIN-MAX to adapt
-    /// (pool, prefork). Defaults: pool cores+2, prefork/event/uring cores.
+    /// (pool, prefork). Defaults: pool cores+2-256, prefork cores-256, event/uring cores.
     #[arg(long)]
     pub workers: Option<Workers>,
     /// The most connections open at once.

@@ -241,3 +241,34 @@ fn sigterm_during_slow_download_completes(mode: &str) {
 }
 
 for_each_mode!(burst_of_500_connections_all_answered, sigterm_during_slow_download_completes);
+
+/// Out of the box, `pool` and `prefork` survive a small slowloris crowd: 64 connections
+/// holding partial heads (each pins a worker until the 10 s head timeout) do not keep a
+/// legitimate request waiting, because the default worker range grows to 256 as Apache's
+/// prefork does. With the old fixed defaults (cores + 2 threads, cores processes) the
+/// legitimate request waited for the head timeout.
+#[test]
+fn default_workers_survive_a_slowloris_crowd() {
+    for mode in ["pool", "prefork"] {
+        let fx = Fixture::new();
+        let s = Spidey::start(mode, &fx.root(), &["-q"]);
+        let crowd: Vec<TcpStream> = (0..64)
+            .map(|_| {
+                let mut c = s.connect();
+                c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n").unwrap();
+                c
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        let mut legit = s.connect();
+        legit.write_all(CLOSE_GET).unwrap();
+        assert!(
+            answered_within(&mut legit, Duration::from_secs(4)),
+            "{mode}: a legitimate request waited behind 64 stalled heads"
+        );
+        assert_eq!(status_of(&format!("H{}", read_to_close(&mut legit))), 200, "{mode}");
+        eprintln!("{mode}: answered after {:?} behind 64 stalled heads", started.elapsed());
+        drop(crowd);
+    }
+}

@@ -132,6 +132,10 @@ pub struct ModeContext {
     pub max_conns: usize,
 }
 
+/// The most workers `pool` and `prefork` grow to by default (Apache prefork's
+/// MaxRequestWorkers): enough that a small crowd of slow clients does not deny service.
+pub(crate) const DEFAULT_MAX_WORKERS: usize = 256;
+
 /// The number of online CPUs.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)

@@ -60,7 +60,9 @@ struct State {
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let ModeContext { server, listener, shutdown, workers, max_conns } = ctx;
-    let workers = workers.unwrap_or(Workers { min: cores() + 2, max: cores() + 2 });
+    // Default: adapt from cores + 2 up to 256, so a crowd of slow or idle clients (each
+    // pins a worker) makes the pool grow rather than queue everyone behind it.
+    let workers = workers.unwrap_or(Workers { min: cores() + 2, max: super::DEFAULT_MAX_WORKERS });
     // More workers than connections could ever be open would only sit idle.
     let workers = Workers { min: workers.min.min(max_conns), max: workers.max.min(max_conns) };
     let pool = Arc::new(Pool {

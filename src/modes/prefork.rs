@@ -85,7 +85,8 @@ struct Master {
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let ModeContext { server, listener, shutdown, workers, max_conns } = ctx;
-    let range = workers.unwrap_or(Workers { min: cores(), max: cores() });
+    // Default: adapt from cores up to 256 processes (Apache prefork's MaxRequestWorkers).
+    let range = workers.unwrap_or(Workers { min: cores(), max: super::DEFAULT_MAX_WORKERS });
     // Each worker holds at most one connection, so MAX workers bound the open connections.
     let range = Workers { min: range.min.min(max_conns), max: range.max.min(max_conns) };
     let status = if range.min < range.max { Some(pipe().context("cannot create the status pipe")?) } else { None };
