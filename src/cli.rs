@@ -69,8 +69,9 @@ pub struct ServeArgs {
     /// The most connections open at once.
     #[arg(long, default_value_t = 4096)]
     pub max_conns: usize,
-    /// List dotfiles in directory listings.
-    #[arg(long)]
+    /// List dotfiles in directory listings and serve them (by default any path with a
+    /// segment starting with `.` is 404, except `/.well-known/`).
+    #[arg(long, visible_alias = "allow-hidden")]
     pub show_hidden: bool,
     /// No access log on stdout.
     #[arg(long, short)]

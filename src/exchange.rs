@@ -237,8 +237,10 @@ struct Meta<'b> {
 }
 
 impl<'b> Meta<'b> {
-    /// For a request that never parsed: its first line (at most 256 bytes) stands in.
+    /// For a request that never parsed: its first line (at most 256 bytes) after any empty
+    /// lines stands in.
     fn unparsed(buf: &'b [u8], peer: SocketAddr) -> Self {
+        let buf = spidey_http::request::skip_empty_lines(buf);
         let line = buf.split(|&b| b == b'\n').next().unwrap_or(b"");
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let request_line = &line[..line.len().min(256)];

@@ -31,6 +31,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     raise_fd_limit();
     let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;
     let server = Arc::new(server(&args, listener.addr.port())?);
+    if matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork) {
+        // fork(2) is sound only while single-threaded; a --handler library's initialisers
+        // may have started threads. spidey_sys::fork checks again at every fork.
+        match spidey_sys::thread_count() {
+            Ok(1) => {}
+            Ok(n) => {
+                let why = format!("mode {} forks, but this process has {n} threads (started by a --handler library?); fork(2) is only sound with one", args.mode.name());
+                return Err(ConfigError(why).into());
+            }
+            Err(e) => return Err(ConfigError(format!("mode {} forks: {e}", args.mode.name())).into()),
+        }
+    }
     let shutdown = Shutdown::install(args.grace)?;
     let url = match listener.addr {
         SocketAddr::V4(a) => format!("http://{a}"),

@@ -154,7 +154,155 @@ fn cpu_work_burns_cpu(mode: &str) {
     panic!("only {burnt} ticks of CPU for 5 × 100 ms of --cpu-work");
 }
 
+/// Builds a C handler library from `source` once per `name`, with `cc` (and pthreads).
+fn c_lib(name: &'static str, source: &'static str) -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static BUILT: std::sync::Mutex<Vec<(&'static str, &'static Path)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, lib)) = built.iter().find(|(n, _)| *n == name) {
+        return lib;
+    }
+    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+    let src = dir.path().join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let lib: &'static Path = Box::leak(dir.path().join(format!("{name}.so")).into_boxed_path());
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-pthread", "-I"])
+        .arg(&include)
+        .arg("-o")
+        .arg(lib)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "cc {name}.c failed");
+    built.push((name, lib));
+    lib
+}
+
+/// A handler that adds the header field its query names, then writes `HANDLER-BODY`.
+const BAD_FIELDS_C: &str = r#"
+#include "spidey_handler.h"
+#include <string.h>
+uint32_t spidey_handler_abi_version(void) { return SPIDEY_HANDLER_ABI_VERSION; }
+static int is(const struct spidey_str *q, const char *s) { return q->len == strlen(s) && memcmp(q->ptr, s, q->len) == 0; }
+static void add(const struct spidey_response *res, const char *n, const char *v) { res->add_header(res->ctx, n, strlen(n), v, strlen(v)); }
+int spidey_handle(const struct spidey_request *req, const struct spidey_response *res) {
+    const struct spidey_str *q = &req->query;
+    if (is(q, "tab-in-name")) add(res, "Content-Length\t", "5");
+    else if (is(q, "paren-in-name")) add(res, "X(A)", "v");
+    else if (is(q, "slash-in-name")) add(res, "X/A", "v");
+    else if (is(q, "quote-in-name")) add(res, "X\"A", "v");
+    else if (is(q, "del-in-name")) add(res, "X\177A", "v");
+    else if (is(q, "soh-in-value")) add(res, "X-A", "a\001b");
+    else if (is(q, "esc-in-value")) add(res, "X-A", "\033[31m");
+    else if (is(q, "del-in-value")) add(res, "X-A", "a\177b");
+    else if (is(q, "tab-in-value")) add(res, "X-Ok", "a\tb");
+    else if (is(q, "obs-text-in-value")) add(res, "X-Ok", "caf\303\251");
+    res->write(res->ctx, (const unsigned char *)"HANDLER-BODY", 12);
+    return 0;
+}
+"#;
+
+/// A handler whose initialiser starts a thread when the library is loaded.
+const THREADS_C: &str = r#"
+#include "spidey_handler.h"
+#include <pthread.h>
+#include <unistd.h>
+static void *idle(void *arg) { (void)arg; for (;;) pause(); return 0; }
+__attribute__((constructor)) static void start_thread(void) { pthread_t t; pthread_create(&t, 0, idle, 0); }
+uint32_t spidey_handler_abi_version(void) { return SPIDEY_HANDLER_ABI_VERSION; }
+int spidey_handle(const struct spidey_request *req, const struct spidey_response *res) {
+    (void)req;
+    res->write(res->ctx, (const unsigned char *)"threaded", 8);
+    return 0;
+}
+"#;
+
+/// The mount is chosen on the decoded, normalised path that static files and CGI are found
+/// by: no spelling of `/app/...` reaches the file `ROOT/app/secret.txt` past the handler.
+fn handler_mounts_match_the_decoded_path(mode: &str) {
+    let fx = Fixture::new();
+    std::fs::create_dir(fx.root().join("app")).unwrap();
+    std::fs::write(fx.root().join("app/secret.txt"), b"APP SECRET").unwrap();
+    let s = start(mode, &fx);
+    let targets = [
+        "/app/secret.txt",
+        "/%61pp/secret.txt",
+        "//app/secret.txt",
+        "/app%2fsecret.txt",
+        "/./app/secret.txt",
+        "/%61pp",
+    ];
+    for target in targets {
+        let r = s.raw(format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+        assert_eq!(status_of(&r), 200, "{target}: {}", &r[..r.len().min(300)]);
+        assert!(r.contains("Dynamic page") && !r.contains("APP SECRET"), "{target} bypassed the handler");
+    }
+}
+
+/// A handler's field names must be tokens and its values free of control bytes (HTAB
+/// aside): otherwise the response is refused with 500, never sent with the field.
+fn handler_fields_must_be_tokens_without_controls(mode: &str) {
+    let fx = Fixture::new();
+    let mount = format!("/bad={}", c_lib("bad_fields", BAD_FIELDS_C).display());
+    let s = Spidey::start(mode, &fx.root(), &["--quiet", "--handler", &mount]);
+    let refused = [
+        "tab-in-name",
+        "paren-in-name",
+        "slash-in-name",
+        "quote-in-name",
+        "del-in-name",
+        "soh-in-value",
+        "esc-in-value",
+        "del-in-value",
+    ];
+    for query in refused {
+        let r = s.raw(format!("GET /bad?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+        assert_eq!(status_of(&r), 500, "{query}: {r:?}");
+        assert!(!r.contains("HANDLER-BODY") && !r.contains("X-A") && !r.contains("Content-Length\t"), "{query}: {r:?}");
+    }
+    for (query, field) in [("tab-in-value", "X-Ok: a\tb\r\n"), ("obs-text-in-value", "X-Ok: caf\u{e9}\r\n")] {
+        let r = s.raw(format!("GET /bad?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+        assert_eq!(status_of(&r), 200, "{query}: {r:?}");
+        assert!(r.contains(field) && r.ends_with("HANDLER-BODY"), "{query}: {r:?}");
+    }
+}
+
+/// fork(2) is sound only in a single-threaded process. A handler library whose initialiser
+/// starts a thread makes `fork` and `prefork` refuse to start (a clear error, non-zero
+/// exit); the other modes never fork and serve it.
+fn forking_modes_refuse_a_process_with_threads(mode: &str) {
+    let fx = Fixture::new();
+    let mount = format!("/t={}", c_lib("threads", THREADS_C).display());
+    if matches!(mode, "fork" | "prefork") {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .args(["serve", "--port", "0", "--quiet", "--mode", mode, "--handler", &mount])
+            .arg(fx.root())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait_timeout(&mut child, Duration::from_secs(10));
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        let status = status.unwrap_or_else(|| panic!("{mode} ran with a second thread; stderr: {stderr}"));
+        assert!(!status.success() && stderr.contains("thread"), "{status}: {stderr}");
+    } else {
+        let s = Spidey::start(mode, &fx.root(), &["--quiet", "--handler", &mount]);
+        let r = s.get("/t", &[]);
+        assert_eq!((r.status, r.text().as_str()), (200, "threaded"));
+    }
+}
+
 for_each_mode!(
+    handler_mounts_match_the_decoded_path,
+    handler_fields_must_be_tokens_without_controls,
+    forking_modes_refuse_a_process_with_threads,
     handlers_table,
     handler_keeps_connection_with_small_body,
     bad_handler_libraries_exit_2,

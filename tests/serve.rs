@@ -33,6 +33,10 @@ for_each_mode!(
     idle_keep_alive_times_out,
     max_requests_per_connection,
     access_log_is_combined_format,
+    leading_empty_lines_are_not_logged_as_the_request_line,
+    content_type_follows_the_served_file,
+    every_response_says_nosniff,
+    if_modified_since_in_the_future_is_ignored,
     quiet_has_no_access_log,
     sigterm_finishes_in_flight_response,
 );
@@ -296,9 +300,12 @@ fn listing_as_json(mode: &str) {
     assert_eq!(entries[0]["type"], "dir");
 }
 
+/// `--show-hidden` both lists dotfiles and serves them (by default they are neither).
 fn show_hidden_lists_dotfiles(mode: &str) {
     let (_fx, s) = start(mode, &["--show-hidden"]);
     assert!(s.get("/list/", &[]).text().contains(".hidden"));
+    let r = s.get("/list/.hidden", &[]);
+    assert_eq!((r.status, r.text().as_str()), (200, "secret"));
 }
 
 fn error_statuses(mode: &str) {
@@ -453,6 +460,63 @@ fn access_log_is_combined_format(mode: &str) {
     let want_tail = format!(" \"GET /hello.txt HTTP/1.1\" 200 {} \"http://r/\" \"\\\"evil\\\"\"\n", HELLO.len());
     assert!(line.starts_with("127.0.0.1 - - ["), "{line:?}");
     assert!(line.ends_with(&want_tail), "{line:?}");
+}
+
+/// Empty lines before a request line (RFC 9112 §2.2) are skipped, not logged as an empty
+/// request line, and do not let the line past its limit.
+fn leading_empty_lines_are_not_logged_as_the_request_line(mode: &str) {
+    let fx = Fixture::new();
+    let mut s = Spidey::start(mode, &fx.root(), &[]);
+    let r = s.raw(b"\r\n\nGET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_eq!(status_of(&r), 200);
+    let line = s.log_lines(1).remove(0);
+    assert!(line.contains(" \"GET /hello.txt HTTP/1.1\" 200 "), "{line:?}");
+    let long = format!("\r\nGET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000));
+    assert_eq!(status_of(&s.raw(long.as_bytes())), 414);
+    let line = s.log_lines(1).remove(0);
+    assert!(line.contains(" \"GET /aaaaaaaa") && line.contains("\" 414 "), "{line:?}");
+}
+
+/// The media type is the served file's: an index answers `/dir/` as HTML, and an encoded
+/// dot names the extension it decodes to.
+fn content_type_follows_the_served_file(mode: &str) {
+    let (_fx, s) = start(mode, &[]);
+    let cases = [
+        ("/site/", "text/html; charset=utf-8"),
+        ("/site/index.html", "text/html; charset=utf-8"),
+        ("/hello%2Etxt", "text/plain; charset=utf-8"),
+        ("/hello.txt", "text/plain; charset=utf-8"),
+        ("/big.bin", "application/octet-stream"),
+    ];
+    for (path, want) in cases {
+        let r = s.get(path, &[]);
+        assert_eq!((r.status, r.header("content-type")), (200, Some(want)), "{path}");
+    }
+}
+
+/// `X-Content-Type-Options: nosniff` on every response: files, listings, redirects, errors.
+fn every_response_says_nosniff(mode: &str) {
+    let (_fx, s) = start(mode, &[]);
+    let requests: &[&[u8]] = &[
+        b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        b"GET /list/ HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        b"GET /site HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        b"GET /missing HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nIf-None-Match: *\r\nConnection: close\r\n\r\n",
+        b"GARBAGE\r\n\r\n",
+    ];
+    for request in requests {
+        let r = s.raw(request);
+        assert_eq!(head_field(&r, "x-content-type-options"), Some("nosniff"), "{r}");
+    }
+}
+
+/// An `If-Modified-Since` date in the future says nothing about the file (Apache ignores
+/// it too): the file is sent, not 304.
+fn if_modified_since_in_the_future_is_ignored(mode: &str) {
+    let (_fx, s) = start(mode, &[]);
+    let r = s.get("/hello.txt", &[("If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")]);
+    assert_eq!((r.status, r.text().as_str()), (200, HELLO));
 }
 
 fn quiet_has_no_access_log(mode: &str) {

@@ -2,9 +2,15 @@
 //! and calls its C entry point for every request under the prefix (the ABI is
 //! `include/spidey_handler.h`; the loading and the call are in `spidey_sys::handler`).
 //!
+//! A mount is chosen on the decoded, normalised path ([`super::resolve::decode_path`]), the
+//! same one static files and CGI scripts are found by, so no spelling of a path under the
+//! prefix (`/%61pp/x`, `//app/x`, `/app%2fx`, `/./app/x`) reaches the files beneath it; the
+//! handler itself is still given the path as sent.
+//!
 //! The handler runs on the thread that parsed the request and its whole body is built in
-//! memory, then sent like any in-memory body. A non-zero return, an invalid header field
-//! or an out-of-range status → 500. A Rust handler must catch its own panics at the
+//! memory, then sent like any in-memory body. A non-zero return, an out-of-range status or
+//! an invalid header field (a name that is not a token, a value with a control byte other
+//! than HTAB: `spidey_sys::handler::valid_field`) → 500, and a line on stderr. A Rust handler must catch its own panics at the
 //! `extern "C"` boundary (examples/handlers/rust-page does, and returns an error code);
 //! an unwind across it would abort the process.
 //!
@@ -35,14 +41,22 @@ pub struct Mount {
     lib: Arc<HandlerLib>,
 }
 
-/// Parses `/prefix=path/to/lib.so` for `--handler`.
+/// Parses `/prefix=path/to/lib.so` for `--handler`. The prefix is normalised as request
+/// paths are (decoded once, empty and `.` segments dropped, no trailing slash), so it is
+/// compared with them like for like.
 pub fn parse_flag(s: &str) -> Result<(String, std::path::PathBuf), String> {
-    let (prefix, path) = s.split_once('=').ok_or_else(|| format!("invalid handler '{s}': expected /PREFIX=LIBRARY"))?;
+    let invalid = || format!("invalid handler '{s}': expected /PREFIX=LIBRARY");
+    let (prefix, path) = s.split_once('=').ok_or_else(invalid)?;
     if !prefix.starts_with('/') || path.is_empty() {
-        return Err(format!("invalid handler '{s}': expected /PREFIX=LIBRARY"));
+        return Err(invalid());
     }
-    let prefix = prefix.trim_end_matches('/');
-    Ok((prefix.to_string(), path.into()))
+    let decoded = super::resolve::decode_path(prefix).map_err(|_| invalid())?;
+    let decoded = String::from_utf8(decoded).map_err(|_| invalid())?;
+    let prefix = match decoded.trim_end_matches('/') {
+        "." => String::new(),
+        rest => format!("/{rest}"),
+    };
+    Ok((prefix, path.into()))
 }
 
 impl Mount {
@@ -51,11 +65,8 @@ impl Mount {
         Ok(Mount { prefix: prefix.to_string(), lib: Arc::new(HandlerLib::load(path)?) })
     }
 
-    fn covers(&self, path: &str) -> bool {
-        match path.strip_prefix(self.prefix.as_str()) {
-            Some(rest) => rest.is_empty() || rest.starts_with('/') || self.prefix.is_empty(),
-            None => false,
-        }
+    fn covers(&self, relative: &[u8]) -> bool {
+        covers(&self.prefix, relative)
     }
 
     /// Calls the handler for `req`; `body` is the request body if it is whole.
@@ -83,7 +94,8 @@ impl Mount {
         let (rc, out) = self.lib.call(&call);
         let status = u16::try_from(out.status).ok().filter(|s| (200..=599).contains(s));
         let Some(status) = status.filter(|_| rc == 0 && !out.invalid) else {
-            eprintln!("spidey: handler {} failed (return code {rc}, status {})", self.prefix, out.status);
+            let invalid = if out.invalid { ", an invalid header field or an oversized body" } else { "" };
+            eprintln!("spidey: handler {} failed (return code {rc}, status {}{invalid})", self.prefix, out.status);
             return Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The handler failed.");
         };
         let mut response = Response::new(StatusCode(status), Vec::new(), Body::Bytes(out.body));
@@ -99,17 +111,51 @@ impl Mount {
 
 /// Fields the server sets itself; a handler's copies are dropped.
 fn is_framing(name: &str) -> bool {
-    ["content-length", "transfer-encoding", "connection", "date", "server"].iter().any(|f| name.eq_ignore_ascii_case(f))
+    ["content-length", "transfer-encoding", "connection", "date", "server", "x-content-type-options"]
+        .iter()
+        .any(|f| name.eq_ignore_ascii_case(f))
 }
 
-/// The mount serving `path`, the longest prefix first.
-pub fn find<'m>(mounts: &'m [Mount], path: &str) -> Option<&'m Mount> {
-    mounts.iter().filter(|m| m.covers(path)).max_by_key(|m| m.prefix.len())
+/// Whether the mount at `prefix` serves `relative`, a decoded path relative to ROOT as
+/// [`super::resolve::decode_path`] returns it (`.` for ROOT itself, `app/x`, `app/`).
+fn covers(prefix: &str, relative: &[u8]) -> bool {
+    let prefix = prefix.trim_start_matches('/').as_bytes();
+    if prefix.is_empty() {
+        return true;
+    }
+    match relative.strip_prefix(prefix) {
+        Some(rest) => rest.is_empty() || rest.starts_with(b"/"),
+        None => false,
+    }
+}
+
+/// The mount serving `relative` (a decoded path, see [`covers`]), the longest
+/// prefix first.
+pub fn find<'m>(mounts: &'m [Mount], relative: &[u8]) -> Option<&'m Mount> {
+    mounts.iter().filter(|m| m.covers(relative)).max_by_key(|m| m.prefix.len())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_flag;
+    use super::{covers, parse_flag};
+
+    #[test]
+    fn covers_table() {
+        let cases: &[(&str, &[u8], bool)] = &[
+            ("/app", b"app", true),
+            ("/app", b"app/", true),
+            ("/app", b"app/x", true),
+            ("/app", b"apple", false),
+            ("/app", b".", false),
+            ("", b".", true),
+            ("", b"x/y", true),
+            ("/a/b", b"a/b/c", true),
+            ("/a/b", b"a/bc", false),
+        ];
+        for (prefix, relative, want) in cases {
+            assert_eq!(covers(prefix, relative), *want, "{prefix} {relative:?}");
+        }
+    }
 
     #[test]
     fn handler_flag_table() {
@@ -117,6 +163,10 @@ mod tests {
             ("/app=lib.so", Ok(("/app".to_string(), "lib.so".into()))),
             ("/app/=x/lib.so", Ok(("/app".to_string(), "x/lib.so".into()))),
             ("/=lib.so", Ok((String::new(), "lib.so".into()))),
+            ("//=lib.so", Ok((String::new(), "lib.so".into()))),
+            ("//a//b/=lib.so", Ok(("/a/b".to_string(), "lib.so".into()))),
+            ("/%61pp=lib.so", Ok(("/app".to_string(), "lib.so".into()))),
+            ("/a/../b=lib.so", Err(())),
             ("app=lib.so", Err(())),
             ("/app", Err(())),
             ("/app=", Err(())),

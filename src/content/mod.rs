@@ -90,7 +90,8 @@ impl Response {
 /// Options of the content side, from the command line.
 #[derive(Debug, Default)]
 pub struct SiteOptions {
-    /// List dotfiles in directory listings (they are served either way).
+    /// `--show-hidden`: list dotfiles in directory listings and serve paths with
+    /// dot-segments (by default both are hidden, `/.well-known/` aside; see [`resolve`]).
     pub show_hidden: bool,
     /// CGI scripts (on by default).
     pub cgi: cgi::CgiOptions,
@@ -118,7 +119,7 @@ impl Site {
     /// Opens ROOT. Fails if it is not a directory or the kernel lacks openat2.
     pub fn open(root: &Path, options: SiteOptions) -> std::io::Result<Site> {
         let root_path = root.canonicalize()?;
-        Ok(Site { root: resolve::Root::open(root)?, root_path, options })
+        Ok(Site { root: resolve::Root::open(root, options.show_hidden)?, root_path, options })
     }
 
     pub fn options(&self) -> &SiteOptions {
@@ -133,8 +134,12 @@ impl Site {
     /// Decides the answer to `req` from `peer`. `body` is the request body when it is
     /// already whole in the receive buffer (only handlers look at it).
     pub fn respond_from(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
-        if let Some(mount) = handler::find(&self.options.handlers, req.target.path) {
-            return mount.respond(req, peer, body);
+        // Decoded once: handler mounts, static files and scripts are all found by this path.
+        let relative = resolve::decode_path(req.target.path);
+        if let Ok(relative) = &relative {
+            if let Some(mount) = handler::find(&self.options.handlers, relative) {
+                return mount.respond(req, peer, body);
+            }
         }
         if let Method::Other(_) = req.method {
             return Response::error(StatusCode::NOT_IMPLEMENTED, "This method is not implemented.");
@@ -144,7 +149,7 @@ impl Site {
         }
         let opts = &self.options.cgi;
         // One resolution decides everything: a script (or a forbidden one), or static.
-        let resolved = match self.root.resolve(req.target.path) {
+        let resolved = match relative.as_deref().map_err(|e| *e).and_then(|r| self.root.resolve_decoded(r)) {
             Ok(resolve::Resolved::File(file, meta)) => match cgi::script(opts, req.target.path, "", &file, &meta) {
                 Some(found) => return self.run_script(req, peer, found.map_err(resolve::ResolveError::response)),
                 None => Ok(resolve::Resolved::File(file, meta)),
@@ -167,7 +172,10 @@ impl Site {
             return r;
         }
         match resolved {
-            resolve::Resolved::File(file, meta) => static_file::respond(req, file, &meta),
+            // The content type comes from the name that was opened, decoded.
+            resolve::Resolved::File(file, meta) => {
+                static_file::respond(req, file, &meta, relative.as_deref().unwrap_or_default())
+            }
             resolve::Resolved::Dir(dir) => self.directory(req, dir),
         }
     }
@@ -183,8 +191,8 @@ impl Site {
         if !req.target.path.ends_with('/') {
             return redirect_to_slash(req);
         }
-        match dir.index() {
-            Some((file, meta)) => static_file::respond(req, file, &meta),
+        match self.root.index(&dir) {
+            Some((file, meta)) => static_file::respond(req, file, &meta, b"index.html"),
             None => listing::respond(req, &dir, &self.options),
         }
     }

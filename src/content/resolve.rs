@@ -1,18 +1,28 @@
 //! Request path → an open file or directory beneath ROOT.
 //!
 //! The path is percent-decoded exactly once; a NUL or a `..` segment (raw or encoded) is
-//! refused outright. Then the kernel, not string checks, keeps the lookup inside ROOT:
-//! every open is `openat2(root, path, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, so a
-//! symlink whose target lies outside ROOT fails with EXDEV however it was swapped in
-//! (aiohttp CVE-2024-23334). Files are opened `O_NONBLOCK`, so a FIFO never blocks the
-//! open, and only regular files and directories are answered; anything else is 403.
+//! refused outright. A segment starting with `.` (`.git`, `.env`, `.htpasswd`) is not
+//! found (404) unless `--show-hidden` allows dotfiles; `.well-known` (RFC 8615) as the
+//! first segment is the one exception. Then the kernel, not string checks, keeps the
+//! lookup inside ROOT: every open is `openat2(root, path, RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS)`, so a symlink whose target lies outside ROOT fails with EXDEV
+//! however it was swapped in (aiohttp CVE-2024-23334).
+//!
+//! That open is `O_PATH`: it names the inode without opening it, so a device's driver or a
+//! FIFO never sees an open. Only once `fstat` says it is a regular file or a directory is
+//! it opened for reading, through `/proc/self/fd/N`, which reopens that very inode (not the
+//! path again, which could have been swapped meanwhile); anything else is 403. ROOT's own
+//! `/proc` reopen is probed at start, so a missing `/proc` fails there, not per request.
+//!
+//! A directory's `index.html` is looked up from ROOT (as `dir/index.html`), so an index
+//! that is a symlink elsewhere inside ROOT is served; one that leads outside is not.
 
 use super::{Response, StatusCode};
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -63,45 +73,102 @@ pub enum Resolved {
 #[derive(Debug)]
 pub struct Root {
     fd: OwnedFd,
+    /// `--show-hidden`: serve dot-segments too.
+    allow_hidden: bool,
 }
 
+/// The lookup: a path handle only, nothing is opened for I/O yet.
+const PATH_FLAGS: OFlags = OFlags::PATH.union(OFlags::CLOEXEC);
+/// The reopen of a checked regular file or directory.
 const OPEN_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::CLOEXEC).union(OFlags::NONBLOCK).union(OFlags::NOCTTY);
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
 
 impl Root {
-    pub fn open(path: &Path) -> std::io::Result<Root> {
+    /// Opens ROOT; `allow_hidden` serves dot-segments too (`--show-hidden`).
+    pub fn open(path: &Path, allow_hidden: bool) -> std::io::Result<Root> {
         let fd = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-        // Probe openat2 once, so a kernel without it fails at start, not per request.
-        rustix::fs::openat2(&fd, ".", OFlags::PATH | OFlags::CLOEXEC, Mode::empty(), BENEATH)
+        // Probe openat2 and the /proc reopen once, so a kernel without openat2 or a system
+        // without /proc fails at start, not per request.
+        rustix::fs::openat2(&fd, ".", PATH_FLAGS, Mode::empty(), BENEATH)
             .map_err(|e| std::io::Error::other(format!("openat2 (Linux 5.6+) is required: {e}")))?;
-        Ok(Root { fd })
+        reopen(&fd).map_err(|e| std::io::Error::other(format!("reopening through /proc/self/fd failed: {e}")))?;
+        Ok(Root { fd, allow_hidden })
     }
 
     /// Resolves a raw (still percent-encoded) request path.
     pub fn resolve(&self, raw_path: &str) -> Result<Resolved, ResolveError> {
-        let relative = decode_path(raw_path)?;
-        let fd = open_beneath(&self.fd, &relative)?;
-        classify(fd)
+        self.resolve_decoded(&decode_path(raw_path)?)
     }
+
+    /// Resolves a path [`decode_path`] returned.
+    pub fn resolve_decoded(&self, relative: &[u8]) -> Result<Resolved, ResolveError> {
+        if !self.allow_hidden && hidden(relative) {
+            return Err(ResolveError::NotFound);
+        }
+        let fd = open_beneath(&self.fd, relative)?;
+        classify(fd, relative)
+    }
+
+    /// `index.html` in `dir`, if it is a regular file, looked up from ROOT: an index that
+    /// is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
+    pub fn index(&self, dir: &OpenDir) -> Option<(File, Metadata)> {
+        let mut path = dir.relative.clone();
+        if path == b"." {
+            path.clear();
+        } else if !path.ends_with(b"/") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(b"index.html");
+        match self.resolve_decoded(&path) {
+            Ok(Resolved::File(file, meta)) => Some((file, meta)),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a decoded path has a dot-segment other than a leading `.well-known`.
+fn hidden(relative: &[u8]) -> bool {
+    relative
+        .split(|&b| b == b'/')
+        .enumerate()
+        .any(|(i, segment)| segment.starts_with(b".") && segment != b"." && !(i == 0 && segment == b".well-known"))
 }
 
 fn open_beneath(dir: &OwnedFd, relative: &[u8]) -> Result<OwnedFd, ResolveError> {
     let path = OsStr::from_bytes(relative);
     loop {
-        match rustix::fs::openat2(dir, path, OPEN_FLAGS, Mode::empty(), BENEATH) {
+        match rustix::fs::openat2(dir, path, PATH_FLAGS, Mode::empty(), BENEATH) {
             Err(Errno::AGAIN | Errno::INTR) => continue,
             other => return other.map_err(ResolveError::from_errno),
         }
     }
 }
 
-fn classify(fd: OwnedFd) -> Result<Resolved, ResolveError> {
-    let file = File::from(fd);
+/// Opens for reading the very inode an `O_PATH` descriptor names (proc(5): opening
+/// `/proc/self/fd/N` reopens the file the descriptor refers to, not a path looked up again).
+fn reopen(fd: &OwnedFd) -> Result<OwnedFd, Errno> {
+    let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    loop {
+        match rustix::fs::open(proc_path.as_str(), OPEN_FLAGS, Mode::empty()) {
+            Err(Errno::AGAIN | Errno::INTR) => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Checks the type on the `O_PATH` handle, then reopens only regular files and directories.
+fn classify(fd: OwnedFd, relative: &[u8]) -> Result<Resolved, ResolveError> {
+    let stat = rustix::fs::fstat(&fd).map_err(|_| ResolveError::Internal)?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if !matches!(kind, FileType::RegularFile | FileType::Directory) {
+        return Err(ResolveError::Forbidden);
+    }
+    let file = File::from(reopen(&fd).map_err(ResolveError::from_errno)?);
     let meta = file.metadata().map_err(|_| ResolveError::Internal)?;
     if meta.is_file() {
         Ok(Resolved::File(file, meta))
     } else if meta.is_dir() {
-        Ok(Resolved::Dir(OpenDir { fd: file.into() }))
+        Ok(Resolved::Dir(OpenDir { fd: file.into(), relative: relative.to_vec() }))
     } else {
         Err(ResolveError::Forbidden)
     }
@@ -111,16 +178,8 @@ fn classify(fd: OwnedFd) -> Result<Resolved, ResolveError> {
 #[derive(Debug)]
 pub struct OpenDir {
     pub(crate) fd: OwnedFd,
-}
-
-impl OpenDir {
-    /// `index.html` in this directory, if it is a regular file.
-    pub fn index(&self) -> Option<(File, Metadata)> {
-        match classify(open_beneath(&self.fd, b"index.html").ok()?) {
-            Ok(Resolved::File(file, meta)) => Some((file, meta)),
-            _ => None,
-        }
-    }
+    /// Its path relative to ROOT, as [`decode_path`] returned it.
+    relative: Vec<u8>,
 }
 
 /// Percent-decodes `raw` once and returns the path relative to ROOT (`.` for ROOT itself).
@@ -202,6 +261,29 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(decode_path(raw).as_deref().map_err(|e| *e), *want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn hidden_table() {
+        let cases: &[(&[u8], bool)] = &[
+            (b".", false),
+            (b"a/b.txt", false),
+            (b"a.b/c.d", false),
+            (b".git/config", true),
+            (b".git/", true),
+            (b".env", true),
+            (b"list/.hidden", true),
+            (b"a/.b/c", true),
+            (b"..x", true),
+            (b".well-known/security.txt", false),
+            (b".well-known/", false),
+            (b".well-known/.x", true),
+            (b"a/.well-known/x", true),
+            (b".well-knownx/y", true),
+        ];
+        for (path, want) in cases {
+            assert_eq!(hidden(path), *want, "{:?}", String::from_utf8_lossy(path));
         }
     }
 

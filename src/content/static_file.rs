@@ -1,4 +1,9 @@
 //! A regular file's response: validators, conditional GET, single ranges.
+//!
+//! The media type is the opened file's: `name` is the decoded path that was opened (or
+//! `index.html` for a directory's index), never the raw request path, so `/dir/` served
+//! from its index is HTML and `/a%2Ehtml` is typed by the `.html` it decodes to. A
+//! symlink is typed by its own name, as nginx and Apache do.
 
 use super::{Body, Response};
 use spidey_http::conditional::{etag, if_range_holds, not_modified};
@@ -7,18 +12,19 @@ use spidey_http::{Method, Request, StatusCode};
 use std::fs::{File, Metadata};
 use std::time::SystemTime;
 
-/// Answers GET or HEAD for an open regular file.
-pub fn respond(req: &Request<'_, '_>, file: File, meta: &Metadata) -> Response {
+/// Answers GET or HEAD for an open regular file, opened as `name` (a decoded path).
+pub fn respond(req: &Request<'_, '_>, file: File, meta: &Metadata, name: &[u8]) -> Response {
     let len = meta.len();
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let tag = etag(mtime, len);
     let last_modified = spidey_http::date::format(mtime);
-    if not_modified(req.header("if-none-match"), req.header("if-modified-since"), &tag, mtime) {
+    let now = SystemTime::now();
+    if not_modified(req.header("if-none-match"), req.header("if-modified-since"), &tag, mtime, now) {
         let fields = vec![("ETag", tag), ("Last-Modified", last_modified)];
         return Response::new(StatusCode::NOT_MODIFIED, fields, Body::Empty);
     }
     let mut fields = vec![
-        ("Content-Type", content_type(req.target.path).to_string()),
+        ("Content-Type", content_type(name).to_string()),
         ("Last-Modified", last_modified),
         ("Accept-Ranges", "bytes".to_string()),
     ];
@@ -43,10 +49,12 @@ pub fn respond(req: &Request<'_, '_>, file: File, meta: &Metadata) -> Response {
     }
 }
 
-/// The media type for a path, by its extension; UTF-8 is declared for text.
-pub fn content_type(path: &str) -> &'static str {
-    let ext = path.rsplit('/').next().and_then(|name| name.rsplit_once('.')).map(|(_, e)| e);
-    let Some(ext) = ext else {
+/// The media type for a (decoded) path, by the extension of its last segment; UTF-8 is
+/// declared for text.
+pub fn content_type(path: &[u8]) -> &'static str {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    let ext = name.iter().rposition(|&b| b == b'.').map(|dot| &name[dot + 1..]);
+    let Some(ext) = ext.and_then(|e| std::str::from_utf8(e).ok()) else {
         return "application/octet-stream";
     };
     let known = [
@@ -73,19 +81,21 @@ mod tests {
 
     #[test]
     fn content_types_table() {
-        let cases = [
-            ("/index.html", "text/html; charset=utf-8"),
-            ("/a/B.HTML", "text/html; charset=utf-8"),
-            ("/x.png", "image/png"),
-            ("/x.jpg", "image/jpeg"),
-            ("/x.pdf", "application/pdf"),
-            ("/x.wasm", "application/wasm"),
-            ("/noext", "application/octet-stream"),
-            ("/dir.d/noext", "application/octet-stream"),
-            ("/x.unknownext", "application/octet-stream"),
+        let cases: [(&[u8], &str); 11] = [
+            (b"index.html", "text/html; charset=utf-8"),
+            (b"a/B.HTML", "text/html; charset=utf-8"),
+            (b"x.png", "image/png"),
+            (b"x.jpg", "image/jpeg"),
+            (b"x.pdf", "application/pdf"),
+            (b"x.wasm", "application/wasm"),
+            (b"noext", "application/octet-stream"),
+            (b"dir.d/noext", "application/octet-stream"),
+            (b"x.unknownext", "application/octet-stream"),
+            (b"x.\xff", "application/octet-stream"),
+            (b"caf\xc3\xa9.txt", "text/plain; charset=utf-8"),
         ];
         for (path, want) in cases {
-            assert_eq!(content_type(path), want, "{path}");
+            assert_eq!(content_type(path), want, "{:?}", String::from_utf8_lossy(path));
         }
     }
 }

@@ -54,7 +54,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
             _ => {}
         }
         let Some((stream, peer)) = accept::next(socket, &shutdown) else { break };
-        match fork_child(&mut children, &shutdown) {
+        match fork_child(&mut children, &shutdown)? {
             Some(Fork::Child) => {
                 drop(listener.take());
                 serve_and_exit(stream, peer, &server, &shutdown);
@@ -69,16 +69,20 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
 }
 
 /// Forks, retrying with back-off (and reaping meanwhile) while the system is out of
-/// processes or memory. `None` if shutdown came first.
-fn fork_child(children: &mut Children, shutdown: &Shutdown) -> Option<Fork> {
+/// processes or memory. `None` if shutdown came first; an error if fork was refused for
+/// good (the process has grown threads, see `spidey_sys::fork`).
+fn fork_child(children: &mut Children, shutdown: &Shutdown) -> std::io::Result<Option<Fork>> {
     let mut warned = false;
     loop {
         match spidey_sys::fork() {
             Ok(Fork::Parent { child }) => {
                 children.insert(Pid::from_raw(child).expect("fork(2) returns a positive pid to the parent"));
-                return Some(Fork::Parent { child });
+                return Ok(Some(Fork::Parent { child }));
             }
-            Ok(Fork::Child) => return Some(Fork::Child),
+            Ok(Fork::Child) => return Ok(Some(Fork::Child)),
+            // Refused because the process has grown threads: retrying cannot help, and
+            // forking would not be sound. (serve.rs checks before the mode starts.)
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return Err(e),
             Err(e) => {
                 if !warned {
                     eprintln!("spidey: fork failed ({e}); retrying");
@@ -86,7 +90,7 @@ fn fork_child(children: &mut Children, shutdown: &Shutdown) -> Option<Fork> {
                 }
                 children.reap();
                 if accept::pause(shutdown, FORK_BACKOFF) {
-                    return None;
+                    return Ok(None);
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! and the connection closed; a request hidden in a body is never answered.
 
 use super::table::{case, run_table, Case, CLOSE, OPEN};
-use crate::common::{Fixture, Spidey};
+use crate::common::{status_of, Fixture, Spidey};
 
 fn framing_cases() -> Vec<Case> {
     vec![
@@ -49,6 +49,10 @@ fn framing_cases() -> Vec<Case> {
         case("bare LF everywhere", &b"GET /hello.txt HTTP/1.1\nHost: x\n\n"[..], 200, OPEN),
         case("CR CR LF", &b"GET / HTTP/1.1\r\r\nHost: x\r\n\r\n"[..], 400, CLOSE),
         case("empty lines before the request line", &b"\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n"[..], 200, OPEN),
+        case("bare LF empty lines before the request line", &b"\n\nGET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n"[..], 200, OPEN),
+        case("an empty line does not hide an over-long request line", long_line_after_empty_lines(1), 414, CLOSE),
+        case("empty lines do not hide an over-long request line", long_line_after_empty_lines(10), 414, CLOSE),
+        case("more than 10 empty lines before the request line", [&b"\r\n".repeat(11)[..], b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n"].concat(), 400, CLOSE),
         // The request line and version (RFC 9112 §3, §2.3).
         case("HTTP/1.2", &b"GET / HTTP/1.2\r\nHost: x\r\n\r\n"[..], 505, CLOSE),
         case("HTTP/2.0", &b"GET / HTTP/2.0\r\nHost: x\r\n\r\n"[..], 505, CLOSE),
@@ -86,6 +90,13 @@ fn framing_cases() -> Vec<Case> {
     ]
 }
 
+/// `empty` CRLFs, then a request line of 9000 bytes (over the 8 KiB limit, under the head's).
+fn long_line_after_empty_lines(empty: usize) -> Vec<u8> {
+    let mut r = b"\r\n".repeat(empty);
+    r.extend_from_slice(format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(9000)).as_bytes());
+    r
+}
+
 fn oversized_chunk_extension() -> Vec<u8> {
     let mut r = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;".to_vec();
     r.extend_from_slice(&[b'a'; 8000]);
@@ -99,4 +110,47 @@ fn framing_and_smuggling(mode: &str) {
     run_table(&server, &framing_cases());
 }
 
-crate::for_each_mode!(framing_and_smuggling);
+/// Chunked bodies as a CGI script reads them (static resources do not read bodies): the
+/// chunk line is `chunk-size [ chunk-ext ] CRLF` with `chunk-ext = *( BWS ";" BWS name [
+/// BWS "=" BWS ( token / quoted-string ) ] )` (RFC 9112 §7.1.1), and trailer lines carry no
+/// control bytes. Anything else is 400 and the connection closed.
+fn chunk_lines_are_strict(mode: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let script = fx.root().join("len.cgi");
+    std::fs::write(&script, "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nwc -c\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = Spidey::start(mode, &fx.root(), &["--quiet"]);
+    let cases: &[(&str, &[u8], u16)] = &[
+        ("plain", b"1\r\nx\r\n0\r\n\r\n", 200),
+        ("extension", b"1;a=b\r\nx\r\n0\r\n\r\n", 200),
+        ("extensions with BWS", b"1 ; a = b ;c\t\r\nx\r\n0;z\r\n\r\n", 200),
+        ("quoted extension value", b"1;a=\"q \\\" ;x\"\r\nx\r\n0\r\n\r\n", 200),
+        ("trailer field", b"1\r\nx\r\n0\r\nX-T: a\tb\r\n\r\n", 200),
+        ("a second number after whitespace", b"1 2\r\nx\r\n0\r\n\r\n", 400),
+        ("whitespace then a letter", b"1 x\r\nx\r\n0\r\n\r\n", 400),
+        ("extension without a name", b"1;=b\r\nx\r\n0\r\n\r\n", 400),
+        ("extension name not a token", b"1;a@b\r\nx\r\n0\r\n\r\n", 400),
+        ("two words in an extension name", b"1;a b\r\nx\r\n0\r\n\r\n", 400),
+        ("extension value not a token", b"1;a=b c\r\nx\r\n0\r\n\r\n", 400),
+        ("empty extension value", b"1;a=\r\nx\r\n0\r\n\r\n", 400),
+        ("unterminated quoted value", b"1;a=\"b\r\nx\r\n0\r\n\r\n", 400),
+        ("control byte in an extension", b"1;a\x01\r\nx\r\n0\r\n\r\n", 400),
+        ("DEL in a quoted value", b"1;a=\"\x7f\"\r\nx\r\n0\r\n\r\n", 400),
+        ("control byte in a trailer", b"1\r\nx\r\n0\r\nX-T: a\x01b\r\n\r\n", 400),
+        ("ESC in a trailer", b"1\r\nx\r\n0\r\nX-T: \x1b[31m\r\n\r\n", 400),
+    ];
+    let mut failures = Vec::new();
+    for (name, body, want) in cases {
+        let mut request =
+            b"POST /len.cgi HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+        request.extend_from_slice(body);
+        let response = server.raw(&request);
+        if status_of(&response) != *want {
+            failures.push(format!("{name}: want {want}, got {:?}", response.lines().next()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+crate::for_each_mode!(framing_and_smuggling, chunk_lines_are_strict);

@@ -75,19 +75,98 @@ fn raw_nul_in_target(mode: &str) {
     }
 }
 
-/// A character device beneath ROOT (made with mknod; skipped where that is not permitted).
-fn char_device_is_refused(mode: &str) {
+/// Devices and FIFOs beneath ROOT are refused without ever being opened for reading: the
+/// lookup opens with O_PATH, checks the type, and reopens only regular files and
+/// directories. inotify reports every real open (IN_OPEN; O_PATH opens report none), so
+/// the watched nodes must see no event. The device (made with mknod, like /dev/null) is
+/// skipped where mknod is not permitted; the FIFO always runs.
+fn devices_and_fifos_are_never_opened(mode: &str) {
+    use rustix::fs::inotify;
     let fx = Fixture::new();
-    let made = std::process::Command::new("mknod").arg(fx.root().join("zero")).args(["c", "1", "5"]).status();
-    if !made.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: mknod is not permitted here");
-        return;
+    let made = std::process::Command::new("mknod").arg(fx.root().join("null")).args(["c", "1", "3"]).status();
+    let mut nodes = vec!["fifo"];
+    if made.is_ok_and(|s| s.success()) {
+        nodes.push("null");
+    } else {
+        eprintln!("the device case is skipped: mknod is not permitted here");
+    }
+    let watch = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+    for node in &nodes {
+        inotify::add_watch(&watch, fx.root().join(node), inotify::WatchFlags::OPEN).unwrap();
     }
     let server = Spidey::start(mode, &fx.root(), &["--quiet"]);
-    let (head, _) = get(&server, "/zero", "");
-    assert_eq!(status_of(&head), 403, "{head}");
-    // The server is still there and answering after it.
+    for node in &nodes {
+        let (head, _) = get(&server, &format!("/{node}"), "");
+        assert_eq!(status_of(&head), 403, "/{node}: {head}");
+    }
+    // The server is still there and answering after them.
     assert_eq!(status_of(&get(&server, "/hello.txt", "").0), 200);
+    let mut events = [0u8; 1024];
+    match rustix::io::read(&watch, &mut events) {
+        Err(rustix::io::Errno::AGAIN) => {}
+        other => panic!("a device or FIFO was opened by the server: inotify read {other:?}"),
+    }
+}
+
+/// A symlinked `index.html` that stays inside ROOT is the directory's index (it is looked
+/// up from ROOT, not from the directory); one that leads outside is never served.
+fn index_symlink_inside_root_is_served(mode: &str) {
+    let fx = Fixture::new();
+    let root = fx.root();
+    std::fs::create_dir(root.join("docs")).unwrap();
+    std::os::unix::fs::symlink("../site/index.html", root.join("docs/index.html")).unwrap();
+    std::fs::create_dir(root.join("leaky")).unwrap();
+    std::os::unix::fs::symlink(fx.outside.path().join("secret.txt"), root.join("leaky/index.html")).unwrap();
+    let server = Spidey::start(mode, &root, &["--quiet"]);
+    let (head, body) = get(&server, "/docs/", "");
+    assert_eq!((status_of(&head), body.as_slice()), (200, &b"<h1>index</h1>\n"[..]), "{head}");
+    assert_eq!(head_field(&head, "content-type"), Some("text/html; charset=utf-8"));
+    let (head, body) = get(&server, "/leaky/", "");
+    assert!(!String::from_utf8_lossy(&body).contains("TOP SECRET"), "{head}");
+}
+
+/// Dot-segments (`.git`, `.env`, `.hidden`, however encoded) are 404 unless
+/// `--show-hidden`; `/.well-known/` (RFC 8615) is the one exception, and only at the top.
+fn dotfiles_are_not_served(mode: &str) {
+    let fx = Fixture::new();
+    let root = fx.root();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/config"), b"GIT CONFIG").unwrap();
+    std::fs::write(root.join(".env"), b"SECRET=1").unwrap();
+    std::fs::create_dir_all(root.join(".well-known")).unwrap();
+    std::fs::write(root.join(".well-known/security.txt"), b"Contact: x").unwrap();
+    std::fs::write(root.join(".well-known/.private"), b"PRIVATE").unwrap();
+    std::fs::create_dir_all(root.join("list/.well-known")).unwrap();
+    std::fs::write(root.join("list/.well-known/x.txt"), b"NESTED").unwrap();
+    let cases: &[(&str, u16, u16)] = &[
+        // target, default status, status with --show-hidden
+        ("/.git/config", 404, 200),
+        ("/%2egit/config", 404, 200),
+        ("/%2Egit/config", 404, 200),
+        ("//.git//config", 404, 200),
+        ("/./.git/config", 404, 200),
+        ("/.git/", 404, 200),
+        ("/.git", 404, 301),
+        ("/.env", 404, 200),
+        ("/list/.hidden", 404, 200),
+        ("/list/%2ehidden", 404, 200),
+        ("/.well-known/security.txt", 200, 200),
+        ("/.well-known/.private", 404, 200),
+        ("/list/.well-known/x.txt", 404, 200),
+        ("/hello.txt", 200, 200),
+    ];
+    for (flags, column) in [(&["--quiet"][..], 0), (&["--quiet", "--show-hidden"][..], 1)] {
+        let server = Spidey::start(mode, &root, flags);
+        for &(target, default, shown) in cases {
+            let want = if column == 0 { default } else { shown };
+            let (head, body) = get(&server, target, "");
+            assert_eq!(status_of(&head), want, "{target} with {flags:?}: {head}");
+            if want == 404 {
+                let text = String::from_utf8_lossy(&body);
+                assert!(!["GIT CONFIG", "SECRET=1", "PRIVATE", "NESTED", "secret"].iter().any(|s| text.contains(s)));
+            }
+        }
+    }
 }
 
 /// Directory redirects: `Location` never starts with `//` or `/\` (both mean another host
@@ -178,7 +257,9 @@ fn symlink_swapped_while_serving(mode: &str) {
 crate::for_each_mode!(
     hostile_paths,
     raw_nul_in_target,
-    char_device_is_refused,
+    devices_and_fifos_are_never_opened,
+    index_symlink_inside_root_is_served,
+    dotfiles_are_not_served,
     redirects_stay_on_this_host,
     symlink_swapped_while_serving
 );

@@ -5,12 +5,18 @@
 //! chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
 //! chunk-size   = 1*HEXDIG
 //! last-chunk   = 1*("0") [ chunk-ext ] CRLF
+//! chunk-ext    = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+//! chunk-ext-name = token
+//! chunk-ext-val  = token / quoted-string
 //! ```
 //!
 //! Strict where leniency has been exploited: every line must end in CRLF (a bare LF in a
 //! chunk line is how Go CVE-2025-22871 smuggled requests); a size line, extensions
 //! included, is at most [`MAX_LINE`] bytes (chunk-extension amplification, Go
-//! CVE-2023-39326); sizes never overflow; the trailer section is bounded and discarded.
+//! CVE-2023-39326); sizes never overflow; after the size only whitespace may come before
+//! `;` (so `1 2` is not size 1 with an extension ` 2`, which a front end may read as 0x12),
+//! extensions must follow the grammar above; trailer lines carry no control bytes but
+//! HTAB. The trailer section is bounded and discarded.
 
 /// The longest chunk-size line or trailer line, CRLF included.
 pub const MAX_LINE: usize = 4096;
@@ -25,6 +31,31 @@ pub enum ChunkError {
     LineTooLong,
     /// A line does not end in CRLF, or chunk data is not followed by CRLF.
     LineEnding,
+    /// Something other than whitespace and `;` after the size, or a chunk extension that
+    /// is not `name[=value]` with token name and token or quoted-string value.
+    Extension,
+    /// A trailer line holds a control byte other than HTAB.
+    Trailer,
+}
+
+/// Where in a chunk-size line's extensions the decoder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ext {
+    /// Still in the size digits.
+    Size,
+    /// After the size or a complete extension: BWS, then `;` or the line end.
+    AfterItem,
+    /// After `;`: BWS, then a name.
+    NameStart,
+    Name,
+    /// After a name and whitespace: `=`, `;` or the line end.
+    AfterName,
+    /// After `=`: BWS, then a token or a quoted string.
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash inside a quoted string.
+    QuotedPair,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +64,7 @@ enum State {
     SizeLine {
         size: u64,
         digits: u8,
-        in_ext: bool,
+        ext: Ext,
         len: usize,
         cr: bool,
     },
@@ -59,7 +90,7 @@ pub struct ChunkedDecoder {
 
 impl Default for ChunkedDecoder {
     fn default() -> Self {
-        ChunkedDecoder { state: State::SizeLine { size: 0, digits: 0, in_ext: false, len: 0, cr: false } }
+        ChunkedDecoder { state: State::SizeLine { size: 0, digits: 0, ext: Ext::Size, len: 0, cr: false } }
     }
 }
 
@@ -113,16 +144,16 @@ impl ChunkedDecoder {
 
 fn step(state: State, b: u8) -> Result<State, ChunkError> {
     Ok(match state {
-        State::SizeLine { size, digits, in_ext, len, cr } => size_line(size, digits, in_ext, len, cr, b)?,
+        State::SizeLine { size, digits, ext, len, cr } => size_line(size, digits, ext, len, cr, b)?,
         State::DataCr if b == b'\r' => State::DataLf,
-        State::DataLf if b == b'\n' => State::SizeLine { size: 0, digits: 0, in_ext: false, len: 0, cr: false },
+        State::DataLf if b == b'\n' => State::SizeLine { size: 0, digits: 0, ext: Ext::Size, len: 0, cr: false },
         State::DataCr | State::DataLf => return Err(ChunkError::LineEnding),
         State::Trailer { line, total, cr } => trailer(line, total, cr, b)?,
         State::Data { .. } | State::Done => unreachable!("handled by decode"),
     })
 }
 
-fn size_line(size: u64, digits: u8, in_ext: bool, len: usize, cr: bool, b: u8) -> Result<State, ChunkError> {
+fn size_line(size: u64, digits: u8, ext: Ext, len: usize, cr: bool, b: u8) -> Result<State, ChunkError> {
     if len + 1 > MAX_LINE {
         return Err(ChunkError::LineTooLong);
     }
@@ -133,23 +164,53 @@ fn size_line(size: u64, digits: u8, in_ext: bool, len: usize, cr: bool, b: u8) -
         b'\n' if cr => Ok(State::Data { left: size }),
         b'\n' => Err(ChunkError::LineEnding),
         _ if cr => Err(ChunkError::LineEnding),
-        b'\r' => Ok(State::SizeLine { size, digits, in_ext, len, cr: true }),
-        _ if in_ext => {
-            if b != b'\t' && (b < 0x20 || b == 0x7f) {
-                return Err(ChunkError::Size);
-            }
-            Ok(State::SizeLine { size, digits, in_ext, len, cr: false })
+        b'\r' if ext == Ext::Size && digits == 0 => Err(ChunkError::Size),
+        b'\r' if matches!(ext, Ext::Size | Ext::AfterItem | Ext::Name | Ext::AfterName | Ext::Token) => {
+            Ok(State::SizeLine { size, digits, ext, len, cr: true })
         }
-        b';' | b' ' | b'\t' if digits > 0 => Ok(State::SizeLine { size, digits, in_ext: true, len, cr: false }),
-        _ => {
-            let d = (b as char).to_digit(16).ok_or(ChunkError::Size)?;
+        b'\r' => Err(ChunkError::Extension),
+        _ if ext == Ext::Size && b.is_ascii_hexdigit() => {
             if size >> 60 != 0 {
                 return Err(ChunkError::Size);
             }
+            let d = (b as char).to_digit(16).unwrap_or(0);
             let digits = digits.saturating_add(1);
-            Ok(State::SizeLine { size: size << 4 | u64::from(d), digits, in_ext, len, cr: false })
+            Ok(State::SizeLine { size: size << 4 | u64::from(d), digits, ext, len, cr: false })
+        }
+        _ if ext == Ext::Size && digits == 0 => Err(ChunkError::Size),
+        _ => {
+            let ext = extension(ext, b)?;
+            Ok(State::SizeLine { size, digits, ext, len, cr: false })
         }
     }
+}
+
+/// One byte of `chunk-ext` (RFC 9112 §7.1.1), after the size digits and before CR.
+fn extension(ext: Ext, b: u8) -> Result<Ext, ChunkError> {
+    let ws = b == b' ' || b == b'\t';
+    Ok(match ext {
+        Ext::Size | Ext::AfterItem if ws => Ext::AfterItem,
+        Ext::Size | Ext::AfterItem | Ext::Name | Ext::AfterName | Ext::Token if b == b';' => Ext::NameStart,
+        Ext::NameStart if ws => Ext::NameStart,
+        Ext::NameStart | Ext::Name if is_tchar(b) => Ext::Name,
+        Ext::Name | Ext::AfterName if ws => Ext::AfterName,
+        Ext::Name | Ext::AfterName if b == b'=' => Ext::ValueStart,
+        Ext::ValueStart if ws => Ext::ValueStart,
+        Ext::ValueStart if b == b'"' => Ext::Quoted,
+        Ext::ValueStart | Ext::Token if is_tchar(b) => Ext::Token,
+        Ext::Token if ws => Ext::AfterItem,
+        Ext::Quoted if b == b'"' => Ext::AfterItem,
+        Ext::Quoted if b == b'\\' => Ext::QuotedPair,
+        // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text; quoted-pair takes the same
+        // bytes plus `"` and `\`.
+        Ext::Quoted | Ext::QuotedPair if b == b'\t' || (b >= 0x20 && b != 0x7f) => Ext::Quoted,
+        _ => return Err(ChunkError::Extension),
+    })
+}
+
+/// `tchar` (RFC 9110 §5.6.2).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 fn trailer(line: usize, total: usize, cr: bool, b: u8) -> Result<State, ChunkError> {
@@ -162,6 +223,7 @@ fn trailer(line: usize, total: usize, cr: bool, b: u8) -> Result<State, ChunkErr
         b'\n' => Err(ChunkError::LineEnding),
         _ if cr => Err(ChunkError::LineEnding),
         b'\r' => Ok(State::Trailer { line: line + 1, total: total + 1, cr: true }),
+        _ if b != b'\t' && (b < 0x20 || b == 0x7f) => Err(ChunkError::Trailer),
         _ => Ok(State::Trailer { line: line + 1, total: total + 1, cr: false }),
     }
 }
@@ -210,7 +272,41 @@ mod tests {
             (b"+1\r\n", Err(ChunkError::Size)),
             (b";x\r\n", Err(ChunkError::Size)),
             (b"10000000000000000\r\n", Err(ChunkError::Size)),
-            (b"1;a\x00\r\n", Err(ChunkError::Size)),
+            (b"1;a\x00\r\n", Err(ChunkError::Extension)),
+            // Extensions (RFC 9112 §7.1.1): BWS around `;` and `=`, token names, token or
+            // quoted-string values.
+            (b"1 ;a\r\nx\r\n0\r\n\r\n", Ok((b"x", 14))),
+            (b"1\t; a = b ; c\r\nx\r\n0\r\n\r\n", Ok((b"x", 23))),
+            (b"1;a=\"b \\\" c\"\r\nx\r\n0\r\n\r\n", Ok((b"x", 22))),
+            (b"1;a=\"\xc3\xa9\"\r\nx\r\n0\r\n\r\n", Ok((b"x", 18))),
+            (b"1;a;b=c\r\nx\r\n0;z=\"\"\r\n\r\n", Ok((b"x", 22))),
+            (b"1 \r\nx\r\n0\r\n\r\n", Ok((b"x", 12))),
+            (b"1 2\r\nx\r\n0\r\n\r\n", Err(ChunkError::Extension)),
+            (b"1 x\r\n", Err(ChunkError::Extension)),
+            (b"1x\r\n", Err(ChunkError::Extension)),
+            (b"1;\r\n", Err(ChunkError::Extension)),
+            (b"1; \r\n", Err(ChunkError::Extension)),
+            (b"1;=b\r\n", Err(ChunkError::Extension)),
+            (b"1;a@b\r\n", Err(ChunkError::Extension)),
+            (b"1;a b\r\n", Err(ChunkError::Extension)),
+            (b"1;a=\r\n", Err(ChunkError::Extension)),
+            (b"1;a= \r\n", Err(ChunkError::Extension)),
+            (b"1;a=b c\r\n", Err(ChunkError::Extension)),
+            (b"1;a=b\"c\"\r\n", Err(ChunkError::Extension)),
+            (b"1;a=\"b\r\n", Err(ChunkError::Extension)),
+            (b"1;a=\"b\"c\r\n", Err(ChunkError::Extension)),
+            (b"1;a=\"\x7f\"\r\n", Err(ChunkError::Extension)),
+            (b"1;a=\"\x01\"\r\n", Err(ChunkError::Extension)),
+            (b"1;a\x7f\r\n", Err(ChunkError::Extension)),
+            (b"1;\xc3\xa9\r\n", Err(ChunkError::Extension)),
+            (b" 1\r\n", Err(ChunkError::Size)),
+            // Trailers: no control bytes but HTAB.
+            (b"0\r\nX-T: a\tb\r\n\r\n", Ok((b"", 15))),
+            (b"0\r\nX-T: caf\xc3\xa9\r\n\r\n", Ok((b"", 17))),
+            (b"0\r\nX-T: a\x01b\r\n\r\n", Err(ChunkError::Trailer)),
+            (b"0\r\nX-T: \x1b[31m\r\n\r\n", Err(ChunkError::Trailer)),
+            (b"0\r\nX-T: a\x7f\r\n\r\n", Err(ChunkError::Trailer)),
+            (b"0\r\nX-T: a\x00\r\n\r\n", Err(ChunkError::Trailer)),
         ];
         for (input, want) in cases {
             let got = decode_all(input);

@@ -17,17 +17,22 @@ pub fn etag(mtime: SystemTime, len: u64) -> String {
 
 /// Whether a GET or HEAD may be answered 304 Not Modified (RFC 9110 §13.2.2).
 ///
-/// `If-None-Match` wins when present; `If-Modified-Since` is consulted only without it.
+/// `If-None-Match` wins when present; `If-Modified-Since` is consulted only without it,
+/// and ignored when it is not a valid date or lies after `now` (a date in the future says
+/// nothing about the file; Apache's `ap_meets_conditions` ignores it too).
 pub fn not_modified(
     if_none_match: Option<&[u8]>,
     if_modified_since: Option<&[u8]>,
     etag: &str,
     mtime: SystemTime,
+    now: SystemTime,
 ) -> bool {
+    use crate::date::unix_seconds;
     match (if_none_match, if_modified_since) {
         (Some(inm), _) => none_match_hits(inm, etag),
         (None, Some(ims)) => match crate::date::parse(ims) {
-            Some(since) => crate::date::unix_seconds(mtime) <= crate::date::unix_seconds(since),
+            Some(since) if unix_seconds(since) > unix_seconds(now) => false,
+            Some(since) => unix_seconds(mtime) <= unix_seconds(since),
             None => false,
         },
         (None, None) => false,
@@ -71,6 +76,9 @@ mod tests {
         let before = "Sat, 05 Nov 1994 08:49:37 GMT";
         let same = "Sun, 06 Nov 1994 08:49:37 GMT";
         let later = "Mon, 07 Nov 1994 08:49:37 GMT";
+        let now = UNIX_EPOCH + Duration::new(784_111_777 + 3 * 86_400, 0);
+        let future = "Fri, 01 Jan 2100 00:00:00 GMT";
+        let tomorrow = "Thu, 10 Nov 1994 08:49:37 GMT";
         let weak = format!("W/{tag}");
         let listed = format!("\"x\", {tag}");
         let cases: &[(Option<&str>, Option<&str>, bool)] = &[
@@ -83,11 +91,14 @@ mod tests {
             (None, Some(same), true),
             (None, Some(later), true),
             (None, Some(before), false),
+            (None, Some(future), false),
+            (None, Some(tomorrow), false),
+            (Some(&tag), Some(future), true),
             (None, Some("garbage"), false),
             (None, None, false),
         ];
         for (inm, ims, want) in cases {
-            let got = not_modified(inm.map(str::as_bytes), ims.map(str::as_bytes), &tag, mtime);
+            let got = not_modified(inm.map(str::as_bytes), ims.map(str::as_bytes), &tag, mtime, now);
             assert_eq!(got, *want, "{inm:?} {ims:?}");
         }
     }

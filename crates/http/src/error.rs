@@ -14,6 +14,8 @@ pub enum ParseError {
     HeadTooLarge,
     /// More header fields than `Limits::max_headers` → 431.
     TooManyHeaders,
+    /// More than `request::MAX_EMPTY_LINES` empty lines before the request line → 400.
+    EmptyLines,
     /// The method is not a token → 400.
     Method,
     /// The request-target is malformed or of a form this server does not take → 400.
@@ -49,7 +51,8 @@ impl ParseError {
             ParseError::HeadTooLarge | ParseError::TooManyHeaders => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ParseError::UnsupportedVersion => StatusCode::HTTP_VERSION_NOT_SUPPORTED,
             ParseError::UnsupportedCoding => StatusCode::NOT_IMPLEMENTED,
-            ParseError::Method
+            ParseError::EmptyLines
+            | ParseError::Method
             | ParseError::Target
             | ParseError::Version
             | ParseError::HeaderName
@@ -69,6 +72,7 @@ impl fmt::Display for ParseError {
             ParseError::RequestLineTooLong => "request line too long",
             ParseError::HeadTooLarge => "request head too large",
             ParseError::TooManyHeaders => "too many header fields",
+            ParseError::EmptyLines => "too many empty lines before the request line",
             ParseError::Method => "invalid method",
             ParseError::Target => "invalid request target",
             ParseError::UnsupportedVersion => "unsupported HTTP version",

@@ -13,6 +13,11 @@
 //! httparse does the tokenising (and already refuses obs-fold, whitespace before a colon,
 //! bare CR and control bytes in requests); this module adds the limits and the framing
 //! rules of RFC 9112 §6 that decide where the request ends.
+//!
+//! Empty lines before the request line are skipped (RFC 9112 §2.2: a server "SHOULD
+//! ignore at least one empty line"), at most [`MAX_EMPTY_LINES`] of them (Apache's
+//! `DEFAULT_LIMIT_BLANK_LINES`), and the request line and its limit are measured from after
+//! them, so they neither hide an over-long line nor leave the log an empty request line.
 
 use crate::error::ParseError;
 use std::mem::MaybeUninit;
@@ -33,6 +38,9 @@ impl Default for Limits {
         Limits { max_request_line: 8 * 1024, max_head: 16 * 1024, max_headers: 100 }
     }
 }
+
+/// The most empty lines (CRLF or LF) accepted before a request line; more → 400.
+pub const MAX_EMPTY_LINES: usize = 10;
 
 /// The most header fields [`Limits::max_headers`] can allow.
 pub const MAX_HEADER_SLOTS: usize = 256;
@@ -179,10 +187,12 @@ pub fn parse<'h, 'b>(
     slots: &'h mut HeaderSlots<'b>,
     limits: &Limits,
 ) -> Result<Parsed<Request<'h, 'b>>, ParseError> {
-    let line_end = buf.iter().position(|&b| b == b'\n');
+    let skipped = empty_lines(buf)?;
+    let line = &buf[skipped..];
+    let line_end = line.iter().position(|&b| b == b'\n');
     let line_len = match line_end {
-        Some(i) => i.saturating_sub(usize::from(i > 0 && buf[i - 1] == b'\r')),
-        None => buf.len(),
+        Some(i) => i.saturating_sub(usize::from(i > 0 && line[i - 1] == b'\r')),
+        None => line.len(),
     };
     if line_len > limits.max_request_line {
         return Err(ParseError::RequestLineTooLong);
@@ -211,9 +221,36 @@ pub fn parse<'h, 'b>(
     let body = body_framing(headers, version)?;
     let host = host(headers, version, target.authority)?;
     let keep_alive = keep_alive(headers, version);
-    let request_line = &buf[..line_len];
+    let request_line = &line[..line_len];
     let request = Request { method, raw_target, target, version, headers, body, keep_alive, host, request_line };
     Ok(Parsed::Complete(request, head_len))
+}
+
+/// The length of the empty lines (CRLF or a bare LF each) at the start of `buf`, or
+/// [`ParseError::EmptyLines`] if there are more than [`MAX_EMPTY_LINES`].
+fn empty_lines(buf: &[u8]) -> Result<usize, ParseError> {
+    let mut at = 0;
+    for _ in 0..=MAX_EMPTY_LINES {
+        match &buf[at..] {
+            [b'\r', b'\n', ..] => at += 2,
+            [b'\n', ..] => at += 1,
+            _ => return Ok(at),
+        }
+    }
+    Err(ParseError::EmptyLines)
+}
+
+/// `buf` without the empty lines before its request line (at most [`MAX_EMPTY_LINES`]),
+/// for logging a head that did not parse.
+pub fn skip_empty_lines(buf: &[u8]) -> &[u8] {
+    let mut rest = buf;
+    for _ in 0..MAX_EMPTY_LINES {
+        rest = match rest {
+            [b'\r', b'\n', tail @ ..] | [b'\n', tail @ ..] => tail,
+            _ => break,
+        };
+    }
+    rest
 }
 
 fn map_httparse(e: httparse::Error, buf: &[u8]) -> ParseError {
@@ -231,6 +268,7 @@ fn map_httparse(e: httparse::Error, buf: &[u8]) -> ParseError {
 /// (`HTTP/2.0`, `HTTP/1.2`) ending a three-part request line is 505; anything else is a
 /// malformed request line (400), such as a target with a space in it.
 fn version_error(buf: &[u8]) -> ParseError {
+    let buf = skip_empty_lines(buf);
     let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.split(|&b| b == b' ').count() != 3 {

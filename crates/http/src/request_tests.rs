@@ -49,6 +49,13 @@ fn accepted_heads() {
         ),
         ("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS * Http11 q=None None ka=true host=Some(\"a\") len=31"),
         ("GET / HTTP/1.1\nHost: a\n\n", "GET / Http11 q=None None ka=true host=Some(\"a\") len=24"),
+        ("\r\n\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", "GET / Http11 q=None None ka=true host=Some(\"a\") len=30"),
+        (
+            "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET / Http11 q=None None ka=true host=Some(\"a\") len=47",
+        ),
+        ("\r\n\r\n", "partial"),
+        ("\r\n\r", "partial"),
         ("GET / HTTP/1.1\r\nHost: a\r\n", "partial"),
         ("GET / HT", "partial"),
     ];
@@ -66,8 +73,16 @@ fn refused_heads() {
     let many = format!("GET / HTTP/1.1\r\nHost: a\r\n{}\r\n", "X: y\r\n".repeat(8));
     let huge_partial =
         format!("GET / HTTP/1.1\r\n{}", "X: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\r\n".repeat(5));
+    let long_after_empty = format!("\r\n\n{long_line}");
+    let long_partial_after_empty = format!("\r\n{long_partial}");
+    let many_empty = format!("{}GET / HTTP/1.1\r\nHost: a\r\n\r\n", "\r\n".repeat(11));
+    let many_empty_partial = "\n".repeat(11);
     let cases: Vec<(&str, ParseError)> = vec![
         (&long_line, RequestLineTooLong),
+        (&long_after_empty, RequestLineTooLong),
+        (&long_partial_after_empty, RequestLineTooLong),
+        (&many_empty, EmptyLines),
+        (&many_empty_partial, EmptyLines),
         (&long_partial, RequestLineTooLong),
         (&many, TooManyHeaders),
         (&huge_partial, HeadTooLarge),
@@ -119,6 +134,7 @@ fn refused_heads() {
 fn statuses_of_errors() {
     let cases = [
         (ParseError::RequestLineTooLong, 414),
+        (ParseError::EmptyLines, 400),
         (ParseError::HeadTooLarge, 431),
         (ParseError::TooManyHeaders, 431),
         (ParseError::UnsupportedVersion, 505),
@@ -141,6 +157,17 @@ fn headers_are_found_case_insensitively() {
     assert_eq!(r.header_str("HOST"), Some("a"));
     assert_eq!(r.header("missing"), None);
     assert_eq!(r.request_line, b"GET / HTTP/1.1");
+}
+
+#[test]
+fn empty_lines_are_not_part_of_the_request_line() {
+    let limits = Limits::default();
+    let mut slots = HeaderSlots::new();
+    let buf = b"\r\n\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n";
+    let Ok(Parsed::Complete(r, n)) = parse(buf, &mut slots, &limits) else { panic!() };
+    assert_eq!((r.request_line, n), (&b"GET /x HTTP/1.1"[..], buf.len()));
+    assert_eq!(skip_empty_lines(b"\r\n\nGARBAGE\r\n"), b"GARBAGE\r\n");
+    assert_eq!(skip_empty_lines(b"GET"), b"GET");
 }
 
 #[test]

@@ -108,8 +108,10 @@ pub struct HeadOptions<'a> {
 
 /// Appends a complete response head, ending with the blank line, to `out`.
 ///
-/// `fields` are the content's own header fields; the writer adds `Date`, `Server`, the
-/// framing header and `Connection`. Names and values are written as given: callers only
+/// `fields` are the content's own header fields; the writer adds `Date`, `Server`,
+/// `X-Content-Type-Options: nosniff` (every response: browsers must not second-guess the
+/// declared media type of files a visitor could have placed in ROOT), the framing header
+/// and `Connection`. Names and values are written as given: callers only
 /// pass values they built themselves or validated, never raw client input.
 pub fn write_head(out: &mut Vec<u8>, status: StatusCode, fields: &[(&str, &str)], opts: &HeadOptions<'_>) {
     out.extend_from_slice(b"HTTP/1.1 ");
@@ -120,7 +122,7 @@ pub fn write_head(out: &mut Vec<u8>, status: StatusCode, fields: &[(&str, &str)]
     out.extend_from_slice(opts.server.as_bytes());
     out.extend_from_slice(b"\r\nDate: ");
     out.extend_from_slice(opts.date.as_bytes());
-    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(b"\r\nX-Content-Type-Options: nosniff\r\n");
     for (name, value) in fields {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
@@ -164,13 +166,13 @@ mod tests {
     fn heads_table() {
         let cases = [
             (head(StatusCode::OK, Framing::Length(5), true, false),
-             "HTTP/1.1 200 OK\r\nServer: S\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n"),
+             "HTTP/1.1 200 OK\r\nServer: S\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n"),
             (head(StatusCode::NOT_FOUND, Framing::Length(0), false, false),
-             "HTTP/1.1 404 Not Found\r\nServer: S\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+             "HTTP/1.1 404 Not Found\r\nServer: S\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
             (head(StatusCode::OK, Framing::Chunked, true, true),
-             "HTTP/1.1 200 OK\r\nServer: S\r\nDate: D\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"),
+             "HTTP/1.1 200 OK\r\nServer: S\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"),
             (head(StatusCode::NOT_MODIFIED, Framing::None, true, false),
-             "HTTP/1.1 304 Not Modified\r\nServer: S\r\nDate: D\r\nContent-Type: text/plain\r\n\r\n"),
+             "HTTP/1.1 304 Not Modified\r\nServer: S\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nContent-Type: text/plain\r\n\r\n"),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);

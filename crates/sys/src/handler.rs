@@ -93,7 +93,8 @@ pub struct HandlerResponse {
     pub status: i32,
     pub headers: Vec<(Vec<u8>, Vec<u8>)>,
     pub body: Vec<u8>,
-    /// A field with CR, LF or NUL was set, or the body outgrew [`MAX_BODY`].
+    /// A field whose name is not a token or whose value holds a control byte other than
+    /// HTAB was set (see [`valid_field`]), or the body outgrew [`MAX_BODY`].
     pub invalid: bool,
 }
 
@@ -158,27 +159,37 @@ impl HandlerLib {
     }
 }
 
-/// # Safety contract (for the callbacks below)
-/// `ctx` is the `&mut HandlerResponse` that [`HandlerLib::call`] passed, alive and not
-/// otherwise borrowed while the handler runs; the handler calls back only during its call.
-fn response<'a>(ctx: *mut c_void) -> &'a mut HandlerResponse {
-    // SAFETY: see the contract above: the pointer came from `&mut out` in `call`, which is
-    // not used again until the handler has returned.
+/// The `HandlerResponse` behind a callback's `ctx`.
+///
+/// # Safety
+/// `ctx` must be the `&mut HandlerResponse` that [`HandlerLib::call`] passed in the
+/// `RawResponse`, alive and not otherwise borrowed while the handler runs; the header
+/// (include/spidey_handler.h) lets the handler call back only during its call, with the
+/// `ctx` it was given. The returned reference must not outlive the callback.
+unsafe fn response<'a>(ctx: *mut c_void) -> &'a mut HandlerResponse {
+    // SAFETY: the caller upholds the contract above: the pointer came from `&mut out` in
+    // `call`, which is not used again until the handler has returned.
     unsafe { &mut *ctx.cast::<HandlerResponse>() }
 }
 
 /// A byte slice from a (pointer, length) pair the handler passed.
-fn slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+///
+/// # Safety
+/// Unless `ptr` is null or `len` is 0, `ptr` must point at `len` readable, initialised
+/// bytes that stay valid and unmodified for `'a`; the ABI (include/spidey_handler.h)
+/// requires that for the duration of the callback, so callers copy the bytes before
+/// returning.
+unsafe fn slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
     if ptr.is_null() || len == 0 {
         return &[];
     }
-    // SAFETY: the ABI (include/spidey_handler.h) requires `ptr` to point at `len` readable
-    // bytes for the duration of the callback; we copy them before returning.
+    // SAFETY: the caller upholds the contract above.
     unsafe { std::slice::from_raw_parts(ptr, len) }
 }
 
 extern "C" fn cb_set_status(ctx: *mut c_void, status: c_int) {
-    response(ctx).status = status;
+    // SAFETY: the handler passes back the `ctx` that `call` gave it, during the call (ABI).
+    unsafe { response(ctx) }.status = status;
 }
 
 extern "C" fn cb_add_header(
@@ -188,10 +199,12 @@ extern "C" fn cb_add_header(
     value: *const u8,
     value_len: usize,
 ) -> c_int {
-    let out = response(ctx);
-    let (name, value) = (slice(name, name_len), slice(value, value_len));
-    let bad = |b: &u8| *b == b'\r' || *b == b'\n' || *b == 0;
-    if name.is_empty() || name.iter().any(|b| bad(b) || *b == b':' || *b == b' ') || value.iter().any(bad) {
+    // SAFETY: the handler passes back the `ctx` that `call` gave it, during the call (ABI).
+    let out = unsafe { response(ctx) };
+    // SAFETY: the ABI requires each (pointer, length) to name readable bytes for the
+    // duration of the callback; both are copied below before it returns.
+    let (name, value) = unsafe { (slice(name, name_len), slice(value, value_len)) };
+    if !valid_field(name, value) {
         out.invalid = true;
         return -1;
     }
@@ -199,12 +212,62 @@ extern "C" fn cb_add_header(
     0
 }
 
+/// RFC 9110 §5.1, §5.5: a field name is a non-empty token; a value holds no control byte
+/// but HTAB (obs-text, bytes 0x80 and up, is allowed).
+pub fn valid_field(name: &[u8], value: &[u8]) -> bool {
+    !name.is_empty()
+        && name.iter().all(|&b| is_tchar(b))
+        && value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" /
+/// "|" / "~" / DIGIT / ALPHA` (RFC 9110 §5.6.2).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 extern "C" fn cb_write(ctx: *mut c_void, data: *const u8, len: usize) -> c_int {
-    let out = response(ctx);
+    // SAFETY: the handler passes back the `ctx` that `call` gave it, during the call (ABI).
+    let out = unsafe { response(ctx) };
     if out.body.len().saturating_add(len) > MAX_BODY {
         out.invalid = true;
         return -1;
     }
-    out.body.extend_from_slice(slice(data, len));
+    // SAFETY: the ABI requires `data` to name `len` readable bytes for the duration of the
+    // callback; they are copied into the body before it returns.
+    out.body.extend_from_slice(unsafe { slice(data, len) });
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_field;
+
+    #[test]
+    fn field_validity_table() {
+        let cases: &[(&[u8], &[u8], bool)] = &[
+            (b"X-Ok", b"plain value", true),
+            (b"X-Ok", b"a\tb", true),
+            (b"X-Ok", b"caf\xc3\xa9", true),
+            (b"X-Ok", b"", true),
+            (b"!#$%&'*+-.^_`|~09azAZ", b"v", true),
+            (b"", b"v", false),
+            (b"Content-Length\t", b"5", false),
+            (b"X A", b"v", false),
+            (b"X:A", b"v", false),
+            (b"X(A)", b"v", false),
+            (b"X\"A", b"v", false),
+            (b"X/A", b"v", false),
+            (b"X\x7fA", b"v", false),
+            (b"X\xc3\xa9", b"v", false),
+            (b"X-A", b"a\r\nb", false),
+            (b"X-A", b"a\0b", false),
+            (b"X-A", b"a\x01b", false),
+            (b"X-A", b"\x1b[31m", false),
+            (b"X-A", b"a\x7fb", false),
+        ];
+        for (name, value, want) in cases {
+            assert_eq!(valid_field(name, value), *want, "{:?}: {:?}", String::from_utf8_lossy(name), value);
+        }
+    }
 }

@@ -21,21 +21,41 @@ pub enum Fork {
     Child,
 }
 
-/// fork(2).
+/// fork(2), refused unless the calling process has exactly one thread.
 ///
-/// Sound only while the calling process has exactly one thread: the child gets a copy of
-/// the calling thread alone, so a lock held by any other thread would stay locked in it
-/// forever. Spidey's forking parents (`fork`, `prefork`) are single-threaded by design.
+/// The child gets a copy of the calling thread alone (fork(2) NOTES), so a lock held by any
+/// other thread (malloc's, stdio's, a handler library's) would stay locked in it forever.
+/// Spidey's forking parents (`fork`, `prefork`) are single-threaded by design, but code
+/// loaded into the process (a `--handler` library's initialisers) may start threads, so the
+/// contract is checked here rather than trusted: with more than one thread (or when
+/// `/proc/self/task` cannot be read) this returns an error of kind
+/// [`io::ErrorKind::Unsupported`] and does not fork. The check cannot go stale: with one
+/// thread, the only thread that could start another is the one calling fork.
 pub fn fork() -> io::Result<Fork> {
-    // SAFETY: fork(2) has no memory-safety preconditions of its own; the hazards listed in
-    // fork(2) NOTES ("the child process is created with a single thread") concern
-    // multi-threaded callers, and the documented contract of this function restricts it to
-    // single-threaded ones.
+    let threads = thread_count()?;
+    if threads != 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("fork refused: this process has {threads} threads, and fork(2) is only sound with one"),
+        ));
+    }
+    // SAFETY: fork(2) has no memory-safety preconditions of its own; its hazards (fork(2)
+    // NOTES: "the child process is created with a single thread") concern multi-threaded
+    // callers, and the check above makes this one single-threaded: only the calling thread
+    // exists, so no other can appear before the call.
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
         0 => Ok(Fork::Child),
         child => Ok(Fork::Parent { child }),
     }
+}
+
+/// How many threads this process has (the entries of `/proc/self/task`, proc(5)).
+pub fn thread_count() -> io::Result<usize> {
+    let tasks = std::fs::read_dir("/proc/self/task").map_err(|e| {
+        io::Error::new(io::ErrorKind::Unsupported, format!("cannot count this process's threads in /proc: {e}"))
+    })?;
+    Ok(tasks.filter(|t| t.is_ok()).count())
 }
 
 /// _exit(2): ends the calling process at once with `code`.
@@ -65,4 +85,22 @@ pub fn set_cloexec(fd: i32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A test binary always has more than one thread (the harness's main thread and the test's
+    /// own), plus the one started here: fork must refuse, without forking.
+    #[test]
+    fn fork_refuses_while_other_threads_run() {
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let other = std::thread::spawn(move || parked.recv());
+        assert!(thread_count().unwrap() >= 2);
+        let refused = fork().expect_err("fork went ahead with other threads running");
+        assert_eq!(refused.kind(), io::ErrorKind::Unsupported, "{refused}");
+        drop(stop);
+        let _ = other.join();
+    }
 }
