@@ -29,6 +29,8 @@ mod loops;
 pub mod pool;
 pub mod prefork;
 mod session;
+#[cfg(feature = "fuzzing")]
+pub mod session_fuzz;
 pub mod single;
 pub mod thread;
 mod timer;

@@ -384,9 +384,40 @@ fn host<'b>(
     Ok(authority.or(found))
 }
 
-/// `Host = uri-host [ ":" port ]`: reg-name or IP-literal characters only.
+/// ```text
+/// Host     = uri-host [ ":" port ]                          (RFC 9110 §7.2)
+/// uri-host = IP-literal / IPv4address / reg-name            (RFC 3986 §3.2.2)
+/// port     = *DIGIT
+/// ```
+/// An IP-literal is checked loosely (hex digits, colons and dots, at most one `::`); a
+/// reg-name takes unreserved, sub-delims and `%`. No userinfo, one port, digits only: the
+/// httpd-tests http_strict rows `http://localhost:80x/`, `http://localhost::80/` and
+/// `Host: 4714::abcd:8001` (tests/http_strict.rs) hold this.
 fn valid_host(value: &[u8]) -> bool {
-    value.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b))
+    let port = match value.strip_prefix(b"[") {
+        Some(rest) => {
+            let Some(close) = rest.iter().position(|&b| b == b']') else { return false };
+            let literal = &rest[..close];
+            let chars_ok = literal.iter().all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+            let elisions = literal.windows(2).filter(|w| w == b"::").count();
+            if !chars_ok || !literal.contains(&b':') || elisions > 1 {
+                return false;
+            }
+            &rest[close + 1..]
+        }
+        None => {
+            let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
+            if !value[..end].iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)) {
+                return false;
+            }
+            &value[end..]
+        }
+    };
+    match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
 }
 
 fn keep_alive(headers: &[httparse::Header<'_>], version: Version) -> bool {

@@ -1,0 +1,205 @@
+//! Differential test: the same raw bytes go to Spidey (every mode) and to nginx from
+//! Debian's package, started here on the same fixture; where and how each splits the stream
+//! into requests, and which it accepts, must agree, except for the differences listed in
+//! the table with their reasons.
+//!
+//! The method is the HTTP Garden's (github.com/narfindustries/http-garden, `tools/diff.py`):
+//! feed one payload to several servers, reduce what each made of it to a comparable form,
+//! and call any mismatch a discrepancy unless it is a known, explained quirk (its
+//! `quirks.yml`). The Garden's servers echo the parsed request; here the servers are
+//! unmodified, so what each made of a request is read from its answer instead: the body of
+//! a 200 names the fixture file served (so the parsed target shows), and every response of
+//! a pipelined stream is listed (so where a request ended, and whether bytes inside a body
+//! were taken for a request, shows).
+//!
+//! Each request stream is sent at once, then half-closed; the replies are read to the close
+//! and summarised as tokens, one per response: the file name for a 200 whose body is a
+//! fixture file, `404`, `3xx`, `ok` (another success), `rej` (4xx other than 404, 5xx), or
+//! `http0.9` (a reply without a status line).
+//!
+//! nginx must be installed (`apt-get install nginx-light`); without it the test fails.
+
+mod common;
+
+use common::{Fixture, Spidey, HELLO};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "differential_nginx/cases.rs"]
+mod cases;
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+/// nginx, run in the foreground as one process with its own prefix in a temporary
+/// directory; killed on drop.
+struct Nginx {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    fn start(root: &Path) -> Nginx {
+        assert!(
+            Path::new(NGINX).exists(),
+            "{NGINX} not found: the differential test needs nginx from Debian's package \
+             (apt-get install nginx-light)"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log {d}/error.log info;\npid {d}/nginx.pid;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
+             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
+             default_type application/octet-stream;\n  \
+             server {{\n    listen 127.0.0.1:{port};\n    root {};\n    autoindex on;\n  }}\n}}\n",
+            root.display()
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new(NGINX)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {NGINX} (apt-get install nginx-light): {e}"));
+        let mut nginx = Nginx { child, port, dir };
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = nginx.child.try_wait() {
+                let log = std::fs::read_to_string(nginx.dir.path().join("error.log")).unwrap_or_default();
+                panic!("nginx exited at start ({status}):\n{log}");
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "nginx did not listen within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        nginx
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `stream`, half-closes, reads every response to the close, and summarises them.
+fn summarise(port: u16, stream: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(stream);
+    let _ = s.shutdown(Shutdown::Write);
+    let mut out = Vec::new();
+    match s.read_to_end(&mut out) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+        Err(e) => return format!("(not closed within 5 s: {e})"),
+    }
+    let mut tokens = Vec::new();
+    let mut rest = &out[..];
+    while !rest.is_empty() {
+        if !rest.starts_with(b"HTTP/") {
+            tokens.push("http0.9".into()); // a headerless HTTP/0.9 reply
+            break;
+        }
+        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+            tokens.push(format!("(garbage {:?})", String::from_utf8_lossy(rest)));
+            break;
+        };
+        let head = String::from_utf8_lossy(&rest[..end + 4]).into_owned();
+        rest = &rest[end + 4..];
+        let status = common::status_of(&head);
+        let body = if let Some(len) = common::head_field(&head, "content-length") {
+            let len = len.parse::<usize>().unwrap_or(0).min(rest.len());
+            let (body, after) = rest.split_at(len);
+            rest = after;
+            body.to_vec()
+        } else if common::head_field(&head, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+            let (body, after) = dechunk(rest);
+            rest = after;
+            body
+        } else {
+            std::mem::take(&mut rest).to_vec()
+        };
+        tokens.push(token(status, &body));
+    }
+    tokens.join(",")
+}
+
+fn token(status: u16, body: &[u8]) -> String {
+    let named = [
+        (HELLO.as_bytes(), "hello"),
+        (&b"0123456789"[..], "digits"),
+        (&b"<h1>index</h1>\n"[..], "index"),
+        (cases::SMUGGLED.as_bytes(), "SMUGGLED"),
+    ];
+    match status {
+        200 => named.iter().find(|(b, _)| *b == body).map_or("ok", |(_, n)| n).to_string(),
+        404 => "404".into(),
+        300..=399 => "3xx".into(),
+        201..=299 => "ok".into(),
+        0 => "(no status)".into(),
+        _ => "rej".into(),
+    }
+}
+
+/// A chunked body and what follows it.
+fn dechunk(mut rest: &[u8]) -> (Vec<u8>, &[u8]) {
+    let mut body = Vec::new();
+    loop {
+        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else { return (body, &[]) };
+        let size = std::str::from_utf8(&rest[..eol]).ok().and_then(|s| usize::from_str_radix(s.trim(), 16).ok());
+        let Some(size) = size else { return (body, &[]) };
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return (body, rest.get(2..).unwrap_or(&[]));
+        }
+        let take = size.min(rest.len());
+        body.extend_from_slice(&rest[..take]);
+        rest = rest.get(take + 2..).unwrap_or(&[]);
+    }
+}
+
+fn spidey_and_nginx_split_and_accept_the_same_streams(mode: &str) {
+    let fx = Fixture::new();
+    std::fs::write(fx.root().join("smuggled.txt"), cases::SMUGGLED).unwrap();
+    let spidey = Spidey::start(mode, &fx.root(), &[]);
+    let nginx = Nginx::start(&fx.root());
+    let rows = cases::rows();
+    let mut failures = Vec::new();
+    for row in &rows {
+        let got_spidey = summarise(spidey.port, &row.stream);
+        let got_nginx = summarise(nginx.port, &row.stream);
+        let (want_spidey, want_nginx) = match &row.differs {
+            None => (got_nginx.as_str(), got_nginx.as_str()),
+            Some(d) => (d.spidey, d.nginx),
+        };
+        if got_spidey != want_spidey || got_nginx != want_nginx {
+            failures.push(format!(
+                "{}: spidey {got_spidey:?} nginx {got_nginx:?}{}",
+                row.name,
+                row.differs.as_ref().map_or(String::new(), |d| format!(
+                    " (listed difference: spidey {:?} nginx {:?}, because: {})",
+                    d.spidey, d.nginx, d.why
+                ))
+            ));
+        }
+        if got_spidey.contains("SMUGGLED") {
+            failures.push(format!("{}: Spidey answered a request hidden in a body", row.name));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} streams disagree:\n{}", failures.len(), rows.len(), failures.join("\n"));
+}
+
+for_each_mode!(spidey_and_nginx_split_and_accept_the_same_streams);
