@@ -2,8 +2,9 @@
 //! a table of cases, run against every mode through `for_each_mode!`.
 //!
 //! Classes: [`framing`] (smuggling, field and line syntax), [`limits`], [`paths`],
-//! [`ranges`], [`slow`] (slowloris, slow body, slow reader), [`exhaustion`] (descriptor
-//! floods, resets). CGI cases live in `adversarial_cgi.rs`.
+//! [`pipelining`] (request streams far longer than any buffer), [`ranges`], [`slow`]
+//! (slowloris, slow body, slow reader), [`exhaustion`] (descriptor floods, resets). CGI
+//! cases live in `adversarial_cgi.rs`.
 
 mod common;
 
@@ -15,6 +16,8 @@ mod framing;
 mod limits;
 #[path = "adversarial/paths.rs"]
 mod paths;
+#[path = "adversarial/pipelining.rs"]
+mod pipelining;
 #[path = "adversarial/ranges.rs"]
 mod ranges;
 #[path = "adversarial/slow.rs"]

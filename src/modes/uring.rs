@@ -40,7 +40,8 @@ const SHUTDOWN: u64 = u64::MAX - 2;
 /// Ring size, and receive buffers lent to the kernel per loop.
 const ENTRIES: u32 = 4096;
 const RECV_BUFFERS: u16 = 512;
-const RECV_SIZE: usize = 4096;
+/// One ring buffer: what a receive brings at most, which a session always has room for.
+const RECV_SIZE: usize = super::session::RECV_ROOM;
 
 /// Whether this kernel lets us make a ring at all (built without io_uring: ENOSYS;
 /// `kernel.io_uring_disabled` or a seccomp sandbox: EPERM). `serve` asks before it binds
@@ -136,10 +137,11 @@ impl Loop {
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
                 Outcome::Received(Ok(bytes)) => {
-                    if let Some(conn) = live_conn(conns, c.user_data) {
-                        conn.session.push_bytes(bytes, pool);
-                    }
-                    Event::Received { len: bytes.len(), starved: false, input_left: c.input_left }
+                    // Bytes that do not fit (never, see `Session::recv_space`) close the
+                    // connection, reported as the end of the stream: never a silent gap.
+                    let fitted = live_conn(conns, c.user_data).is_some_and(|conn| conn.session.push_bytes(bytes, pool));
+                    let len = if fitted { bytes.len() } else { 0 };
+                    Event::Received { len, starved: false, input_left: c.input_left }
                 }
                 Outcome::Received(Err(e)) => Event::Received {
                     len: 0,
