@@ -7,6 +7,10 @@
 //! buffer. A CGI body's script pipes join the same epoll set (token `SCRIPT | slot`), and
 //! a `--delay` parks the connection on a timer, so nothing ever blocks the loop.
 //! Timeouts are per-loop FIFO deadline lists ([`Deadlines`]), O(1) per event.
+//! `--max-conns` is one count shared by the loops ([`LoopLimit`]): each accept takes a
+//! place first, and a loop with none left takes its listener out of the epoll set until a
+//! place frees up (its eventfd, token `WAKE`), so clients beyond the bound wait in the
+//! listen queue.
 //! Trade-off: the fastest mode and the cheapest per connection, but all work on a loop is
 //! serialized, so anything slow inside a step (a cold disk read in `open`) stalls every
 //! connection of that loop; and the code is a state machine instead of a straight line.
@@ -17,6 +21,7 @@
 //! `run` joins every loop thread.
 
 use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
+use super::limit::LoopLimit;
 use super::loops::{self, LoopContext};
 use super::session::{Pool, Sent, Session};
 use super::timer::{Deadlines, Kind};
@@ -32,8 +37,10 @@ use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(0);
 const SHUTDOWN: Token = Token(1);
+/// This loop's eventfd in the shared `--max-conns` count: a place freed up.
+const WAKE: Token = Token(2);
 /// Connection slot `i` is token `FIRST_CONN + i`.
-const FIRST_CONN: usize = 2;
+const FIRST_CONN: usize = 3;
 /// The pipes of a CGI script run for connection slot `i` are token `SCRIPT | i`.
 const SCRIPT: usize = 1 << 40;
 
@@ -84,7 +91,9 @@ struct Loop {
     /// Whether the listener is registered (it is not while full or backing off).
     listening: bool,
     backoff_until: Option<Instant>,
-    max_conns: usize,
+    /// The `--max-conns` count shared with the other loops; this loop is number `index`.
+    limit: std::sync::Arc<LoopLimit>,
+    index: usize,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     open: usize,
@@ -103,6 +112,8 @@ fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
     poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
     let shutdown_fd = lc.shutdown.fd().as_raw_fd();
     poll.registry().register(&mut SourceFd(&shutdown_fd), SHUTDOWN, Interest::READABLE)?;
+    let wake_fd = lc.limit.waker(lc.index).as_raw_fd();
+    poll.registry().register(&mut SourceFd(&wake_fd), WAKE, Interest::READABLE)?;
     let mut lp = Loop {
         pool: Pool::new(&lc.server),
         deadlines: Deadlines::new(&lc.server.timeouts),
@@ -112,7 +123,8 @@ fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
         listener: Some(listener),
         listening: true,
         backoff_until: None,
-        max_conns: lc.max_conns,
+        limit: lc.limit,
+        index: lc.index,
         conns: Vec::new(),
         free: Vec::new(),
         open: 0,
@@ -138,6 +150,7 @@ fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
             match event.token() {
                 LISTENER => lp.accept_all(),
                 SHUTDOWN => lp.begin_drain(),
+                WAKE => lp.limit.drain(lp.index), // `resume_listening` below takes it up
                 Token(t) if t & SCRIPT != 0 => lp.drive(t & !SCRIPT, false),
                 Token(t) => lp.drive(t - FIRST_CONN, event.is_readable() || event.is_read_closed() || event.is_error()),
             }
@@ -161,24 +174,30 @@ impl Loop {
         wakes.into_iter().flatten().min()
     }
 
+    /// Accepts while connections are queued and the shared count has places: each accept
+    /// takes its place first, so the loops together never hold more than `--max-conns`.
     fn accept_all(&mut self) {
         while self.listening && !self.draining {
-            if self.open >= self.max_conns {
-                self.set_listening(false); // resumed when a connection closes
+            if !self.limit.try_take() {
+                // Full: new connections wait in the listen queue. Resumed when a place
+                // frees up, on this loop or another (its wake-up, `LoopLimit::give_back`).
+                self.set_listening(false);
                 return;
             }
-            let Some(listener) = &self.listener else { return };
+            let Some(listener) = &self.listener else { return self.limit.give_back() };
             match listener.accept() {
-                Ok((stream, peer)) => self.add(stream, peer),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Ok((stream, peer)) => self.add(stream, peer), // the place is the connection's
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.limit.give_back(),
                 Err(e) if is_exhaustion(&e) => {
                     // Out of descriptors: the connection stays queued, so stop listening
                     // for a while instead of spinning (see modes/accept.rs).
+                    self.limit.give_back();
                     self.set_listening(false);
                     self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
                     return;
                 }
-                Err(_) => {} // ECONNABORTED and friends: that one is gone, take the next
+                // ECONNABORTED and friends: that one is gone, take the next
+                Err(_) => self.limit.give_back(),
             }
         }
     }
@@ -197,7 +216,7 @@ impl Loop {
     }
 
     fn resume_listening(&mut self) {
-        if self.backoff_until.is_some_and(|t| self.now < t) || self.draining || self.open >= self.max_conns {
+        if self.backoff_until.is_some_and(|t| self.now < t) || self.draining || self.limit.is_full() {
             return;
         }
         self.backoff_until = None;
@@ -323,6 +342,7 @@ impl Loop {
             conn.session.release(&mut self.pool);
             self.free.push(slot);
             self.open -= 1;
+            self.limit.give_back();
         }
     }
 

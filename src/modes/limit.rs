@@ -1,9 +1,16 @@
-//! A counting semaphore for open connections, for the threaded modes.
+//! The `--max-conns` bound: a counting semaphore for the threaded modes ([`ConnLimit`]),
+//! and the count the event-driven loops share ([`LoopLimit`]).
 //!
-//! The acceptor takes a [`Permit`] before it accepts; the thread serving the connection
-//! drops it when the connection closes, which wakes the acceptor (and the final drain).
+//! Threaded modes: the acceptor takes a [`Permit`] before it accepts; the thread serving
+//! the connection drops it when the connection closes, which wakes the acceptor (and the
+//! final drain). Loops: see [`LoopLimit`]. Either way the bound is one count for the whole
+//! server, and a client beyond it waits in the kernel's listen queue: never accepted and
+//! closed, never reset.
 
 use crate::net::Shutdown;
+use rustix::event::{eventfd, EventfdFlags};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -59,5 +66,62 @@ impl Drop for Permit {
     fn drop(&mut self) {
         *self.0.lock() -= 1;
         self.0.released.notify_all();
+    }
+}
+
+/// The one `--max-conns` count that the loops of `event` and `uring` share. A loop takes a
+/// place ([`LoopLimit::try_take`]) before each accept and gives it back when that
+/// connection closes (or the accept found nothing). A loop that finds no place stops
+/// accepting (its listener leaves the epoll set, or no ring poll is armed on it), so new
+/// connections wait in the kernel's listen queue; whichever loop gives back a place while
+/// the count is full wakes every loop through its eventfd ([`LoopLimit::waker`]), so a
+/// loop whose listener has clients queued resumes even if its own connections never close.
+#[derive(Debug)]
+pub(crate) struct LoopLimit {
+    open: AtomicUsize,
+    max: usize,
+    /// One eventfd per loop, written when a place frees up in a full house.
+    wakers: Vec<OwnedFd>,
+}
+
+impl LoopLimit {
+    /// A count of at most `max` open connections shared by `loops` loops.
+    pub(crate) fn new(max: usize, loops: usize) -> std::io::Result<Arc<LoopLimit>> {
+        let flags = EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK;
+        let wakers = (0..loops).map(|_| eventfd(0, flags)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(LoopLimit { open: AtomicUsize::new(0), max, wakers }))
+    }
+
+    /// Takes a place for one connection, if the count is below the bound.
+    pub(crate) fn try_take(&self) -> bool {
+        self.open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < self.max).then_some(n + 1)).is_ok()
+    }
+
+    /// Gives a place back; if the count was full, wakes every loop (some may have stopped
+    /// accepting). Every loop that found no place did so before this decrement, so it is
+    /// woken: no wake-up is lost.
+    pub(crate) fn give_back(&self) {
+        if self.open.fetch_sub(1, Ordering::SeqCst) == self.max {
+            for w in &self.wakers {
+                // A full eventfd counter (never, at 2^64 - 2) still leaves it readable.
+                let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+            }
+        }
+    }
+
+    /// Whether no place is free now (a hint: [`LoopLimit::try_take`] decides).
+    pub(crate) fn is_full(&self) -> bool {
+        self.open.load(Ordering::SeqCst) >= self.max
+    }
+
+    /// Loop `i`'s eventfd: readable once a place has freed up since the last
+    /// [`LoopLimit::drain`].
+    pub(crate) fn waker(&self, i: usize) -> BorrowedFd<'_> {
+        self.wakers[i].as_fd()
+    }
+
+    /// Resets loop `i`'s eventfd after a wake-up.
+    pub(crate) fn drain(&self, i: usize) {
+        let _ = rustix::io::read(&self.wakers[i], &mut [0u8; 8]);
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! Each loop is a thread with its own SO_REUSEPORT listener (loop 0 takes the original,
 //! the others bind siblings), its own connections, buffers and exchanger: nothing is
-//! shared on the hot path, the kernel spreads new connections over the listeners.
+//! shared on the hot path but the `--max-conns` count ([`LoopLimit`]: one atomic, touched
+//! once per accept and close), and the kernel spreads new connections over the listeners.
 //! Shutdown reaches every loop through the shutdown pipe, which each loop watches.
 
+use super::limit::LoopLimit;
 use super::ModeContext;
 use crate::net::Shutdown;
 use crate::server::Server;
@@ -17,14 +19,17 @@ pub(crate) struct LoopContext {
     pub server: Arc<Server>,
     pub listener: TcpListener,
     pub shutdown: Shutdown,
-    /// This loop's share of `--max-conns`.
-    pub max_conns: usize,
+    /// The `--max-conns` count every loop shares (not a share each: the kernel's spread
+    /// over the listeners is uneven).
+    pub limit: Arc<LoopLimit>,
+    /// This loop's number, which names its waker in `limit`.
+    pub index: usize,
 }
 
 /// Runs `body` on `--workers` threads (default: one per core) and joins them all.
 pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let n = ctx.workers.map(|w| w.max).unwrap_or_else(super::cores).max(1);
-    let max_conns = ctx.max_conns.div_ceil(n).max(1);
+    let limit = LoopLimit::new(ctx.max_conns, n).context("eventfds for the loops")?;
     let mut siblings = Vec::with_capacity(n - 1);
     for _ in 1..n {
         siblings.push(ctx.listener.bind_sibling().context("bind a sibling listener")?);
@@ -36,7 +41,8 @@ pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow:
         // setsockopt per loop instead of one per connection. Responses are written whole,
         // and Nagle would only delay their last segment.
         socket2::SockRef::from(&listener).set_nodelay(true).context("TCP_NODELAY on the listener")?;
-        let lc = LoopContext { server: Arc::clone(&ctx.server), listener, shutdown: ctx.shutdown.clone(), max_conns };
+        let (server, shutdown, limit) = (Arc::clone(&ctx.server), ctx.shutdown.clone(), Arc::clone(&limit));
+        let lc = LoopContext { server, listener, shutdown, limit, index: i };
         let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
             let shutdown = lc.shutdown.clone();
             let result = body(lc);

@@ -44,10 +44,16 @@ pub(crate) struct Pool {
 /// Buffers kept for reuse per kind; beyond that they are freed.
 const POOL_KEEP: usize = 256;
 
+/// The least room [`Session::recv_space`] offers a driver that receives: `uring`'s ring
+/// buffers are this size, so every ring receive fits whole ([`Session::push_bytes`]).
+pub(crate) const RECV_ROOM: usize = 4096;
+
 impl Pool {
-    /// Buffers of `size` bytes: the largest head the limits allow plus room to pipeline.
+    /// Buffers of `size` bytes: the largest head the limits allow plus one receive's worth
+    /// ([`RECV_ROOM`]), so a partial head (the parser answers 431 beyond `max_head`) always
+    /// leaves room for a whole receive once compacted.
     pub(crate) fn new(server: &Server) -> Pool {
-        Pool { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + 4096 }
+        Pool { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + RECV_ROOM }
     }
 
     fn take_in(&mut self) -> Vec<u8> {
@@ -164,15 +170,19 @@ impl Session {
         !self.has_partial_request() && !self.is_sending()
     }
 
-    /// Room to receive into (never empty), taking a buffer from the pool if needed.
+    /// Room to receive into, taking a buffer from the pool if needed. At least
+    /// [`RECV_ROOM`] bytes whenever the buffered bytes are a partial head, which is when
+    /// drivers receive: the parser answers 431 beyond `max_head`, and the buffer holds
+    /// `max_head + RECV_ROOM`. The buffered bytes move to the front whenever the free tail
+    /// is shorter than a receive (not only once it is full: a receive into a short tail is
+    /// what lost `uring` bytes, the rest of a ring buffer having nowhere to go).
     pub(crate) fn recv_space(&mut self, pool: &mut Pool) -> &mut [u8] {
         if self.inbuf.is_empty() {
             self.inbuf = pool.take_in();
-        } else if self.end == self.inbuf.len() && self.start > 0 {
+        } else if self.inbuf.len() - self.end < RECV_ROOM && self.start > 0 {
             self.inbuf.copy_within(self.start..self.end, 0);
             (self.end, self.start) = (self.end - self.start, 0);
         }
-        // [`Session::answer`] answers (431) before the buffer can fill, so space remains.
         &mut self.inbuf[self.end..]
     }
 
@@ -185,14 +195,21 @@ impl Session {
         self.release_inbuf_if_empty(pool);
     }
 
-    /// Copies `data` in (for drivers that receive into their own buffers); returns how
-    /// much fitted.
-    pub(crate) fn push_bytes(&mut self, data: &[u8], pool: &mut Pool) -> usize {
+    /// Copies `data` (at most [`RECV_ROOM`] bytes) in, for drivers that receive into their
+    /// own buffers. All of it always fits ([`Session::recv_space`]); should it ever not,
+    /// nothing is copied and this returns false: the driver must close the connection, as
+    /// answering what follows a gap in the stream could answer bytes of a body.
+    #[must_use]
+    pub(crate) fn push_bytes(&mut self, data: &[u8], pool: &mut Pool) -> bool {
         let space = self.recv_space(pool);
-        let n = data.len().min(space.len());
-        space[..n].copy_from_slice(&data[..n]);
-        self.received(n, pool);
-        n
+        if data.len() > space.len() {
+            debug_assert!(false, "{} received bytes for {} bytes of room", data.len(), space.len());
+            self.release(pool);
+            return false;
+        }
+        space[..data.len()].copy_from_slice(data);
+        self.received(data.len(), pool);
+        true
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is

@@ -1,9 +1,13 @@
 //! `uring`: the `event` state machine driven by io_uring completions, one ring per worker
 //! thread, each with its own SO_REUSEPORT listener.
 //!
-//! Model: a multishot accept, one receive per connection into ring-provided buffers (an
-//! idle connection holds no buffer of its own), and the framed head sent as a ring
-//! operation. File bodies never pass through user space: they go out with sendfile(2)
+//! Model: a ring poll on the listener, then accept4(2) while the `--max-conns` count the
+//! loops share ([`LoopLimit`]) has a place for it (not a multishot accept: the kernel
+//! would accept past the bound, and those clients could only be reset); at the bound no
+//! poll is armed and clients wait in the listen queue until a place frees up on any loop
+//! (its eventfd, polled through the ring). One receive per connection into ring-provided
+//! buffers (an idle connection holds no buffer of its own), and the framed head sent as a
+//! ring operation. File bodies never pass through user space: they go out with sendfile(2)
 //! once the head's send completes, waiting for POLLOUT through the ring when the socket
 //! is full (splices through a pipe were measured slower: io_uring runs them on its worker
 //! threads, and that hand-off costs more than the copy-free syscall). CGI script pipes are watched with ring
@@ -14,12 +18,13 @@
 //! owns what the kernel may touch; see spidey_sys::uring) and a kernel feature that
 //! sandboxes often disable (then this mode refuses to start and names `event`).
 //!
-//! Shutdown: each ring polls the shutdown pipe. On it the loop cancels its accept, closes
+//! Shutdown: each ring polls the shutdown pipe. On it the loop cancels its listener poll, closes
 //! idle connections, lets in-flight responses finish (answering `Connection: close`)
 //! until `Shutdown::deadline`, then returns; dropping the ring cancels and reaps what is
 //! left; `run` joins every loop thread.
 
 use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
+use super::limit::LoopLimit;
 use super::loops::{self, LoopContext};
 use super::session::{CgiFlow, Pool, Session};
 use super::timer::{Deadlines, Kind};
@@ -37,10 +42,13 @@ use std::time::{Duration, Instant};
 
 const ACCEPT: u64 = u64::MAX - 1;
 const SHUTDOWN: u64 = u64::MAX - 2;
+/// This loop's eventfd in the shared `--max-conns` count: a place freed up.
+const WAKE: u64 = u64::MAX - 3;
 /// Ring size, and receive buffers lent to the kernel per loop.
 const ENTRIES: u32 = 4096;
 const RECV_BUFFERS: u16 = 512;
-const RECV_SIZE: usize = 4096;
+/// One ring buffer: what a receive brings at most, which a session always has room for.
+const RECV_SIZE: usize = super::session::RECV_ROOM;
 
 /// Whether this kernel lets us make a ring at all (built without io_uring: ENOSYS;
 /// `kernel.io_uring_disabled` or a seccomp sandbox: EPERM). `serve` asks before it binds
@@ -60,9 +68,12 @@ struct Loop {
     shutdown: Shutdown,
     ring: Ring,
     listener: Option<TcpListener>,
+    /// Whether the listener's ring poll is armed (not while full, backing off or draining).
     accepting: bool,
     backoff_until: Option<Instant>,
-    max_conns: usize,
+    /// The `--max-conns` count shared with the other loops; this loop is number `index`.
+    limit: Arc<LoopLimit>,
+    index: usize,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     open: usize,
@@ -78,8 +89,8 @@ struct Loop {
 
 fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
     let mut ring = Ring::new(ENTRIES, RECV_BUFFERS, RECV_SIZE)?;
-    ring.accept_multi(lc.listener.as_fd(), ACCEPT)?;
     ring.poll(lc.shutdown.fd(), libc_pollin(), SHUTDOWN)?;
+    ring.poll(lc.limit.waker(lc.index), libc_pollin(), WAKE)?;
     let mut lp = Loop {
         pool: Pool::new(&lc.server),
         deadlines: Deadlines::new(&lc.server.timeouts),
@@ -87,9 +98,10 @@ fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
         shutdown: lc.shutdown,
         ring,
         listener: Some(lc.listener),
-        accepting: true,
+        accepting: false, // `resume_accepting` accepts what is queued, then arms the poll
         backoff_until: None,
-        max_conns: lc.max_conns,
+        limit: lc.limit,
+        index: lc.index,
         conns: Vec::new(),
         free: Vec::new(),
         open: 0,
@@ -99,6 +111,7 @@ fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
         now: Instant::now(),
         events: Vec::new(),
     };
+    lp.resume_accepting(); // accepts what is queued already, then arms the listener's poll
     loop {
         if lp.draining && (lp.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
             break;
@@ -132,14 +145,16 @@ impl Loop {
         let (conns, pool) = (&mut self.conns, &mut self.pool);
         self.ring.complete(|c: Completion<'_>| {
             let event = match c.outcome {
-                Outcome::Accepted(r) => Event::Accepted(r, c.more),
+                // No ring accept is ever armed (see the module docs): nothing to report.
+                Outcome::Accepted(_) => Event::Polled,
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
                 Outcome::Received(Ok(bytes)) => {
-                    if let Some(conn) = live_conn(conns, c.user_data) {
-                        conn.session.push_bytes(bytes, pool);
-                    }
-                    Event::Received { len: bytes.len(), starved: false, input_left: c.input_left }
+                    // Bytes that do not fit (never, see `Session::recv_space`) close the
+                    // connection, reported as the end of the stream: never a silent gap.
+                    let fitted = live_conn(conns, c.user_data).is_some_and(|conn| conn.session.push_bytes(bytes, pool));
+                    let len = if fitted { bytes.len() } else { 0 };
+                    Event::Received { len, starved: false, input_left: c.input_left }
                 }
                 Outcome::Received(Err(e)) => Event::Received {
                     len: 0,
@@ -158,7 +173,17 @@ impl Loop {
 
     fn handle(&mut self, ud: u64, event: Event) {
         match (ud, event) {
-            (ACCEPT, Event::Accepted(r, more)) => self.accepted(r, more),
+            (ACCEPT, _) => {
+                self.accepting = false;
+                self.accept_all();
+            }
+            (WAKE, _) => {
+                // A place freed up: `resume_accepting` takes it up after this batch.
+                self.limit.drain(self.index);
+                if !self.draining {
+                    let _ = self.ring.poll(self.limit.waker(self.index), libc_pollin(), WAKE);
+                }
+            }
             (SHUTDOWN, _) => self.begin_drain(),
             (ud, event) => {
                 let slot = ((ud >> 8) & 0xffff_ffff) as usize;
@@ -172,36 +197,50 @@ impl Loop {
         }
     }
 
-    fn accepted(&mut self, r: std::io::Result<std::os::fd::OwnedFd>, more: bool) {
-        if !more {
-            self.accepting = false; // the multishot ended (an error, or our cancel)
-        }
-        match r {
-            Ok(fd) if self.draining || self.open >= self.max_conns => drop(fd),
-            Ok(fd) => self.add(TcpStream::from(fd)),
-            Err(e) if is_exhaustion(&e) => self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF),
-            Err(_) => {}
-        }
-        if self.open >= self.max_conns && self.accepting {
-            let _ = self.ring.cancel(ACCEPT); // re-armed when a connection closes
+    /// Accepts what is queued while the shared count has places, each accept taking its
+    /// place first; once the queue is empty, arms the listener's ring poll. At the bound
+    /// nothing is armed: a wake-up (`WAKE`) brings the loop back through `resume_accepting`.
+    fn accept_all(&mut self) {
+        while !self.accepting && !self.draining {
+            let Some(listener) = &self.listener else { return };
+            if !self.limit.try_take() {
+                return; // full: clients wait in the listen queue
+            }
+            let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
+            match rustix::net::accept_with(listener, flags) {
+                Ok(fd) => self.add(TcpStream::from(fd)), // the place is the connection's
+                Err(rustix::io::Errno::AGAIN) => {
+                    self.limit.give_back();
+                    // Not armed (the ring refused): `resume_accepting` tries again next round.
+                    self.accepting = self.ring.poll(listener.as_fd(), libc_pollin(), ACCEPT).is_ok();
+                    return;
+                }
+                Err(e) if is_exhaustion(&e.into()) => {
+                    // Out of descriptors: the connection stays queued; retry after a pause.
+                    self.limit.give_back();
+                    self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
+                    return;
+                }
+                // ECONNABORTED and friends: that one is gone, take the next
+                Err(_) => self.limit.give_back(),
+            }
         }
     }
 
     fn resume_accepting(&mut self) {
-        if self.accepting || self.draining || self.open >= self.max_conns {
+        if self.accepting || self.draining || self.limit.is_full() {
             return;
         }
         if self.backoff_until.is_some_and(|t| self.now < t) {
             return;
         }
         self.backoff_until = None;
-        if let Some(listener) = &self.listener {
-            self.accepting = self.ring.accept_multi(listener.as_fd(), ACCEPT).is_ok();
-        }
+        self.accept_all();
     }
 
+    /// Serves an accepted connection, which holds one place of the shared count.
     fn add(&mut self, stream: TcpStream) {
-        let Ok(peer) = stream.peer_addr() else { return };
+        let Ok(peer) = stream.peer_addr() else { return self.limit.give_back() };
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1
@@ -342,6 +381,7 @@ impl Loop {
             let _ = self.ring.close(OwnedFd::from(conn.stream)); // on error closed at once
             self.free.push(slot);
             self.open -= 1;
+            self.limit.give_back();
         }
     }
 
@@ -385,6 +425,7 @@ impl Loop {
         if self.accepting {
             let _ = self.ring.cancel(ACCEPT);
         }
+        let _ = self.ring.cancel(WAKE);
         self.listener = None;
         let idle: Vec<usize> =
             (0..self.conns.len()).filter(|&i| self.conns[i].as_ref().is_some_and(|c| c.session.is_idle())).collect();

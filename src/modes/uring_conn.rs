@@ -151,14 +151,12 @@ impl Conn {
                 self.poll_armed = false;
                 true
             }
-            Event::Accepted(..) => true,
         }
     }
 }
 
 /// A completion, detached from the ring's buffers.
 pub(super) enum Event {
-    Accepted(std::io::Result<std::os::fd::OwnedFd>, bool),
     /// `starved`: no ring buffer was free (ENOBUFS), the input is still there.
     Received {
         len: usize,
