@@ -118,11 +118,14 @@ fn environment_is_clean(mode: &str) {
     let fx = cgi_fixture();
     let server = start_cgi(mode, &fx.root(), &[]);
     for target in ["/cgi-bin/env", "/env.cgi"] {
-        let (status, env) = get(&server, target, "Proxy: http://evil.example:1\r\nX_Evil: spoof\r\nX-Good: yes\r\n");
+        let fields =
+            "Proxy: http://evil.example:1\r\nX_Evil: spoof\r\nX-Good: yes\r\nProxy-Authorization: Basic c2VjcmV0\r\n";
+        let (status, env) = get(&server, target, fields);
         assert_eq!(status, 200, "{target}: {env}");
         assert!(env.contains("HTTP_X_GOOD=yes"), "{target}: the env script did not run as CGI: {env}");
         assert!(!env.contains("HTTP_PROXY="), "{target}: httpoxy: {env}");
         assert!(!env.contains("HTTP_X_EVIL="), "{target}: an underscore field became a variable: {env}");
+        assert!(!env.contains("c2VjcmV0"), "{target}: Proxy-Authorization reached the script: {env}");
         assert!(!env.contains(MARKER_SECRET), "{target}: the server's environment leaked: {env}");
     }
 }
