@@ -103,7 +103,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_cgi: bool,
     /// Run files ending in .EXT through PROGRAM as CGI (repeatable), e.g.
-    /// `.php=/usr/bin/php-cgi`. The program gets no arguments; SCRIPT_FILENAME names the file.
+    /// `.php=/usr/bin/php-cgi`, `.py=/usr/bin/python3`. The program gets one argument, the
+    /// checked script file as `/proc/self/fd/3` (never anything from the request); stdin
+    /// is the request body; SCRIPT_FILENAME names the file.
     #[arg(long, value_name = ".EXT=PROGRAM", value_parser = crate::content::cgi::parse_interpreter)]
     pub cgi_interpreter: Vec<(String, PathBuf)>,
     /// How long a CGI script may run before it is killed (504).
