@@ -93,6 +93,15 @@ pub struct ServeArgs {
     /// The time a client has to send a whole request head (beyond: 408 and close).
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub head_timeout: Duration,
+    /// The time a request body (to a CGI script) may take to arrive, counted from the end of
+    /// its head, plus one second per --body-min-rate bytes received (beyond: 408 and close).
+    /// With the defaults a body must arrive within 10 s plus 1 s per 500 bytes.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub body_timeout: Duration,
+    /// The minimum request body rate in bytes per second that extends --body-timeout (0:
+    /// the whole body within --body-timeout).
+    #[arg(long, default_value_t = 500)]
+    pub body_min_rate: u64,
     /// How long a kept-alive connection may sit idle between requests.
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub idle_timeout: Duration,

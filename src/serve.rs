@@ -61,6 +61,8 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
         interpreters: args.cgi_interpreter.clone(),
         timeout: args.cgi_timeout,
         max_body: args.max_body,
+        body_timeout: args.body_timeout,
+        body_min_rate: args.body_min_rate,
         port,
     };
     let mut handlers = Vec::new();

@@ -51,6 +51,11 @@ pub struct CgiOptions {
     pub timeout: Duration,
     /// The largest request body passed to a script (beyond: 413).
     pub max_body: u64,
+    /// `--body-timeout`: the time a request body may take to arrive, plus one second per
+    /// `body_min_rate` bytes received (beyond: 408, close).
+    pub body_timeout: Duration,
+    /// `--body-min-rate`, in bytes per second (0: the body must arrive within `body_timeout`).
+    pub body_min_rate: u64,
     /// The port the server listens on (`SERVER_PORT`).
     pub port: u16,
 }
@@ -62,6 +67,8 @@ impl Default for CgiOptions {
             interpreters: Vec::new(),
             timeout: Duration::from_secs(30),
             max_body: 1 << 20,
+            body_timeout: Duration::from_secs(10),
+            body_min_rate: 500,
             port: 0,
         }
     }

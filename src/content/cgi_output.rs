@@ -78,6 +78,10 @@ pub struct CgiOutput {
     expect_continue: bool,
     timeout: Duration,
     deadline: Instant,
+    /// When the request head was answered: the body's deadline counts from here.
+    body_started: Instant,
+    body_timeout: Duration,
+    body_min_rate: u64,
     proc: Option<Running>,
     raw: Vec<u8>,
     status: Option<StatusCode>,
@@ -115,6 +119,9 @@ impl CgiOutput {
             max_body: opts.max_body,
             timeout: opts.timeout,
             deadline: Instant::now() + opts.timeout,
+            body_started: Instant::now(),
+            body_timeout: opts.body_timeout,
+            body_min_rate: opts.body_min_rate,
             proc: None,
             raw: Vec::new(),
             status: None,
@@ -169,6 +176,10 @@ impl CgiOutput {
         match self.intake {
             Intake::Failed(status, detail) => return self.error(out, status, detail, true),
             Intake::Length(_) | Intake::Chunked(_) => {
+                if self.body_deadline().is_some_and(|d| Instant::now() >= d) {
+                    self.intake = Intake::Failed(StatusCode::REQUEST_TIMEOUT, BODY_TOO_SLOW);
+                    return self.pump(out);
+                }
                 if std::mem::take(&mut self.expect_continue) {
                     out.extend_from_slice(CONTINUE);
                 }
@@ -197,6 +208,22 @@ impl CgiOutput {
     /// The script's stdin while request-body bytes are still to be written to it.
     pub fn stdin_fd(&self) -> Option<BorrowedFd<'_>> {
         self.proc.as_ref().and_then(|p| p.stdin.as_ref()).map(|fd| fd.as_fd())
+    }
+
+    /// While the request body is still to arrive: when it must have arrived (then `pump`
+    /// answers 408 and the connection closes). `--body-timeout` from the request head, plus
+    /// a second per `--body-min-rate` bytes received so far, as Apache's mod_reqtimeout
+    /// `body=10,MinRate=500` does: a client trickling below the rate runs out of time,
+    /// whatever the size of the body.
+    pub fn body_deadline(&self) -> Option<Instant> {
+        if !matches!(self.intake, Intake::Length(_) | Intake::Chunked(_)) {
+            return None;
+        }
+        let earned = match self.body_min_rate {
+            0 => Duration::ZERO,
+            rate => Duration::from_secs_f64(self.body.len() as f64 / rate as f64),
+        };
+        Some(self.body_started + self.body_timeout + earned)
     }
 
     /// When the script is killed (504) if it has not finished.
@@ -433,6 +460,7 @@ impl Drop for CgiOutput {
 }
 
 const TOO_LARGE: &str = "The request body is larger than this server accepts.";
+const BODY_TOO_SLOW: &str = "The request body took too long to arrive.";
 
 /// A spawned script. Dropping it closes the pipes, kills the script's process group and
 /// waits for the script, so it never lingers as a zombie.

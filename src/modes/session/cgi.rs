@@ -68,6 +68,16 @@ impl Session {
         }
     }
 
+    /// While a CGI request body is still to arrive: when it must have arrived. The driver
+    /// arms this deadline (not the send one) while it reads the body, and pumps when it
+    /// passes: the pump answers 408 and the connection closes.
+    pub(crate) fn body_deadline(&self) -> Option<Instant> {
+        match &self.body {
+            Some(Outgoing::Cgi(cgi)) => cgi.body_deadline(),
+            _ => None,
+        }
+    }
+
     /// While a script runs: its stdout (wait readable), its stdin if body bytes are still
     /// to be written (wait writable), and its deadline (then pump: it answers 504).
     pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
