@@ -117,6 +117,10 @@ pub struct ServeArgs {
     /// is the request body; SCRIPT_FILENAME names the file.
     #[arg(long, value_name = ".EXT=PROGRAM", value_parser = crate::content::cgi::parse_interpreter)]
     pub cgi_interpreter: Vec<(String, PathBuf)>,
+    /// The most CGI scripts running at once, 1 to 4096, counted from the request head (its
+    /// body included) to the script's end, across all workers (beyond: 503, Retry-After).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub max_cgi: u16,
     /// How long a CGI script may run before it is killed (504).
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub cgi_timeout: Duration,

@@ -27,6 +27,7 @@
 
 use super::cgi_env;
 use super::cgi_output::CgiOutput;
+use super::cgi_process::CgiSlots;
 use super::resolve::{decode_path, ResolveError, Resolved, Root};
 use super::{Response, StatusCode};
 use spidey_http::Request;
@@ -38,6 +39,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The CGI settings, from the command line.
@@ -58,6 +60,8 @@ pub struct CgiOptions {
     pub body_min_rate: u64,
     /// The port the server listens on (`SERVER_PORT`).
     pub port: u16,
+    /// `--max-cgi`: the scripts that may run at once (beyond: 503); `None`: no cap.
+    pub slots: Option<Arc<CgiSlots>>,
 }
 
 impl Default for CgiOptions {
@@ -70,6 +74,7 @@ impl Default for CgiOptions {
             body_timeout: Duration::from_secs(10),
             body_min_rate: 500,
             port: 0,
+            slots: None,
         }
     }
 }
@@ -198,6 +203,17 @@ pub(crate) fn respond(
         r.fields.push(("Allow", "GET, HEAD, POST".into()));
         return r;
     }
+    let slot = match &opts.slots {
+        None => None,
+        Some(slots) => match slots.try_take() {
+            Some(slot) => Some(slot),
+            None => {
+                let mut r = Response::error(StatusCode::SERVICE_UNAVAILABLE, "Too many scripts are running.");
+                r.fields.push(("Retry-After", "1".into()));
+                return r;
+            }
+        },
+    };
     let env = cgi_env::build(req, &script, peer, opts, document_root);
     let command = match command(script, env) {
         Ok(command) => command,
@@ -206,7 +222,7 @@ pub(crate) fn respond(
             return Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The script could not be started.");
         }
     };
-    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiOutput::new(command, req, opts))))
+    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiOutput::new(command, req, opts, slot))))
 }
 
 /// The descriptor a script's file has in the script's process.

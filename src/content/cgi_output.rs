@@ -12,9 +12,12 @@
 //! then waits for what [`CgiStep`] names. Both pipes are non-blocking and close-on-exec.
 //!
 //! No zombie, ever: the child runs in its own process group, and every way out (EOF,
-//! timeout, error, a client gone, drop) kills that group and waits for the child.
+//! timeout, error, a client gone, drop) kills the child and that group and reaps the child
+//! without blocking ([`super::cgi_process::Running`]). The output holds its `--max-cgi`
+//! [`Slot`] from the request head until the script is done.
 
 use super::cgi::CgiOptions;
+use super::cgi_process::{Running, Slot};
 use super::page::error_page;
 use spidey_http::cgi::{parse_cgi_head, CgiHead};
 use spidey_http::chunked::ChunkedDecoder;
@@ -22,7 +25,7 @@ use spidey_http::response::Framing;
 use spidey_http::{BodyFraming, HeadOptions, Parsed, Request, StatusCode};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What the driver must do after a [`CgiOutput::pump`] (always after writing `out`).
@@ -83,6 +86,7 @@ pub struct CgiOutput {
     body_timeout: Duration,
     body_min_rate: u64,
     proc: Option<Running>,
+    slot: Option<Slot>,
     raw: Vec<u8>,
     status: Option<StatusCode>,
     head_sent: bool,
@@ -101,7 +105,7 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 const READ_SIZE: usize = 64 * 1024;
 
 impl CgiOutput {
-    pub(crate) fn new(command: Command, req: &Request<'_, '_>, opts: &CgiOptions) -> Self {
+    pub(crate) fn new(command: Command, req: &Request<'_, '_>, opts: &CgiOptions, slot: Option<Slot>) -> Self {
         let intake = match req.body {
             BodyFraming::None | BodyFraming::Length(0) => Intake::Whole,
             BodyFraming::Length(n) if n > opts.max_body => Intake::Failed(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE),
@@ -123,6 +127,7 @@ impl CgiOutput {
             body_timeout: opts.body_timeout,
             body_min_rate: opts.body_min_rate,
             proc: None,
+            slot,
             raw: Vec::new(),
             status: None,
             head_sent: false,
@@ -327,6 +332,7 @@ impl CgiOutput {
                     }
                     self.proc = None;
                     self.done = true;
+                    self.slot = None;
                     self.logged = true;
                     return CgiStep::LocalRedirect(path.to_string());
                 }
@@ -402,6 +408,7 @@ impl CgiOutput {
             out.extend_from_slice(b"0\r\n\r\n");
         }
         self.done = true;
+        self.slot = None;
         self.log();
         CgiStep::Done
     }
@@ -413,6 +420,7 @@ impl CgiOutput {
             // The body is cut short: only closing the connection can say so.
             self.keep_alive = false;
             self.done = true;
+            self.slot = None;
             self.log();
             return CgiStep::Done;
         }
@@ -431,6 +439,7 @@ impl CgiOutput {
             self.bytes_out = len;
         }
         self.done = true;
+        self.slot = None;
         self.log();
         CgiStep::Done
     }
@@ -461,26 +470,3 @@ impl Drop for CgiOutput {
 
 const TOO_LARGE: &str = "The request body is larger than this server accepts.";
 const BODY_TOO_SLOW: &str = "The request body took too long to arrive.";
-
-/// A spawned script. Dropping it closes the pipes, kills the script's process group and
-/// waits for the script, so it never lingers as a zombie.
-#[derive(Debug)]
-struct Running {
-    stdin: Option<OwnedFd>,
-    stdout: Option<OwnedFd>,
-    child: Option<Child>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.stdin = None;
-        self.stdout = None;
-        if let Some(mut child) = self.child.take() {
-            // The group outlives its leader while the leader is unreaped, so this cannot
-            // hit a recycled process group.
-            let pid = rustix::process::Pid::from_child(&child);
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            let _ = child.wait();
-        }
-    }
-}

@@ -51,7 +51,7 @@ impl Session {
                 CgiStep::Wait => return CgiFlow::Wait,
                 CgiStep::LocalRedirect(path) => {
                     let request = cgi.redirect_request(&path);
-                    self.body = None; // kills and reaps the script
+                    self.body = None; // kills the script; reaped without blocking (cgi_process)
                     let answer = ex.local_redirect(server, &request, self.peer);
                     self.keep_alive &= answer.keep_alive;
                     self.frame(&ex.head, answer.body, pool);
