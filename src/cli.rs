@@ -94,6 +94,15 @@ pub struct ServeArgs {
     /// The time a client has to send a whole request head (beyond: 408 and close).
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub head_timeout: Duration,
+    /// The time a request body (to a CGI script) may take to arrive, counted from the end of
+    /// its head, plus one second per --body-min-rate bytes received (beyond: 408 and close).
+    /// With the defaults a body must arrive within 10 s plus 1 s per 500 bytes.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub body_timeout: Duration,
+    /// The minimum request body rate in bytes per second that extends --body-timeout (0:
+    /// the whole body within --body-timeout).
+    #[arg(long, default_value_t = 500)]
+    pub body_min_rate: u64,
     /// How long a kept-alive connection may sit idle between requests.
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub idle_timeout: Duration,
@@ -104,9 +113,15 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_cgi: bool,
     /// Run files ending in .EXT through PROGRAM as CGI (repeatable), e.g.
-    /// `.php=/usr/bin/php-cgi`. The program gets no arguments; SCRIPT_FILENAME names the file.
+    /// `.php=/usr/bin/php-cgi`, `.py=/usr/bin/python3`. The program gets one argument, the
+    /// checked script file as `/proc/self/fd/3` (never anything from the request); stdin
+    /// is the request body; SCRIPT_FILENAME names the file.
     #[arg(long, value_name = ".EXT=PROGRAM", value_parser = crate::content::cgi::parse_interpreter)]
     pub cgi_interpreter: Vec<(String, PathBuf)>,
+    /// The most CGI scripts running at once, 1 to 4096, counted from the request head (its
+    /// body included) to the script's end, across all workers (beyond: 503, Retry-After).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub max_cgi: u16,
     /// How long a CGI script may run before it is killed (504).
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub cgi_timeout: Duration,

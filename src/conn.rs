@@ -10,7 +10,8 @@
 //!
 //! `--delay` is a sleep before the answer is written. A CGI answer ([`Body::Cgi`]) is
 //! driven here by [`serve_cgi`]: request-body bytes come from the same buffer (those that
-//! followed the head) and then from the socket, and the script's pipes are waited on with
+//! followed the head) and then from the socket until the body's deadline (`--body-timeout`,
+//! then 408), and the script's pipes are waited on with
 //! poll(2) until the script's deadline; a write error drops the output, which kills and
 //! reaps the script.
 
@@ -151,9 +152,13 @@ fn serve_cgi(
             }
             CgiStep::NeedBody => {
                 (*pending.start, *pending.end) = (0, 0);
-                let deadline = Instant::now() + server.timeouts.head;
-                if wait_readable(stream.as_fd(), shutdown, Some(deadline))? != Wake::Ready {
-                    return Ok(false);
+                // The whole body is bounded (`CgiOutput::body_deadline`), not each read:
+                // past it, the next pump answers 408.
+                let deadline = cgi.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
+                match wait_readable(stream.as_fd(), shutdown, Some(deadline))? {
+                    Wake::Ready => {}
+                    Wake::Timeout => continue,
+                    Wake::Shutdown => return Ok(false),
                 }
                 match stream.read(&mut pending.buf[..])? {
                     0 => return Ok(false),

@@ -2,6 +2,7 @@
 
 use crate::cli::ServeArgs;
 use crate::content::cgi::CgiOptions;
+use crate::content::cgi_process::CgiSlots;
 use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
 use crate::modes::ModeContext;
@@ -73,7 +74,10 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
         interpreters: args.cgi_interpreter.clone(),
         timeout: args.cgi_timeout,
         max_body: args.max_body,
+        body_timeout: args.body_timeout,
+        body_min_rate: args.body_min_rate,
         port,
+        slots: Some(CgiSlots::new(usize::from(args.max_cgi)).map_err(|e| ConfigError(e.to_string()))?),
     };
     let mut handlers = Vec::new();
     for (prefix, path) in &args.handler {

@@ -118,12 +118,103 @@ fn environment_is_clean(mode: &str) {
     let fx = cgi_fixture();
     let server = start_cgi(mode, &fx.root(), &[]);
     for target in ["/cgi-bin/env", "/env.cgi"] {
-        let (status, env) = get(&server, target, "Proxy: http://evil.example:1\r\nX_Evil: spoof\r\nX-Good: yes\r\n");
+        let fields =
+            "Proxy: http://evil.example:1\r\nX_Evil: spoof\r\nX-Good: yes\r\nProxy-Authorization: Basic c2VjcmV0\r\n";
+        let (status, env) = get(&server, target, fields);
         assert_eq!(status, 200, "{target}: {env}");
         assert!(env.contains("HTTP_X_GOOD=yes"), "{target}: the env script did not run as CGI: {env}");
         assert!(!env.contains("HTTP_PROXY="), "{target}: httpoxy: {env}");
         assert!(!env.contains("HTTP_X_EVIL="), "{target}: an underscore field became a variable: {env}");
+        assert!(!env.contains("c2VjcmV0"), "{target}: Proxy-Authorization reached the script: {env}");
         assert!(!env.contains(MARKER_SECRET), "{target}: the server's environment leaked: {env}");
+    }
+}
+
+/// `--cgi-interpreter` runs the script named by the request, never the request body: a GET
+/// runs it (python3, perl, sh), and a POST whose body is a program in that language is only
+/// data (the script echoes the body's length; the marker file the body would create does
+/// not appear). Before the fix the interpreter got no argument and read its program from
+/// stdin: GET was 502 and the POSTed program ran.
+fn interpreter_runs_the_script_not_the_body(mode: &str) {
+    let fx = cgi_fixture();
+    let root = fx.root();
+    let marker = fx.outside.path().join("body-ran");
+    let m = marker.display();
+    let write = |name: &str, text: &str| std::fs::write(root.join(name), text).unwrap();
+    write(
+        "app.py",
+        "import os, sys\nn = len(sys.stdin.buffer.read())\nprint('Content-Type: text/plain\\r\\n\\r\\nPY-SCRIPT ' + str(n), end='')\n",
+    );
+    write(
+        "app.pl",
+        "local $/; my $b = <STDIN> // '';\nprint \"Content-Type: text/plain\\r\\n\\r\\nPL-SCRIPT \" . length($b);\n",
+    );
+    write("app.sh", "n=$(wc -c)\nprintf 'Content-Type: text/plain\\r\\n\\r\\nSH-SCRIPT %s' $n\n");
+    let server = start_cgi(
+        mode,
+        &root,
+        &[
+            "--cgi-interpreter",
+            ".py=/usr/bin/python3",
+            "--cgi-interpreter",
+            ".pl=/usr/bin/perl",
+            "--cgi-interpreter",
+            ".sh=/bin/sh",
+        ],
+    );
+    let cases = [
+        (
+            "/app.py",
+            "PY-SCRIPT",
+            format!("open('{m}', 'w').write('x')\nprint('Content-Type: text/plain\\r\\n\\r\\nBODY-RAN')\n"),
+        ),
+        (
+            "/app.pl",
+            "PL-SCRIPT",
+            format!("open(my $f, '>', '{m}'); print \"Content-Type: text/plain\\r\\n\\r\\nBODY-RAN\";\n"),
+        ),
+        ("/app.sh", "SH-SCRIPT", format!("touch '{m}'\nprintf 'Content-Type: text/plain\\r\\n\\r\\nBODY-RAN'\n")),
+    ];
+    for (target, name, program) in cases {
+        let (status, text) = get(&server, &format!("{target}?-c+print(1)"), "");
+        assert_eq!((status, text.as_str()), (200, format!("{name} 0").as_str()), "GET {target}");
+        let req = format!(
+            "POST {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{program}",
+            program.len()
+        );
+        let (status, text) = exchange(&server, req.as_bytes());
+        assert_eq!((status, text.clone()), (200, format!("{name} {}", program.len())), "POST {target}");
+        assert!(!marker.exists(), "POST {target}: the request body ran as a program");
+    }
+}
+
+/// The script that runs is the file that was checked beneath ROOT: swapped for a symlink to
+/// a script outside ROOT while the request body is held back (after the check, before the
+/// exec), it still runs as it was, and the outside script never runs. Before the fix the
+/// script was exec'd by name again, and the outside script ran. Also through an interpreter.
+fn script_swapped_after_the_check_is_not_run(mode: &str) {
+    let fx = cgi_fixture();
+    let (root, outside) = (fx.root(), fx.outside.path().to_path_buf());
+    let marker = outside.join("outside-ran");
+    let evil =
+        format!("#!/bin/sh\ntouch '{}'\nprintf 'Content-Type: text/plain\\r\\n\\r\\nOUTSIDE'\n", marker.display());
+    script(&outside, "evil.cgi", &evil);
+    script(&outside, "evil.sh", &evil);
+    let good = "#!/bin/sh\ncat >/dev/null\nprintf 'Content-Type: text/plain\\r\\n\\r\\nINSIDE'\n";
+    let server = start_cgi(mode, &root, &["--cgi-interpreter", ".sh=/bin/sh"]);
+    for (name, target) in [("swap.cgi", "evil.cgi"), ("swap.sh", "evil.sh")] {
+        script(&root, name, good);
+        let mut s = server.connect();
+        let head = format!("POST /{name} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 4\r\n\r\n");
+        s.write_all(head.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(400)); // the server has resolved and checked it
+        let tmp = root.join("swap.tmp");
+        std::os::unix::fs::symlink(outside.join(target), &tmp).unwrap();
+        std::fs::rename(&tmp, root.join(name)).unwrap();
+        s.write_all(b"data").unwrap();
+        let text = common::read_to_close(&mut s);
+        assert!(text.contains("INSIDE") && !text.contains("OUTSIDE"), "{name}: {text}");
+        assert!(!marker.exists(), "{name}: the script outside ROOT ran");
     }
 }
 
@@ -234,6 +325,8 @@ crate::for_each_mode!(
     traversal_into_an_interpreter,
     environment_is_clean,
     php_query_is_never_argv,
+    interpreter_runs_the_script_not_the_body,
+    script_swapped_after_the_check_is_not_run,
     no_descriptor_leaks_into_scripts,
     malformed_script_output_is_502,
     hanging_script_is_504,

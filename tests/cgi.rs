@@ -26,7 +26,12 @@ fn cgi_fixture() -> Fixture {
         0o755,
     );
     script(r, "cgi-bin/echo.sh", "#!/bin/sh\nprintf 'Status: 201 Created\\nContent-Type: text/plain\\nX-Len: %s\\n\\n' \"$CONTENT_LENGTH\"\ncat\n", 0o755);
-    script(r, "cgi-bin/fds.sh", "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nexec ls /proc/self/fd\n", 0o755);
+    script(
+        r,
+        "cgi-bin/fds.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nreadlink /proc/$$/fd/3\nexec ls /proc/self/fd\n",
+        0o755,
+    );
     script(r, "cgi-bin/noexec.sh", "#!/bin/sh\necho secret\n", 0o644);
     script(r, "cgi-bin/garbage.sh", "#!/bin/sh\necho 'this is not a header block'\necho\n", 0o755);
     script(r, "cgi-bin/inject.sh", "#!/bin/sh\nprintf 'Content-Type: text/plain\\rSet-Cookie: evil=1\\n\\nx'\n", 0o755);
@@ -178,15 +183,18 @@ fn meta_variables(mode: &str) {
     assert!(text.lines().any(|l| l.starts_with("REMOTE_PORT=")), "{text}");
 }
 
-fn only_std_fds(mode: &str) {
+/// A script gets fds 0, 1 and 2, and its own file (read-only) at 3, which it runs from.
+fn only_std_fds_and_the_script(mode: &str) {
     let fx = cgi_fixture();
     let s = start(mode, &fx);
-    // ls itself opens one fd for the directory listing: 0 1 2 and that one.
+    // ls itself opens one fd for the directory listing: 0 1 2 3 and that one.
     let reply = s.get("/cgi-bin/fds.sh", &[]);
     let text = reply.text();
-    let fds: Vec<&str> = text.split_whitespace().collect();
-    assert_eq!(fds.len(), 4, "fds seen by the script: {fds:?}");
-    assert_eq!(&fds[..3], ["0", "1", "2"]);
+    let (fd3, rest) = text.split_once('\n').unwrap_or_default();
+    assert!(fd3.ends_with("/cgi-bin/fds.sh"), "fd 3 of the script: {text}");
+    let fds: Vec<&str> = rest.split_whitespace().collect();
+    assert_eq!(fds.len(), 5, "fds seen by the script: {fds:?}");
+    assert_eq!(&fds[..4], ["0", "1", "2", "3"]);
 }
 
 fn post_bodies_reach_stdin(mode: &str) {
@@ -301,7 +309,7 @@ fn no_zombies_after_many(mode: &str) {
 for_each_mode!(
     statuses_table,
     meta_variables,
-    only_std_fds,
+    only_std_fds_and_the_script,
     post_bodies_reach_stdin,
     expect_100_continue,
     body_over_max_body_is_413,

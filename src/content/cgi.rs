@@ -7,25 +7,39 @@
 //! A path that does not resolve is retried one segment shorter at a time: the first
 //! script on the way is run, and the rest of the path becomes `PATH_INFO`.
 //!
-//! The child is executed directly (never through a shell), with no arguments at all (a
-//! query string on argv is php-cgi CVE-2012-1823 / CVE-2024-4577), an environment built
+//! The child runs the file that was checked, not its name again: the descriptor the
+//! beneath-ROOT resolution opened becomes the child's fd 3 ([`SCRIPT_FD`], open across
+//! exec) and the child execs `/proc/self/fd/3`, a magic link to that very file (what
+//! glibc's fexecve does), so a script swapped for a symlink after the check is never run.
+//! A `#!` script's interpreter is given that path by the kernel; a `--cgi-interpreter` is
+//! given it as its one argument (`python3 /proc/self/fd/3`), and opening it reopens the
+//! checked file. The interpreter never reads its program from stdin, which carries the
+//! request body, and nothing from the request ever reaches argv (a query string on argv is
+//! php-cgi CVE-2012-1823 / CVE-2024-4577). `SCRIPT_FILENAME` keeps the real path. php-cgi
+//! ignores its argument in CGI mode and opens `SCRIPT_FILENAME` by name: for it alone the
+//! file is opened again by path (a known limit).
+//!
+//! The child is executed directly (never through a shell), with an environment built
 //! from scratch ([`super::cgi_env`]), its own directory as working directory, only fds 0,
-//! 1 and 2 (every Spidey fd is close-on-exec), and its own process group so that killing
-//! it also kills whatever it started. Running it is [`super::cgi_output::CgiOutput`]'s job.
+//! 1 and 2 and the script itself, read-only, at 3 (every other Spidey fd is close-on-exec),
+//! and its own process group so that killing it also kills whatever it started. Running
+//! it is [`super::cgi_output::CgiOutput`]'s job.
 
 use super::cgi_env;
 use super::cgi_output::CgiOutput;
+use super::cgi_process::CgiSlots;
 use super::resolve::{decode_path, ResolveError, Resolved, Root};
 use super::{Response, StatusCode};
 use spidey_http::Request;
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The CGI settings, from the command line.
@@ -39,8 +53,15 @@ pub struct CgiOptions {
     pub timeout: Duration,
     /// The largest request body passed to a script (beyond: 413).
     pub max_body: u64,
+    /// `--body-timeout`: the time a request body may take to arrive, plus one second per
+    /// `body_min_rate` bytes received (beyond: 408, close).
+    pub body_timeout: Duration,
+    /// `--body-min-rate`, in bytes per second (0: the body must arrive within `body_timeout`).
+    pub body_min_rate: u64,
     /// The port the server listens on (`SERVER_PORT`).
     pub port: u16,
+    /// `--max-cgi`: the scripts that may run at once (beyond: 503); `None`: no cap.
+    pub slots: Option<Arc<CgiSlots>>,
 }
 
 impl Default for CgiOptions {
@@ -50,7 +71,10 @@ impl Default for CgiOptions {
             interpreters: Vec::new(),
             timeout: Duration::from_secs(30),
             max_body: 1 << 20,
+            body_timeout: Duration::from_secs(10),
+            body_min_rate: 500,
             port: 0,
+            slots: None,
         }
     }
 }
@@ -104,6 +128,8 @@ pub(crate) struct Script {
     /// The script's real path (what `/proc/self/fd` says the opened file is).
     pub filename: PathBuf,
     pub interpreter: Option<PathBuf>,
+    /// The file that was checked beneath ROOT: what runs.
+    pub file: File,
     /// The URL path of the script, as sent (`/cgi-bin/env.sh`).
     pub script_name: String,
     /// The decoded rest of the path (`/a/b`), or empty.
@@ -155,9 +181,12 @@ pub(crate) fn script(
     let Ok(filename) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
         return Some(Err(ResolveError::Internal));
     };
+    let Ok(file) = file.try_clone() else {
+        return Some(Err(ResolveError::Internal));
+    };
     let script_name =
         format!("/{}", raw_script.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/"));
-    Some(Ok(Script { filename, interpreter, script_name, path_info }))
+    Some(Ok(Script { filename, interpreter, file, script_name, path_info }))
 }
 
 /// The answer for a request to a script: a [`CgiOutput`] that will run it.
@@ -174,22 +203,58 @@ pub(crate) fn respond(
         r.fields.push(("Allow", "GET, HEAD, POST".into()));
         return r;
     }
+    let slot = match &opts.slots {
+        None => None,
+        Some(slots) => match slots.try_take() {
+            Some(slot) => Some(slot),
+            None => {
+                let mut r = Response::error(StatusCode::SERVICE_UNAVAILABLE, "Too many scripts are running.");
+                r.fields.push(("Retry-After", "1".into()));
+                return r;
+            }
+        },
+    };
     let env = cgi_env::build(req, &script, peer, opts, document_root);
-    let command = command(&script, env);
-    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiOutput::new(command, req, opts))))
+    let command = match command(script, env) {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("spidey: cannot prepare CGI script: {e}");
+            return Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The script could not be started.");
+        }
+    };
+    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiOutput::new(command, req, opts, slot))))
 }
 
-/// The command that runs `script`: no arguments, a clean environment, its own directory.
-fn command(script: &Script, env: Vec<(OsString, OsString)>) -> Command {
+/// The descriptor a script's file has in the script's process.
+pub(crate) const SCRIPT_FD: RawFd = 3;
+/// The name of [`SCRIPT_FD`] in the script's process: what is exec'd, or given to the
+/// interpreter as its one argument.
+const SCRIPT_PATH: &str = "/proc/self/fd/3";
+
+/// The command that runs `script` from its checked descriptor (see the module docs): the
+/// file itself, or its interpreter with the file as the one argument; a clean environment,
+/// its own directory, its own process group.
+fn command(script: Script, env: Vec<(OsString, OsString)>) -> std::io::Result<Command> {
     let mut command = match &script.interpreter {
-        Some(program) => Command::new(program),
-        None => Command::new(&script.filename),
+        Some(program) => {
+            let mut c = Command::new(program);
+            c.arg(SCRIPT_PATH);
+            c
+        }
+        None => {
+            let mut c = Command::new(SCRIPT_PATH);
+            c.arg0(&script.filename);
+            c
+        }
     };
     command.env_clear().envs(env).process_group(0);
     if let Some(dir) = script.filename.parent() {
         command.current_dir(dir);
     }
-    command
+    // At SCRIPT_FD or above, so that std's stdio set-up in the child cannot overwrite it.
+    let fd = rustix::io::fcntl_dupfd_cloexec(&script.file, SCRIPT_FD)?;
+    spidey_sys::process::inherit_fd(&mut command, fd, SCRIPT_FD)?;
+    Ok(command)
 }
 
 #[cfg(test)]

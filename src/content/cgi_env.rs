@@ -6,8 +6,9 @@
 //!   requests (httpoxy, CVE-2016-5385);
 //! - names containing `_`, which would collide with the `-`→`_` spelling of another field
 //!   and let a client forge one that a proxy in front had stripped;
-//! - `Content-Type` and `Content-Length` (they have their own variables) and
-//!   `Authorization` (the credentials are the server's business, as in Apache).
+//! - `Content-Type` and `Content-Length` (they have their own variables), and
+//!   `Authorization` and `Proxy-Authorization` (credentials are the server's, or a
+//!   proxy's, business, as in Apache: a script never sees them).
 
 use super::cgi::{CgiOptions, Script};
 use crate::server::SOFTWARE;
@@ -86,10 +87,13 @@ pub(crate) fn http_variables(req: &Request<'_, '_>) -> Vec<(String, Vec<u8>)> {
     vars
 }
 
+/// Fields that never become variables (lowercase); see the module documentation.
+const NEVER_PASSED: [&str; 5] = ["proxy", "content-type", "content-length", "authorization", "proxy-authorization"];
+
 /// `User-Agent` → `HTTP_USER_AGENT`, or `None` for fields that are never passed.
 fn variable_name(field: &str) -> Option<String> {
     let lower = field.to_ascii_lowercase();
-    if field.contains('_') || ["proxy", "content-type", "content-length", "authorization"].contains(&lower.as_str()) {
+    if field.contains('_') || NEVER_PASSED.contains(&lower.as_str()) {
         return None;
     }
     Some(format!("HTTP_{}", field.to_ascii_uppercase().replace('-', "_")))
@@ -111,6 +115,8 @@ mod tests {
             ("Content-Type", None),
             ("Content-Length", None),
             ("Authorization", None),
+            ("Proxy-Authorization", None),
+            ("proxy-authorization", None),
         ];
         for (field, want) in cases {
             assert_eq!(variable_name(field).as_deref(), want, "{field}");

@@ -12,9 +12,12 @@
 //! then waits for what [`CgiStep`] names. Both pipes are non-blocking and close-on-exec.
 //!
 //! No zombie, ever: the child runs in its own process group, and every way out (EOF,
-//! timeout, error, a client gone, drop) kills that group and waits for the child.
+//! timeout, error, a client gone, drop) kills the child and that group and reaps the child
+//! without blocking ([`super::cgi_process::Running`]). The output holds its `--max-cgi`
+//! [`Slot`] from the request head until the script is done.
 
 use super::cgi::CgiOptions;
+use super::cgi_process::{Running, Slot};
 use super::page::error_page;
 use spidey_http::cgi::{parse_cgi_head, CgiHead};
 use spidey_http::chunked::ChunkedDecoder;
@@ -22,7 +25,7 @@ use spidey_http::response::Framing;
 use spidey_http::{BodyFraming, HeadOptions, Parsed, Request, StatusCode};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What the driver must do after a [`CgiOutput::pump`] (always after writing `out`).
@@ -78,7 +81,12 @@ pub struct CgiOutput {
     expect_continue: bool,
     timeout: Duration,
     deadline: Instant,
+    /// When the request head was answered: the body's deadline counts from here.
+    body_started: Instant,
+    body_timeout: Duration,
+    body_min_rate: u64,
     proc: Option<Running>,
+    slot: Option<Slot>,
     raw: Vec<u8>,
     status: Option<StatusCode>,
     head_sent: bool,
@@ -97,7 +105,7 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 const READ_SIZE: usize = 64 * 1024;
 
 impl CgiOutput {
-    pub(crate) fn new(command: Command, req: &Request<'_, '_>, opts: &CgiOptions) -> Self {
+    pub(crate) fn new(command: Command, req: &Request<'_, '_>, opts: &CgiOptions, slot: Option<Slot>) -> Self {
         let intake = match req.body {
             BodyFraming::None | BodyFraming::Length(0) => Intake::Whole,
             BodyFraming::Length(n) if n > opts.max_body => Intake::Failed(StatusCode::PAYLOAD_TOO_LARGE, TOO_LARGE),
@@ -115,7 +123,11 @@ impl CgiOutput {
             max_body: opts.max_body,
             timeout: opts.timeout,
             deadline: Instant::now() + opts.timeout,
+            body_started: Instant::now(),
+            body_timeout: opts.body_timeout,
+            body_min_rate: opts.body_min_rate,
             proc: None,
+            slot,
             raw: Vec::new(),
             status: None,
             head_sent: false,
@@ -169,6 +181,10 @@ impl CgiOutput {
         match self.intake {
             Intake::Failed(status, detail) => return self.error(out, status, detail, true),
             Intake::Length(_) | Intake::Chunked(_) => {
+                if self.body_deadline().is_some_and(|d| Instant::now() >= d) {
+                    self.intake = Intake::Failed(StatusCode::REQUEST_TIMEOUT, BODY_TOO_SLOW);
+                    return self.pump(out);
+                }
                 if std::mem::take(&mut self.expect_continue) {
                     out.extend_from_slice(CONTINUE);
                 }
@@ -197,6 +213,22 @@ impl CgiOutput {
     /// The script's stdin while request-body bytes are still to be written to it.
     pub fn stdin_fd(&self) -> Option<BorrowedFd<'_>> {
         self.proc.as_ref().and_then(|p| p.stdin.as_ref()).map(|fd| fd.as_fd())
+    }
+
+    /// While the request body is still to arrive: when it must have arrived (then `pump`
+    /// answers 408 and the connection closes). `--body-timeout` from the request head, plus
+    /// a second per `--body-min-rate` bytes received so far, as Apache's mod_reqtimeout
+    /// `body=10,MinRate=500` does: a client trickling below the rate runs out of time,
+    /// whatever the size of the body.
+    pub fn body_deadline(&self) -> Option<Instant> {
+        if !matches!(self.intake, Intake::Length(_) | Intake::Chunked(_)) {
+            return None;
+        }
+        let earned = match self.body_min_rate {
+            0 => Duration::ZERO,
+            rate => Duration::from_secs_f64(self.body.len() as f64 / rate as f64),
+        };
+        Some(self.body_started + self.body_timeout + earned)
     }
 
     /// When the script is killed (504) if it has not finished.
@@ -300,6 +332,7 @@ impl CgiOutput {
                     }
                     self.proc = None;
                     self.done = true;
+                    self.slot = None;
                     self.logged = true;
                     return CgiStep::LocalRedirect(path.to_string());
                 }
@@ -375,6 +408,7 @@ impl CgiOutput {
             out.extend_from_slice(b"0\r\n\r\n");
         }
         self.done = true;
+        self.slot = None;
         self.log();
         CgiStep::Done
     }
@@ -386,6 +420,7 @@ impl CgiOutput {
             // The body is cut short: only closing the connection can say so.
             self.keep_alive = false;
             self.done = true;
+            self.slot = None;
             self.log();
             return CgiStep::Done;
         }
@@ -404,6 +439,7 @@ impl CgiOutput {
             self.bytes_out = len;
         }
         self.done = true;
+        self.slot = None;
         self.log();
         CgiStep::Done
     }
@@ -433,26 +469,4 @@ impl Drop for CgiOutput {
 }
 
 const TOO_LARGE: &str = "The request body is larger than this server accepts.";
-
-/// A spawned script. Dropping it closes the pipes, kills the script's process group and
-/// waits for the script, so it never lingers as a zombie.
-#[derive(Debug)]
-struct Running {
-    stdin: Option<OwnedFd>,
-    stdout: Option<OwnedFd>,
-    child: Option<Child>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.stdin = None;
-        self.stdout = None;
-        if let Some(mut child) = self.child.take() {
-            // The group outlives its leader while the leader is unreaped, so this cannot
-            // hit a recycled process group.
-            let pid = rustix::process::Pid::from_child(&child);
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            let _ = child.wait();
-        }
-    }
-}
+const BODY_TOO_SLOW: &str = "The request body took too long to arrive.";

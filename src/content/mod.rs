@@ -16,6 +16,7 @@
 pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_output;
+pub mod cgi_process;
 pub mod handler;
 pub mod listing;
 pub mod page;

@@ -321,6 +321,11 @@ impl Loop {
             return;
         }
         let s = &conn.session;
+        if let Some(at) = s.body_deadline() {
+            // A CGI request body: one deadline for all of it; its expiry pumps (408).
+            conn.stamp = self.deadlines.arm_at(Kind::Script, at, slot);
+            return;
+        }
         let kind = if s.is_sending() {
             Kind::Send
         } else if s.has_partial_request() {
@@ -364,7 +369,7 @@ impl Loop {
                     conn.session.held = false;
                     self.drive(slot, false);
                 }
-                Kind::Script => self.drive(slot, false), // the pump answers 504
+                Kind::Script => self.drive(slot, false), // the pump answers 504, or 408 for a body
                 Kind::Idle | Kind::Send => self.close(slot),
             }
         }

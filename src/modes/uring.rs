@@ -349,6 +349,12 @@ impl Loop {
             return; // parked on a deadline of its own (Delay, Script)
         }
         let s = &conn.session;
+        if let Some(at) = s.body_deadline() {
+            // A CGI request body: one deadline for all of it; its expiry pumps (408).
+            conn.stamp = self.deadlines.arm_at(Kind::Script, at, slot);
+            conn.deadline = Kind::Script;
+            return;
+        }
         let (kind, rearm) = if s.is_sending() {
             (Kind::Send, true)
         } else if s.has_partial_request() {
@@ -404,13 +410,16 @@ impl Loop {
         for (kind, slot) in due {
             match kind {
                 Kind::Head | Kind::Delay => self.drive(slot),
-                // Stop watching the pipes; once the polls resolve, the pump answers 504.
-                Kind::Script => {
-                    if let Some(Some(conn)) = self.conns.get(slot) {
+                // Stop watching the pipes; once the polls resolve, the pump answers 504. No
+                // polls: the deadline of a request body still arriving; the pump answers 408.
+                Kind::Script => match self.conns.get(slot) {
+                    Some(Some(conn)) if conn.script_polls > 0 => {
                         let _ = self.ring.cancel(conn.ud(slot, SCRIPT_OUT));
                         let _ = self.ring.cancel(conn.ud(slot, SCRIPT_IN));
                     }
-                }
+                    Some(Some(_)) => self.drive(slot),
+                    _ => {}
+                },
                 Kind::Idle | Kind::Send => self.close(slot),
             }
         }

@@ -1,4 +1,4 @@
-//! Child processes that do not outlive their parent.
+//! Child processes that do not outlive their parent, and descriptors handed to a child.
 //!
 //! A parent that unwinds can kill its children; one that is killed with SIGKILL cannot.
 //! prctl(2) PR_SET_PDEATHSIG asks the kernel to send the child a signal when its parent
@@ -14,9 +14,12 @@
 //! It covers the direct child only: a program that forks children of its own must look
 //! after them (nginx, for one, leaves its workers running when its master is SIGKILLed, but
 //! stops them on SIGTERM).
+//!
+//! [`inherit_fd`] hands one descriptor to the child at a fixed number, open across exec.
 
 use rustix::process::{getpid, getppid, kill_process, set_parent_process_death_signal, Signal};
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
@@ -49,4 +52,44 @@ pub fn die_with_parent(command: &mut Command, signal: Signal) -> &mut Command {
     // async-signal-safe in signal-safety(7). Its errors are errno values; `io::Error` from
     // an errno does not allocate.
     unsafe { command.pre_exec(hook) }
+}
+
+/// Makes `fd` the descriptor `target` (at least 3) of the process `command` spawns, open
+/// across execve(2) (not close-on-exec), whatever descriptor it is in the parent. CGI uses
+/// it to run a script from the descriptor that was checked beneath ROOT: the child execs
+/// `/proc/self/fd/3`, and an interpreter is given that path, so the kernel (for a `#!`
+/// script) or the interpreter opens the very file that was checked, never a name that
+/// could have been swapped since.
+///
+/// `fd` is moved into the hook and closed in the parent when `command` is dropped; std sets
+/// up stdin, stdout and stderr before pre_exec hooks run, so `target` must not be 0, 1 or 2.
+pub fn inherit_fd(command: &mut Command, fd: OwnedFd, target: RawFd) -> io::Result<&mut Command> {
+    if target < 3 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "inherit_fd: target must be 3 or more"));
+    }
+    let hook = move || -> io::Result<()> {
+        let source = fd.as_raw_fd();
+        // SAFETY: dup2(2) and fcntl(2) F_SETFD take plain integers and only change the
+        // calling process's descriptor table; both are async-signal-safe (signal-safety(7)),
+        // as a pre_exec hook requires. dup2 onto `target` closes whatever the child had
+        // there (the child's own copy, close-on-exec anyway) and the new descriptor does not
+        // have FD_CLOEXEC (dup2(2)); when `source` already is `target`, dup2 would do
+        // nothing, so its FD_CLOEXEC flag is cleared instead.
+        let rc = unsafe {
+            if source == target {
+                libc::fcntl(target, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(source, target)
+            }
+        };
+        if rc == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SAFETY: `CommandExt::pre_exec` (std docs) runs `hook` in the forked child before
+    // execve(2), where only async-signal-safe code may run: no allocation, no locks. `hook`
+    // reads a descriptor number it owns and makes the two system calls above; its error is
+    // an errno value, and `io::Error::last_os_error` does not allocate.
+    Ok(unsafe { command.pre_exec(hook) })
 }

@@ -51,7 +51,7 @@ impl Session {
                 CgiStep::Wait => return CgiFlow::Wait,
                 CgiStep::LocalRedirect(path) => {
                     let request = cgi.redirect_request(&path);
-                    self.body = None; // kills and reaps the script
+                    self.body = None; // kills the script; reaped without blocking (cgi_process)
                     let answer = ex.local_redirect(server, &request, self.peer);
                     self.keep_alive &= answer.keep_alive;
                     self.frame(&ex.head, answer.body, pool);
@@ -65,6 +65,16 @@ impl Session {
                     return if wrote { CgiFlow::Write } else { CgiFlow::Done };
                 }
             }
+        }
+    }
+
+    /// While a CGI request body is still to arrive: when it must have arrived. The driver
+    /// arms this deadline (not the send one) while it reads the body, and pumps when it
+    /// passes: the pump answers 408 and the connection closes.
+    pub(crate) fn body_deadline(&self) -> Option<Instant> {
+        match &self.body {
+            Some(Outgoing::Cgi(cgi)) => cgi.body_deadline(),
+            _ => None,
         }
     }
 
