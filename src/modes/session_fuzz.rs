@@ -24,7 +24,11 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
     'chunks: for chunk in chunks {
         let mut data = *chunk;
         while !data.is_empty() {
-            let n = session.push_bytes(data, &mut pool);
+            // As `event` reads: into the free tail the session offers, as much as fits.
+            let space = session.recv_space(&mut pool);
+            let n = data.len().min(space.len());
+            space[..n].copy_from_slice(&data[..n]);
+            session.received(n, &mut pool);
             data = &data[n..];
             let mut answered = false;
             while session.answer(&mut ex, server, &mut pool, false) {
