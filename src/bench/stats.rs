@@ -44,9 +44,18 @@ pub(crate) enum ErrorClass {
     PortsExhausted,
     /// Any other I/O error.
     Other,
+    /// Answered, but sent more than `--late-after` after its intended time (open loop): the
+    /// generator did not apply the load it promised, so the answer does not count as one.
+    Late,
 }
 
 /// Failed requests by class. Every failed request is counted in exactly one class.
+///
+/// `unsent` and `late` are the open loop's own failures, always present (zero in a closed
+/// loop): `unsent` requests were scheduled before the end but never sent (no free
+/// connection, or the generator fell behind); `late` ones were sent more than `--late-after`
+/// after their intended time and answered (a late request that then failed counts under
+/// its failure instead). Neither is a response; a late one's latency is still recorded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCounts {
     pub connect: u64,
@@ -57,6 +66,10 @@ pub struct ErrorCounts {
     pub fd_exhausted: u64,
     pub ports_exhausted: u64,
     pub other: u64,
+    #[serde(default)]
+    pub unsent: u64,
+    #[serde(default)]
+    pub late: u64,
 }
 
 impl ErrorCounts {
@@ -70,6 +83,7 @@ impl ErrorCounts {
             ErrorClass::FdExhausted => &mut self.fd_exhausted,
             ErrorClass::PortsExhausted => &mut self.ports_exhausted,
             ErrorClass::Other => &mut self.other,
+            ErrorClass::Late => &mut self.late,
         } += 1;
     }
 
@@ -78,7 +92,7 @@ impl ErrorCounts {
     }
 
     /// Each class with its name, in report order.
-    pub fn named(&self) -> [(&'static str, u64); 8] {
+    pub fn named(&self) -> [(&'static str, u64); 10] {
         [
             ("connect", self.connect),
             ("timeout", self.timeout),
@@ -88,6 +102,8 @@ impl ErrorCounts {
             ("fd exhausted (EMFILE/ENFILE)", self.fd_exhausted),
             ("ports exhausted (EADDRNOTAVAIL)", self.ports_exhausted),
             ("other", self.other),
+            ("unsent", self.unsent),
+            ("late", self.late),
         ]
     }
 
@@ -100,6 +116,8 @@ impl ErrorCounts {
         self.fd_exhausted += o.fd_exhausted;
         self.ports_exhausted += o.ports_exhausted;
         self.other += o.other;
+        self.unsent += o.unsent;
+        self.late += o.late;
     }
 }
 
@@ -213,19 +231,29 @@ impl SeriesMerger {
     }
 }
 
+/// When a request was meant to go out and when it did; `late` if later than allowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sent {
+    pub intended: Instant,
+    pub issued: Instant,
+    pub late: bool,
+}
+
 /// One thread's measurements. Recording is allocation-free except once per second.
 pub(crate) struct Recorder {
     /// Latency from the intended send time (open loop) or the issue time (closed loop).
     pub latency: Histogram<u64>,
     /// Open loop only: latency from the moment the request was actually issued.
     pub uncorrected: Option<Histogram<u64>>,
+    /// Open loop only: the generator's own send lateness (issued minus intended).
+    pub lateness: Option<Histogram<u64>>,
     /// Responses by status code (index = code; 0..=999).
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
     pub responses: u64,
     pub body_bytes: u64,
     pub wire_bytes: u64,
-    /// Open loop: scheduled sends that never went out before the end.
+    /// Open loop: scheduled sends that never went out before the end (also `errors.unsent`).
     pub backlog: u64,
     /// When the last counted request completed or failed.
     pub last_event: Option<Instant>,
@@ -238,6 +266,7 @@ impl Recorder {
         Recorder {
             latency: histogram(3),
             uncorrected: open_loop.then(|| histogram(3)),
+            lateness: open_loop.then(|| histogram(3)),
             status: vec![0; 1000],
             errors: ErrorCounts::default(),
             responses: 0,
@@ -250,23 +279,39 @@ impl Recorder {
         }
     }
 
-    /// Records a complete response. `intended` is when it should have been sent,
-    /// `issued` when work on it began.
-    pub fn response(&mut self, now: Instant, intended: Instant, issued: Instant, status: u16, body: u64, wire: u64) {
-        let corrected = micros(now - intended);
+    /// Records that a request intended for `intended` went out at `issued` (open loop).
+    pub fn sent(&mut self, intended: Instant, issued: Instant) {
+        if let Some(h) = &mut self.lateness {
+            h.saturating_record(micros(issued.saturating_duration_since(intended)));
+        }
+    }
+
+    /// Records a complete response; a `late` one counts as a `late` error, its latency
+    /// recorded all the same.
+    pub fn response(&mut self, now: Instant, sent: Sent, status: u16, body: u64, wire: u64) {
+        let corrected = micros(now - sent.intended);
         self.latency.saturating_record(corrected);
         if let Some(h) = &mut self.uncorrected {
-            h.saturating_record(micros(now - issued));
+            h.saturating_record(micros(now - sent.issued));
         }
-        self.status[usize::from(status).min(999)] += 1;
-        self.responses += 1;
         self.body_bytes += body;
         self.wire_bytes += wire;
-        self.second.responses += 1;
         self.second.body_bytes += body;
         self.second.wire_bytes += wire;
         self.second.latency.saturating_record(corrected);
+        if sent.late {
+            return self.error(now, ErrorClass::Late);
+        }
+        self.status[usize::from(status).min(999)] += 1;
+        self.responses += 1;
+        self.second.responses += 1;
         self.last_event = Some(now);
+    }
+
+    /// Counts `n` scheduled requests that were never sent.
+    pub fn unsent(&mut self, n: u64) {
+        self.errors.unsent += n;
+        self.backlog += n;
     }
 
     pub fn error(&mut self, now: Instant, class: ErrorClass) {
@@ -301,8 +346,10 @@ impl Recorder {
 
     pub fn merge(&mut self, o: &Recorder) {
         self.latency.add(&o.latency).expect("same histogram bounds");
-        if let (Some(a), Some(b)) = (&mut self.uncorrected, &o.uncorrected) {
-            a.add(b).expect("same histogram bounds");
+        for (a, b) in [(&mut self.uncorrected, &o.uncorrected), (&mut self.lateness, &o.lateness)] {
+            if let (Some(a), Some(b)) = (a, b) {
+                a.add(b).expect("same histogram bounds");
+            }
         }
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;
