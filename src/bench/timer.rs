@@ -20,7 +20,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 /// How long before a slot the timer fires; the rest is spun (busy-polled).
-pub(crate) const SPIN: Duration = Duration::from_micros(60);
+pub(crate) const SPIN: Duration = Duration::from_micros(50);
 
 /// The timer's token in the worker's poll (connections use their index).
 pub(crate) const TIMER: Token = Token(usize::MAX - 1);
