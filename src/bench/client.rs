@@ -20,6 +20,7 @@
 //! in flight; requests in flight at the end of a timed run are waited for (at most
 //! `--timeout`), never dropped; slots before the end never sent are counted `unsent`.
 
+use super::conn::{Conn, Phase};
 use super::response::{Feed, ResponseReader};
 use super::stats::{classify_connect, classify_io, ErrorClass, Recorder, SecondSample, Sent};
 use super::timer::{SlotTimer, SPIN, TIMER};
@@ -35,8 +36,6 @@ use std::time::{Duration, Instant};
 const TICK: Duration = Duration::from_millis(10);
 /// How long a connection waits before retrying after it could not connect.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
-/// Each connection's read buffer; a response head must fit in it.
-const READ_BUFFER: usize = 16 * 1024;
 
 /// What every thread sends: built once, shared read-only.
 pub(crate) struct Requests {
@@ -46,57 +45,6 @@ pub(crate) struct Requests {
     pub head_method: bool,
     pub keepalive: bool,
     pub timeout: Duration,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Backoff(Instant),
-    Connecting,
-    Writing,
-    Reading,
-}
-
-struct Conn {
-    stream: Option<TcpStream>,
-    phase: Phase,
-    buf: Box<[u8]>,
-    len: usize,
-    target: usize,
-    written: usize,
-    /// When the request should have been sent (open loop) or was issued (closed loop).
-    intended: Instant,
-    /// When work on the request began (connect or write).
-    issued: Instant,
-    /// Open loop: sent more than `late_after` after `intended`.
-    late: bool,
-    /// Issued after the warmup: recorded.
-    counted: bool,
-    wire: u64,
-    response: ResponseReader,
-}
-
-impl Conn {
-    fn new(response: &ResponseReader, now: Instant) -> Conn {
-        Conn {
-            stream: None,
-            phase: Phase::Idle,
-            buf: vec![0; READ_BUFFER].into_boxed_slice(),
-            len: 0,
-            target: 0,
-            written: 0,
-            intended: now,
-            issued: now,
-            late: false,
-            counted: false,
-            wire: 0,
-            response: response.clone(),
-        }
-    }
-
-    fn in_flight(&self) -> bool {
-        matches!(self.phase, Phase::Connecting | Phase::Writing | Phase::Reading)
-    }
 }
 
 pub(crate) struct Worker<'a> {

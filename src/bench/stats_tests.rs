@@ -1,4 +1,5 @@
 use super::*;
+use std::io;
 
 /// A summary of `values` (microseconds) recorded one by one.
 fn summary_of(values: impl IntoIterator<Item = u64>) -> LatencySummary {
