@@ -116,7 +116,8 @@ impl<'a> Worker<'a> {
         if plan.interval.is_some() {
             self.timer = Some(SlotTimer::new(self.poll.registry())?);
         }
-        let mut events = Events::with_capacity(self.conns.len().clamp(16, 1024));
+        let most = if self.per_request { 1024 } else { self.conns.len().clamp(16, 1024) };
+        let mut events = Events::with_capacity(most);
         let mut next_tick = Instant::now();
         loop {
             let now = Instant::now();
