@@ -390,3 +390,18 @@ fn unsent_requests_are_counted_when_the_server_cannot_keep_up() {
         assert!(report.contains(&line), "{report}");
     }
 }
+
+#[test]
+fn open_loop_timeouts_count_from_the_intended_send() {
+    // 20 requests/s on one connection to a server that answers each after 300 ms, with a
+    // 500 ms timeout. Counted from the send, every request would make it (300 ms < 500 ms);
+    // counted from the intended time, the second one (due at 50 ms, sent at 300 ms) is
+    // 500 ms overdue at 550 ms, before its answer comes at 600 ms.
+    let fx = Fixture::new();
+    let s = Spidey::start("event", &fx.root(), &["-q", "--delay", "300ms"]);
+    let url = s.url("/hello.txt");
+    let (r, _) = bench(&["-c1", "-t1", "--rate", "20", "-d", "1s", "--timeout", "500ms", &url]);
+    assert_eq!(r.responses, 1, "only the first request, sent on time, is answered in time: {:?}", r.errors);
+    assert!(r.errors.timeout >= 1, "{:?}", r.errors);
+    assert_eq!(r.requests, r.responses + r.errors.total());
+}
