@@ -77,8 +77,8 @@ mod tests {
         let mut poll = Poll::new().unwrap();
         let mut timer = SlotTimer::new(poll.registry()).unwrap();
         let mut events = Events::with_capacity(4);
-        let mut worst = Duration::ZERO;
-        for _ in 0..20 {
+        let mut late = Vec::new();
+        for _ in 0..21 {
             let at = Instant::now() + Duration::from_micros(300);
             timer.arm(at).unwrap();
             poll.poll(&mut events, Some(Duration::from_secs(1))).unwrap();
@@ -86,9 +86,11 @@ mod tests {
             assert!(events.iter().any(|e| e.token() == TIMER), "the timer woke the poll");
             assert!(woke >= at, "fired {:?} early", at - woke);
             timer.fired();
-            worst = worst.max(woke - at);
+            late.push(woke - at);
         }
-        // epoll's own timeout would wait a whole millisecond for a 300 µs wait.
-        assert!(worst < Duration::from_micros(700), "worst wake-up {worst:?} after its time");
+        // epoll's own timeout waits a whole millisecond for every 300 µs wait; the median
+        // (not the worst, which a busy machine can make milliseconds) shows the difference.
+        late.sort();
+        assert!(late[10] < Duration::from_micros(500), "median wake-up {:?} after its time", late[10]);
     }
 }
