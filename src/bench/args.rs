@@ -1,6 +1,6 @@
 //! `spidey bench` flags, and their translation into a [`BenchConfig`].
 
-use super::{BenchConfig, Stop, Target};
+use super::{BenchConfig, OpenModel, Stop, Target, LATE_AFTER};
 use crate::cli::duration;
 use crate::serve::ConfigError;
 use clap::Args;
@@ -23,9 +23,23 @@ pub struct BenchArgs {
     #[arg(short, long, value_parser = duration)]
     pub duration: Option<Duration>,
     /// Open loop: send R requests per second in total, on a fixed schedule; latency is
-    /// measured from each request's intended send time (coordinated omission corrected).
+    /// measured from each request's intended send time (coordinated omission corrected), and
+    /// so is --timeout. The generator's own send lateness is reported; requests scheduled but
+    /// never sent are `unsent` errors, requests sent more than --late-after after their time
+    /// are `late` errors.
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
+    /// With --rate: `pool` (wrk2's model) keeps at most -c connections alive and a request
+    /// whose time comes while all are busy waits for one; `per-request` (httperf's model)
+    /// opens a new connection for every scheduled request at its time (Connection: close),
+    /// with no cap but the descriptor limit (the soft limit is raised to the hard one), and
+    /// ignores -c.
+    #[arg(long, value_enum, default_value_t = OpenModel::Pool, requires = "rate", value_name = "MODEL")]
+    pub open_model: OpenModel,
+    /// With --rate: a request sent more than this after its intended time counts as a `late`
+    /// error (its latency is still recorded).
+    #[arg(long, default_value = "1ms", value_parser = duration, requires = "rate", value_name = "DURATION")]
+    pub late_after: Duration,
     /// A new connection for every request (sends Connection: close).
     #[arg(long)]
     pub no_keepalive: bool,
@@ -89,6 +103,8 @@ impl BenchArgs {
             threads: self.threads.map(|t| t as usize).unwrap_or(cores),
             stop,
             rate: self.rate,
+            open_model: self.open_model,
+            late_after: if self.rate.is_some() { self.late_after } else { LATE_AFTER },
             keepalive: !self.no_keepalive,
             warmup: self.warmup,
             timeout: self.timeout,

@@ -9,16 +9,21 @@
 //! the series to the coordinator.
 //!
 //! Closed loop: an idle connection issues its next request at once. Open loop: the thread
-//! has a fixed schedule (every `interval`, from `first_slot`); an idle connection takes the
-//! next due slot, and latency counts from the slot's time, so time spent waiting for a free
-//! connection — a stalled server — is part of the latency (coordinated omission corrected).
-//! Slots are waited for with epoll's millisecond timeout, so at high rates requests go out
-//! in small bursts, each at most ~1 ms late; that lateness is counted in the latency too.
-//! The loop ends when no more requests may be issued and none is in flight; requests in
-//! flight at the end of a timed run are waited for (at most `--timeout`), never dropped.
+//! has a fixed schedule (every `interval`, from `first_slot`); latency counts from the
+//! slot's time, and so does `--timeout`. In the pool model an idle connection takes the next
+//! due slot, so time spent waiting for a free connection — a stalled server — is part of the
+//! latency (coordinated omission corrected), and such a request is `late`. In the
+//! per-request model each due slot gets a new connection (slots grow on demand and are
+//! reused once closed). Slots are waited for on a [`SlotTimer`] armed a little before each
+//! slot, then a busy poll for the last microseconds; the gap between a slot and its send is
+//! recorded as send lateness. The loop ends when no more requests may be issued and none is
+//! in flight; requests in flight at the end of a timed run are waited for (at most
+//! `--timeout`), never dropped; slots before the end never sent are counted `unsent`.
 
+use super::conn::{Conn, Phase};
 use super::response::{Feed, ResponseReader};
-use super::stats::{classify_connect, classify_io, ErrorClass, Recorder, SecondSample};
+use super::stats::{classify_connect, classify_io, ErrorClass, Recorder, SecondSample, Sent};
+use super::timer::{SlotTimer, SPIN, TIMER};
 use super::Plan;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -31,8 +36,6 @@ use std::time::{Duration, Instant};
 const TICK: Duration = Duration::from_millis(10);
 /// How long a connection waits before retrying after it could not connect.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
-/// Each connection's read buffer; a response head must fit in it.
-const READ_BUFFER: usize = 16 * 1024;
 
 /// What every thread sends: built once, shared read-only.
 pub(crate) struct Requests {
@@ -44,41 +47,11 @@ pub(crate) struct Requests {
     pub timeout: Duration,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Backoff(Instant),
-    Connecting,
-    Writing,
-    Reading,
-}
-
-struct Conn {
-    stream: Option<TcpStream>,
-    phase: Phase,
-    buf: Box<[u8]>,
-    len: usize,
-    target: usize,
-    written: usize,
-    /// When the request should have been sent (open loop) or was issued (closed loop).
-    intended: Instant,
-    /// When work on the request began (connect or write).
-    issued: Instant,
-    /// Issued after the warmup: recorded.
-    counted: bool,
-    wire: u64,
-    response: ResponseReader,
-}
-
-impl Conn {
-    fn in_flight(&self) -> bool {
-        matches!(self.phase, Phase::Connecting | Phase::Writing | Phase::Reading)
-    }
-}
-
 pub(crate) struct Worker<'a> {
     requests: &'a Requests,
     poll: Poll,
+    /// Open loop only: wakes the poll a little before the next slot.
+    timer: Option<SlotTimer>,
     conns: Vec<Conn>,
     /// Connections ready for their next request, as a stack.
     idle: Vec<usize>,
@@ -92,6 +65,9 @@ pub(crate) struct Worker<'a> {
     /// Open loop: the next slot and the time between slots; None once the schedule is over.
     next_slot: Option<Instant>,
     interval: Option<Duration>,
+    /// Open loop: a new connection per scheduled request (per-request model).
+    per_request: bool,
+    late_after: Duration,
     exhausted: bool,
 }
 
@@ -100,24 +76,11 @@ impl<'a> Worker<'a> {
     pub fn new(requests: &'a Requests, connections: usize, seed: u64) -> io::Result<Self> {
         let response = ResponseReader::new(requests.head_method);
         let now = Instant::now();
-        let conns = (0..connections)
-            .map(|_| Conn {
-                stream: None,
-                phase: Phase::Idle,
-                buf: vec![0; READ_BUFFER].into_boxed_slice(),
-                len: 0,
-                target: 0,
-                written: 0,
-                intended: now,
-                issued: now,
-                counted: false,
-                wire: 0,
-                response: response.clone(),
-            })
-            .collect();
+        let conns = (0..connections).map(|_| Conn::new(&response, now)).collect();
         Ok(Worker {
             requests,
             poll: Poll::new()?,
+            timer: None,
             conns,
             idle: (0..connections).rev().collect(),
             in_flight: 0,
@@ -128,6 +91,8 @@ impl<'a> Worker<'a> {
             budget: None,
             next_slot: None,
             interval: None,
+            per_request: false,
+            late_after: Duration::MAX,
             exhausted: false,
         })
     }
@@ -146,7 +111,13 @@ impl<'a> Worker<'a> {
         self.budget = plan.budget;
         self.interval = plan.interval;
         self.next_slot = plan.interval.map(|_| plan.first_slot);
-        let mut events = Events::with_capacity(self.conns.len().max(16));
+        self.per_request = plan.per_request;
+        self.late_after = plan.late_after;
+        if plan.interval.is_some() {
+            self.timer = Some(SlotTimer::new(self.poll.registry())?);
+        }
+        let most = if self.per_request { 1024 } else { self.conns.len().clamp(16, 1024) };
+        let mut events = Events::with_capacity(most);
         let mut next_tick = Instant::now();
         loop {
             let now = Instant::now();
@@ -160,18 +131,16 @@ impl<'a> Worker<'a> {
             if self.in_flight == 0 && self.no_more_requests(now) {
                 break;
             }
-            let wait = match (self.next_slot, self.idle.is_empty()) {
-                (Some(slot), false) => {
-                    slot.saturating_duration_since(now).min(next_tick.saturating_duration_since(now))
-                }
-                _ => next_tick.saturating_duration_since(now),
-            };
+            let wait = self.wait_for_slot(now)?.unwrap_or(next_tick.saturating_duration_since(now));
             match self.poll.poll(&mut events, Some(wait)) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 r => r?,
             }
             for event in events.iter() {
-                self.on_event(event.token().0);
+                match event.token() {
+                    TIMER => self.timer.as_mut().map_or((), SlotTimer::fired),
+                    Token(ci) => self.on_event(ci),
+                }
             }
         }
         let now = Instant::now();
@@ -180,6 +149,21 @@ impl<'a> Worker<'a> {
         self.rec.flush(emit);
         progress.store(self.rec.responses + self.rec.errors.total(), Ordering::Relaxed);
         Ok(self.rec)
+    }
+
+    /// Open loop, a slot ahead and a way to send it: arms the timer [`SPIN`] before the slot
+    /// and returns None (poll until the tick or the timer), or, within [`SPIN`] of the slot,
+    /// returns a zero wait: the loop busy-polls its sockets until the slot is due.
+    fn wait_for_slot(&mut self, now: Instant) -> io::Result<Option<Duration>> {
+        let (Some(slot), Some(timer)) = (self.next_slot, self.timer.as_mut()) else { return Ok(None) };
+        if self.idle.is_empty() && !self.per_request {
+            return Ok(None);
+        }
+        if slot.saturating_duration_since(now) <= SPIN {
+            return Ok(Some(Duration::ZERO));
+        }
+        timer.arm(slot - SPIN)?;
+        Ok(None)
     }
 
     fn no_more_requests(&self, now: Instant) -> bool {
@@ -208,9 +192,19 @@ impl<'a> Worker<'a> {
     }
 
     /// Gives idle connections their next request: at once (closed loop) or when their slot
-    /// is due (open loop).
+    /// is due (open loop); per request, a due slot with no idle connection gets a new one.
     fn dispatch(&mut self, now: Instant) {
-        while let Some(&ci) = self.idle.last() {
+        // Nothing goes out after the end, not even an overdue slot: those are unsent.
+        if self.end.is_some_and(|end| now >= end) {
+            return;
+        }
+        loop {
+            if self.idle.is_empty() && self.per_request && self.next_slot.is_some_and(|slot| slot <= now) {
+                let conn = Conn::new(&ResponseReader::new(self.requests.head_method), now);
+                self.conns.push(conn);
+                self.idle.push(self.conns.len() - 1);
+            }
+            let Some(&ci) = self.idle.last() else { return };
             let intended = match (self.interval, self.next_slot) {
                 (None, _) => now,
                 (Some(step), Some(slot)) if slot <= now => {
@@ -235,7 +229,11 @@ impl<'a> Worker<'a> {
         c.target = target;
         c.intended = intended;
         c.issued = Instant::now();
+        c.late = self.interval.is_some() && c.issued.saturating_duration_since(intended) > self.late_after;
         c.counted = counted;
+        if counted {
+            self.rec.sent(intended, c.issued);
+        }
         c.written = 0;
         c.wire = 0;
         c.len = 0;
@@ -331,8 +329,8 @@ impl<'a> Worker<'a> {
         let now = Instant::now();
         let c = &mut self.conns[ci];
         if c.counted {
-            let r = &c.response;
-            self.rec.response(now, c.intended, c.issued, r.status, r.body_bytes, c.wire);
+            let (r, sent) = (&c.response, Sent { intended: c.intended, issued: c.issued, late: c.late });
+            self.rec.response(now, sent, r.status, r.body_bytes, c.wire);
         }
         if !(self.requests.keepalive && c.response.keep_alive) {
             c.stream = None;
@@ -350,7 +348,9 @@ impl<'a> Worker<'a> {
         }
         c.stream = None;
         self.in_flight -= 1;
-        if matches!(class, ErrorClass::Connect | ErrorClass::FdExhausted | ErrorClass::PortsExhausted) {
+        // Per request, the failed request was the connection's only one: nothing to retry.
+        let retry = matches!(class, ErrorClass::Connect | ErrorClass::FdExhausted | ErrorClass::PortsExhausted);
+        if retry && !self.per_request {
             c.phase = Phase::Backoff(now + CONNECT_BACKOFF);
         } else {
             c.phase = Phase::Idle;
@@ -358,12 +358,17 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Times out requests older than `--timeout`; ends backoffs that are over.
+    /// Times out requests older than `--timeout` (open loop: counted from the intended send
+    /// time); ends backoffs that are over.
     fn tick(&mut self, now: Instant) {
+        let open = self.interval.is_some();
         for ci in 0..self.conns.len() {
             let c = &mut self.conns[ci];
+            let since = if open { c.intended } else { c.issued };
             match c.phase {
-                _ if c.in_flight() && now - c.issued >= self.requests.timeout => self.fail(ci, ErrorClass::Timeout),
+                _ if c.in_flight() && now.saturating_duration_since(since) >= self.requests.timeout => {
+                    self.fail(ci, ErrorClass::Timeout)
+                }
                 Phase::Backoff(until) if until <= now => {
                     c.phase = Phase::Idle;
                     self.idle.push(ci);
@@ -378,7 +383,8 @@ impl<'a> Worker<'a> {
         let (Some(step), Some(slot), Some(end)) = (self.interval, self.next_slot, self.end) else { return };
         let from = slot.max(self.measure_start);
         if from < end {
-            self.rec.backlog = ((end - from).as_secs_f64() / step.as_secs_f64()).ceil() as u64;
+            let slots = (end - from).as_nanos().div_ceil(step.as_nanos().max(1));
+            self.rec.unsent(u64::try_from(slots).unwrap_or(u64::MAX));
         }
     }
 }

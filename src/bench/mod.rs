@@ -8,21 +8,29 @@
 //! their [`stats::Recorder`]s are merged at the end into a [`BenchResult`].
 //!
 //! Closed loop (default) is what ab and wrk do; open loop (`rate`) is what wrk2 does, with
-//! latency from each request's intended send time. The CLI front end is [`run`].
+//! latency from each request's intended send time, in one of two [`OpenModel`]s: wrk2's
+//! pool of kept-alive connections, or httperf's new connection per scheduled request. The
+//! open loop waits for its slots on a timerfd and a short spin ([`timer`]), records its own
+//! send lateness, and counts requests it never sent (`unsent`) or sent late (`late`) as
+//! errors. The CLI front end is [`run`].
 
 mod args;
 mod client;
+mod conn;
+mod errors;
 mod report;
 mod response;
+mod result;
 mod stats;
+mod timer;
 
 pub use args::BenchArgs;
+pub use errors::ErrorCounts;
 pub use report::{human_report, run};
-pub use stats::{ErrorCounts, LatencySummary, SecondStats};
+pub use result::BenchResult;
+pub use stats::{LatencySummary, SecondStats};
 
 use crate::serve::ConfigError;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -38,6 +46,30 @@ pub struct Target {
     /// Path and query.
     pub path: String,
 }
+
+/// How the open loop gets a connection for each scheduled request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpenModel {
+    /// wrk2's: at most `connections` connections, kept alive; a request whose slot comes
+    /// while all are busy waits for one (and is then late, or unsent by the end).
+    #[default]
+    Pool,
+    /// httperf's: every scheduled request opens a new connection at its slot (and sends
+    /// Connection: close), with no cap but the descriptor limit; `connections` is ignored.
+    PerRequest,
+}
+
+impl OpenModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            OpenModel::Pool => "pool",
+            OpenModel::PerRequest => "per-request",
+        }
+    }
+}
+
+/// The default `--late-after`: a request sent later than this after its slot is `late`.
+pub const LATE_AFTER: Duration = Duration::from_millis(1);
 
 /// When a run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +90,11 @@ pub struct BenchConfig {
     pub stop: Stop,
     /// Open loop at this many requests per second in total; None for closed loop.
     pub rate: Option<f64>,
+    /// Open loop only: how each scheduled request gets its connection.
+    pub open_model: OpenModel,
+    /// Open loop only: a request sent later than this after its intended time is `late`.
+    pub late_after: Duration,
+    /// Ignored (false) in the per-request open model.
     pub keepalive: bool,
     pub warmup: Duration,
     pub timeout: Duration,
@@ -76,45 +113,6 @@ pub struct Progress {
     pub done: u64,
 }
 
-/// Everything measured. Latencies in microseconds, rates per second of `duration_s`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchResult {
-    pub urls: Vec<String>,
-    pub method: String,
-    pub connections: usize,
-    pub threads: usize,
-    /// "closed" or "open".
-    pub loop_mode: String,
-    pub rate: Option<f64>,
-    pub keepalive: bool,
-    pub warmup_s: f64,
-    pub timeout_s: f64,
-    /// Counted requests: responses plus errors.
-    pub requests: u64,
-    pub responses: u64,
-    /// From the end of the warmup to the last response or error (at least the set duration).
-    pub duration_s: f64,
-    /// Complete responses per second (errors excluded).
-    pub requests_per_sec: f64,
-    /// Bytes after the response heads.
-    pub body_bytes: u64,
-    /// All bytes read, heads included.
-    pub wire_bytes: u64,
-    pub body_bytes_per_sec: f64,
-    pub wire_bytes_per_sec: f64,
-    /// Closed loop: from issue to response. Open loop: from the intended send time
-    /// (coordinated omission corrected).
-    pub latency: LatencySummary,
-    /// Open loop only: from the actual send time, as a closed-loop tool would measure.
-    pub latency_uncorrected: Option<LatencySummary>,
-    /// Responses by status code.
-    pub status: BTreeMap<u16, u64>,
-    pub errors: ErrorCounts,
-    /// Open loop: scheduled requests never sent before the end (no connection was free).
-    pub backlog: u64,
-    pub series: Vec<SecondStats>,
-}
-
 /// One thread's share and schedule.
 pub(crate) struct Plan {
     pub connections: usize,
@@ -124,6 +122,9 @@ pub(crate) struct Plan {
     /// Open loop: the time between this thread's slots, and its first slot.
     pub interval: Option<Duration>,
     pub first_slot: Instant,
+    /// Open loop: a new connection per scheduled request, as many as it takes.
+    pub per_request: bool,
+    pub late_after: Duration,
 }
 
 /// Runs a benchmark and returns its results; prints nothing.
@@ -134,7 +135,13 @@ pub fn run_bench(cfg: &BenchConfig) -> anyhow::Result<BenchResult> {
 /// [`run_bench`], calling `progress` about ten times a second from the calling thread.
 pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress)) -> anyhow::Result<BenchResult> {
     validate(cfg)?;
-    let threads = cfg.threads.min(cfg.connections);
+    let per_request = per_request(cfg);
+    let cfg = &BenchConfig { keepalive: cfg.keepalive && !per_request, ..cfg.clone() };
+    // Per request, connections are the load: as many as the descriptor limit allows.
+    let threads = if per_request { cfg.threads } else { cfg.threads.min(cfg.connections) };
+    if per_request {
+        raise_fd_limit();
+    }
     let requests = client::Requests {
         bytes: cfg.targets.iter().map(|t| request_bytes(cfg, t)).collect(),
         addrs: cfg.targets.iter().map(|t| t.addr).collect(),
@@ -143,7 +150,10 @@ pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progr
         timeout: cfg.timeout,
     };
     let workers = (0..threads)
-        .map(|i| client::Worker::new(&requests, share(cfg.connections, threads, i), fastrand::u64(..)))
+        .map(|i| {
+            let conns = if per_request { 0 } else { share(cfg.connections, threads, i) };
+            client::Worker::new(&requests, conns, fastrand::u64(..))
+        })
         .collect::<std::io::Result<Vec<_>>>()?;
     let load_start = Instant::now();
     let measure_start = load_start + cfg.warmup;
@@ -179,7 +189,7 @@ pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progr
         Ok::<_, anyhow::Error>((recorders, series.finish()))
     });
     let (recorders, series) = recorders?;
-    Ok(result(cfg, threads, measure_start, recorders, series))
+    Ok(result::result(cfg, threads, measure_start, recorders, series))
 }
 
 fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
@@ -199,6 +209,21 @@ fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
+fn per_request(cfg: &BenchConfig) -> bool {
+    cfg.rate.is_some() && cfg.open_model == OpenModel::PerRequest
+}
+
+/// Raises this process's soft descriptor limit to its hard limit (the per-request model's
+/// only cap); a failure leaves the limit as it was, and EMFILE then shows as fd_exhausted.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}
+
 /// Thread `i`'s part of `total`, spread as evenly as possible.
 fn share(total: usize, threads: usize, i: usize) -> usize {
     total / threads + usize::from(i < total % threads)
@@ -213,13 +238,15 @@ fn plan(cfg: &BenchConfig, threads: usize, i: usize, load_start: Instant, measur
         Stop::Duration(d) => (None, Some(measure_start + d)),
     };
     Plan {
-        connections: share(cfg.connections, threads, i),
+        connections: if per_request(cfg) { 0 } else { share(cfg.connections, threads, i) },
         budget,
         measure_start,
         end,
         // Thread i sends at rate/threads, offset by i/rate, so together they keep the rate.
         interval: cfg.rate.map(|r| Duration::from_secs_f64(threads as f64 / r)),
         first_slot: load_start + cfg.rate.map(|r| Duration::from_secs_f64(i as f64 / r)).unwrap_or_default(),
+        per_request: per_request(cfg),
+        late_after: cfg.late_after,
     }
 }
 
@@ -247,51 +274,6 @@ fn request_bytes(cfg: &BenchConfig, target: &Target) -> Vec<u8> {
     bytes
 }
 
-fn result(
-    cfg: &BenchConfig,
-    threads: usize,
-    measure_start: Instant,
-    recorders: Vec<stats::Recorder>,
-    series: Vec<SecondStats>,
-) -> BenchResult {
-    let mut all = stats::Recorder::new(cfg.rate.is_some(), measure_start);
-    for r in &recorders {
-        all.merge(r);
-    }
-    let last = all.last_event.map(|t| t.saturating_duration_since(measure_start)).unwrap_or_default();
-    let duration = match cfg.stop {
-        Stop::Duration(d) => last.max(d),
-        Stop::Requests(_) => last,
-    };
-    let secs = duration.as_secs_f64().max(1e-9);
-    let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
-    BenchResult {
-        urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
-        method: cfg.method.clone(),
-        connections: cfg.connections,
-        threads,
-        loop_mode: if cfg.rate.is_some() { "open" } else { "closed" }.to_string(),
-        rate: cfg.rate,
-        keepalive: cfg.keepalive,
-        warmup_s: cfg.warmup.as_secs_f64(),
-        timeout_s: cfg.timeout.as_secs_f64(),
-        requests: all.responses + all.errors.total(),
-        responses: all.responses,
-        duration_s: duration.as_secs_f64(),
-        requests_per_sec: all.responses as f64 / secs,
-        body_bytes: all.body_bytes,
-        wire_bytes: all.wire_bytes,
-        body_bytes_per_sec: all.body_bytes as f64 / secs,
-        wire_bytes_per_sec: all.wire_bytes as f64 / secs,
-        latency: LatencySummary::of(&all.latency),
-        latency_uncorrected: all.uncorrected.as_ref().map(LatencySummary::of),
-        status,
-        errors: all.errors,
-        backlog: all.backlog,
-        series,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +285,8 @@ mod tests {
             threads: 1,
             stop: Stop::Requests(1),
             rate: None,
+            open_model: OpenModel::Pool,
+            late_after: LATE_AFTER,
             keepalive,
             warmup: Duration::ZERO,
             timeout: Duration::from_secs(1),

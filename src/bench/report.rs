@@ -51,15 +51,17 @@ pub fn human_report(r: &BenchResult) -> String {
     let mut out = String::new();
     let w = &mut out;
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let per_request = r.open_model.as_deref() == Some("per-request");
     let loop_mode = match r.rate {
-        Some(rate) => format!("open loop at {rate} requests/s"),
+        Some(rate) if per_request => format!("open loop at {rate} requests/s (per-request model)"),
+        Some(rate) => format!("open loop at {rate} requests/s (pool model)"),
         None => "closed loop".to_string(),
     };
     let _ = writeln!(
         w,
         "spidey bench: {}, {}, {loop_mode}, {}{}",
         plural(r.threads, "thread"),
-        plural(r.connections, "connection"),
+        if per_request { "no connection cap".to_string() } else { plural(r.connections, "connection") },
         if r.keepalive { "keep-alive" } else { "a new connection per request" },
         if r.warmup_s > 0.0 { format!(", after {:.1}s warmup", r.warmup_s) } else { String::new() },
     );
@@ -76,6 +78,9 @@ pub fn human_report(r: &BenchResult) -> String {
     latency_row(w, label, &r.latency);
     if let Some(u) = &r.latency_uncorrected {
         latency_row(w, "uncorrected", u);
+    }
+    if let Some(l) = &r.send_lateness {
+        latency_row(w, "send lateness", l);
     }
     let _ = writeln!(w);
     let _ = writeln!(
@@ -98,8 +103,14 @@ pub fn human_report(r: &BenchResult) -> String {
     let errors: Vec<String> =
         r.errors.named().iter().filter(|(_, n)| *n > 0).map(|(name, n)| format!("{name}: {n}")).collect();
     let _ = writeln!(w, "  Errors:       {}", if errors.is_empty() { "none".into() } else { errors.join(", ") });
-    if r.backlog > 0 {
-        let _ = writeln!(w, "  Backlog:      {} scheduled requests never sent (no free connection)", r.backlog);
+    if let (Some(_), Some(bound)) = (r.rate, r.late_after_us) {
+        let _ = writeln!(
+            w,
+            "  Schedule:     {} unsent (scheduled, never sent), {} late (sent over {} after their time)",
+            r.errors.unsent,
+            r.errors.late,
+            time(bound as f64)
+        );
     }
     out
 }

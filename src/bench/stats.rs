@@ -6,10 +6,11 @@
 //! "only at the end": once a second each thread hands its finished [`SecondSample`] to the
 //! coordinator, which merges the threads' samples for the same second.
 
+use super::errors::ErrorCounts;
+pub(crate) use super::errors::{classify_connect, classify_io, ErrorClass};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io;
 use std::time::{Duration, Instant};
 
 /// The largest latency a histogram holds (longer ones are clamped to it): one hour.
@@ -23,105 +24,6 @@ pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
 /// `d` in whole microseconds, at least 1 (the histogram's lowest value).
 pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
-}
-
-/// Why a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorClass {
-    /// The connection could not be established (refused, unreachable, ...).
-    Connect,
-    /// No complete response within `--timeout`.
-    Timeout,
-    /// The connection was reset (ECONNRESET, EPIPE) while a request was in flight.
-    Reset,
-    /// The server closed the connection before the response was complete.
-    Closed,
-    /// The response was not valid HTTP/1.x, or framing was broken.
-    Malformed,
-    /// No file descriptor for a new socket (EMFILE, ENFILE).
-    FdExhausted,
-    /// No free local port for a new connection (EADDRNOTAVAIL).
-    PortsExhausted,
-    /// Any other I/O error.
-    Other,
-}
-
-/// Failed requests by class. Every failed request is counted in exactly one class.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorCounts {
-    pub connect: u64,
-    pub timeout: u64,
-    pub reset: u64,
-    pub closed: u64,
-    pub malformed: u64,
-    pub fd_exhausted: u64,
-    pub ports_exhausted: u64,
-    pub other: u64,
-}
-
-impl ErrorCounts {
-    pub(crate) fn add(&mut self, class: ErrorClass) {
-        *match class {
-            ErrorClass::Connect => &mut self.connect,
-            ErrorClass::Timeout => &mut self.timeout,
-            ErrorClass::Reset => &mut self.reset,
-            ErrorClass::Closed => &mut self.closed,
-            ErrorClass::Malformed => &mut self.malformed,
-            ErrorClass::FdExhausted => &mut self.fd_exhausted,
-            ErrorClass::PortsExhausted => &mut self.ports_exhausted,
-            ErrorClass::Other => &mut self.other,
-        } += 1;
-    }
-
-    pub fn total(&self) -> u64 {
-        self.named().iter().map(|(_, n)| n).sum()
-    }
-
-    /// Each class with its name, in report order.
-    pub fn named(&self) -> [(&'static str, u64); 8] {
-        [
-            ("connect", self.connect),
-            ("timeout", self.timeout),
-            ("reset", self.reset),
-            ("closed", self.closed),
-            ("malformed", self.malformed),
-            ("fd exhausted (EMFILE/ENFILE)", self.fd_exhausted),
-            ("ports exhausted (EADDRNOTAVAIL)", self.ports_exhausted),
-            ("other", self.other),
-        ]
-    }
-
-    fn merge(&mut self, o: &ErrorCounts) {
-        self.connect += o.connect;
-        self.timeout += o.timeout;
-        self.reset += o.reset;
-        self.closed += o.closed;
-        self.malformed += o.malformed;
-        self.fd_exhausted += o.fd_exhausted;
-        self.ports_exhausted += o.ports_exhausted;
-        self.other += o.other;
-    }
-}
-
-/// The class of an error from socket(2) or connect(2).
-pub(crate) fn classify_connect(e: &io::Error) -> ErrorClass {
-    use rustix::io::Errno;
-    match e.raw_os_error().map(Errno::from_raw_os_error) {
-        Some(Errno::MFILE | Errno::NFILE) => ErrorClass::FdExhausted,
-        Some(Errno::ADDRNOTAVAIL) => ErrorClass::PortsExhausted,
-        _ => ErrorClass::Connect,
-    }
-}
-
-/// The class of an error from read(2) or write(2) on an established connection.
-pub(crate) fn classify_io(e: &io::Error) -> ErrorClass {
-    match e.kind() {
-        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-            ErrorClass::Reset
-        }
-        io::ErrorKind::TimedOut => ErrorClass::Timeout,
-        _ => ErrorClass::Other,
-    }
 }
 
 /// One thread's (or, merged, all threads') share of one second of the series.
@@ -213,19 +115,29 @@ impl SeriesMerger {
     }
 }
 
+/// When a request was meant to go out and when it did; `late` if later than allowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sent {
+    pub intended: Instant,
+    pub issued: Instant,
+    pub late: bool,
+}
+
 /// One thread's measurements. Recording is allocation-free except once per second.
 pub(crate) struct Recorder {
     /// Latency from the intended send time (open loop) or the issue time (closed loop).
     pub latency: Histogram<u64>,
     /// Open loop only: latency from the moment the request was actually issued.
     pub uncorrected: Option<Histogram<u64>>,
+    /// Open loop only: the generator's own send lateness (issued minus intended).
+    pub lateness: Option<Histogram<u64>>,
     /// Responses by status code (index = code; 0..=999).
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
     pub responses: u64,
     pub body_bytes: u64,
     pub wire_bytes: u64,
-    /// Open loop: scheduled sends that never went out before the end.
+    /// Open loop: scheduled sends that never went out before the end (also `errors.unsent`).
     pub backlog: u64,
     /// When the last counted request completed or failed.
     pub last_event: Option<Instant>,
@@ -238,6 +150,7 @@ impl Recorder {
         Recorder {
             latency: histogram(3),
             uncorrected: open_loop.then(|| histogram(3)),
+            lateness: open_loop.then(|| histogram(3)),
             status: vec![0; 1000],
             errors: ErrorCounts::default(),
             responses: 0,
@@ -250,23 +163,39 @@ impl Recorder {
         }
     }
 
-    /// Records a complete response. `intended` is when it should have been sent,
-    /// `issued` when work on it began.
-    pub fn response(&mut self, now: Instant, intended: Instant, issued: Instant, status: u16, body: u64, wire: u64) {
-        let corrected = micros(now - intended);
+    /// Records that a request intended for `intended` went out at `issued` (open loop).
+    pub fn sent(&mut self, intended: Instant, issued: Instant) {
+        if let Some(h) = &mut self.lateness {
+            h.saturating_record(micros(issued.saturating_duration_since(intended)));
+        }
+    }
+
+    /// Records a complete response; a `late` one counts as a `late` error, its latency
+    /// recorded all the same.
+    pub fn response(&mut self, now: Instant, sent: Sent, status: u16, body: u64, wire: u64) {
+        let corrected = micros(now - sent.intended);
         self.latency.saturating_record(corrected);
         if let Some(h) = &mut self.uncorrected {
-            h.saturating_record(micros(now - issued));
+            h.saturating_record(micros(now - sent.issued));
         }
-        self.status[usize::from(status).min(999)] += 1;
-        self.responses += 1;
         self.body_bytes += body;
         self.wire_bytes += wire;
-        self.second.responses += 1;
         self.second.body_bytes += body;
         self.second.wire_bytes += wire;
         self.second.latency.saturating_record(corrected);
+        if sent.late {
+            return self.error(now, ErrorClass::Late);
+        }
+        self.status[usize::from(status).min(999)] += 1;
+        self.responses += 1;
+        self.second.responses += 1;
         self.last_event = Some(now);
+    }
+
+    /// Counts `n` scheduled requests that were never sent.
+    pub fn unsent(&mut self, n: u64) {
+        self.errors.unsent += n;
+        self.backlog += n;
     }
 
     pub fn error(&mut self, now: Instant, class: ErrorClass) {
@@ -301,8 +230,10 @@ impl Recorder {
 
     pub fn merge(&mut self, o: &Recorder) {
         self.latency.add(&o.latency).expect("same histogram bounds");
-        if let (Some(a), Some(b)) = (&mut self.uncorrected, &o.uncorrected) {
-            a.add(b).expect("same histogram bounds");
+        for (a, b) in [(&mut self.uncorrected, &o.uncorrected), (&mut self.lateness, &o.lateness)] {
+            if let (Some(a), Some(b)) = (a, b) {
+                a.add(b).expect("same histogram bounds");
+            }
         }
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;

@@ -1,4 +1,5 @@
 use super::*;
+use std::io;
 
 /// A summary of `values` (microseconds) recorded one by one.
 fn summary_of(values: impl IntoIterator<Item = u64>) -> LatencySummary {
@@ -42,6 +43,31 @@ fn percentiles_of_known_distributions() {
     }
 }
 
+/// A request sent at `issued` for `intended`, within the lateness bound.
+fn on_time(intended: Instant, issued: Instant) -> Sent {
+    Sent { intended, issued, late: false }
+}
+
+#[test]
+fn late_and_unsent_requests_are_errors_of_their_own_and_lateness_merges() {
+    let start = Instant::now();
+    let ms = |n| start + Duration::from_millis(n);
+    let mut a = Recorder::new(true, start);
+    let mut b = Recorder::new(true, start);
+    a.sent(ms(0), ms(0));
+    b.sent(ms(0), ms(5));
+    a.response(ms(10), on_time(ms(0), ms(0)), 200, 5, 50);
+    b.response(ms(30), Sent { intended: ms(0), issued: ms(5), late: true }, 200, 5, 50);
+    b.unsent(3);
+    a.merge(&b);
+    assert_eq!((a.responses, a.status[200], a.errors.late, a.errors.unsent, a.backlog), (1, 1, 1, 3, 3));
+    assert_eq!((a.errors.total(), a.latency.len(), a.body_bytes), (4, 2, 10), "late answers keep their latency");
+    let lateness = LatencySummary::of(a.lateness.as_ref().unwrap());
+    assert_eq!((lateness.count, lateness.min_us), (2, 1));
+    assert!(close(lateness.max_us as f64, 5_000.0), "{lateness:?}");
+    assert!(Recorder::new(false, start).lateness.is_none(), "a closed loop has no schedule to be late for");
+}
+
 #[test]
 fn empty_histogram_summarises_to_zeros() {
     let s = LatencySummary::of(&histogram(3));
@@ -52,7 +78,7 @@ fn empty_histogram_summarises_to_zeros() {
 fn latencies_beyond_an_hour_are_clamped_not_dropped() {
     let start = Instant::now();
     let mut r = Recorder::new(false, start);
-    r.response(start + Duration::from_secs(7200), start, start, 200, 0, 0);
+    r.response(start + Duration::from_secs(7200), on_time(start, start), 200, 0, 0);
     assert_eq!(r.latency.len(), 1);
     assert!(r.latency.max() >= MAX_LATENCY_US);
 }
@@ -63,8 +89,8 @@ fn merged_recorders_sum_counts_and_histograms() {
     let ms = |n| start + Duration::from_millis(n);
     let mut a = Recorder::new(true, start);
     let mut b = Recorder::new(true, start);
-    a.response(ms(10), ms(0), ms(5), 200, 100, 150);
-    b.response(ms(30), ms(0), ms(20), 404, 7, 60);
+    a.response(ms(10), on_time(ms(0), ms(5)), 200, 100, 150);
+    b.response(ms(30), on_time(ms(0), ms(20)), 404, 7, 60);
     b.error(ms(40), ErrorClass::PortsExhausted);
     a.merge(&b);
     assert_eq!((a.responses, a.body_bytes, a.wire_bytes), (2, 107, 210));
@@ -86,8 +112,8 @@ fn series_has_every_second_from_every_thread() {
     let mut merger = SeriesMerger::new(2);
     let mut threads = [Recorder::new(false, start), Recorder::new(false, start)];
     // Thread 0 answers in seconds 0 and 2; thread 1 only in second 0; both run 3.5 s.
-    threads[0].response(at(100), at(90), at(90), 200, 1, 2);
-    threads[1].response(at(200), at(100), at(100), 200, 1, 2);
+    threads[0].response(at(100), on_time(at(90), at(90)), 200, 1, 2);
+    threads[1].response(at(200), on_time(at(100), at(100)), 200, 1, 2);
     threads[0].roll(at(2_100), &mut |s| merger.add(s));
     threads[0].error(at(2_200), ErrorClass::Timeout);
     for t in &mut threads {

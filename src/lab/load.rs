@@ -2,7 +2,7 @@
 //! a server on a loopback port through `crate::bench` (in-process) and returns the lab's
 //! [`Measurement`] plus bench's full result, kept in `results.jsonl` as it reported it.
 
-use crate::bench::{run_bench, BenchConfig, BenchResult, Stop, Target};
+use crate::bench::{run_bench, BenchConfig, BenchResult, OpenModel, Stop, Target, LATE_AFTER};
 use crate::lab::experiment::ClientSpec;
 use crate::lab::metric::Measurement;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -51,6 +51,8 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
         threads: 1,
         stop,
         rate: c.rate,
+        open_model: OpenModel::Pool,
+        late_after: LATE_AFTER,
         keepalive: c.keepalive,
         warmup: Duration::ZERO,
         timeout: TIMEOUT,
@@ -66,6 +68,9 @@ fn measurement(r: &BenchResult) -> Measurement {
     Measurement {
         responses: r.responses,
         non_success: r.status.iter().filter(|(code, _)| **code >= 400).map(|(_, n)| n).sum(),
+        // Every class, the open loop's own included: `unsent` (scheduled, never sent: the
+        // result's `backlog`) and `late` (sent after --late-after), so a server that cannot
+        // keep up with the rate shows as errors, not as a quietly lighter load.
         errors: r.errors.total(),
         duration_s: r.duration_s,
         rps: finite(r.requests_per_sec),

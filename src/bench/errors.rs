@@ -1,0 +1,122 @@
+//! Why requests fail: [`ErrorClass`] for one request, [`ErrorCounts`] for a run, and the
+//! errno classification of socket errors (fd and port exhaustion apart from refusals).
+
+use serde::{Deserialize, Serialize};
+use std::io;
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorClass {
+    /// The connection could not be established (refused, unreachable, ...).
+    Connect,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The connection was reset (ECONNRESET, EPIPE) while a request was in flight.
+    Reset,
+    /// The server closed the connection before the response was complete.
+    Closed,
+    /// The response was not valid HTTP/1.x, or framing was broken.
+    Malformed,
+    /// No file descriptor for a new socket (EMFILE, ENFILE).
+    FdExhausted,
+    /// No free local port for a new connection (EADDRNOTAVAIL).
+    PortsExhausted,
+    /// Any other I/O error.
+    Other,
+    /// Answered, but sent more than `--late-after` after its intended time (open loop): the
+    /// generator did not apply the load it promised, so the answer does not count as one.
+    Late,
+}
+
+/// Failed requests by class. Every failed request is counted in exactly one class.
+///
+/// `unsent` and `late` are the open loop's own failures, always present (zero in a closed
+/// loop): `unsent` requests were scheduled before the end but never sent (no free
+/// connection, or the generator fell behind); `late` ones were sent more than `--late-after`
+/// after their intended time and answered (a late request that then failed counts under
+/// its failure instead). Neither is a response; a late one's latency is still recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    pub connect: u64,
+    pub timeout: u64,
+    pub reset: u64,
+    pub closed: u64,
+    pub malformed: u64,
+    pub fd_exhausted: u64,
+    pub ports_exhausted: u64,
+    pub other: u64,
+    #[serde(default)]
+    pub unsent: u64,
+    #[serde(default)]
+    pub late: u64,
+}
+
+impl ErrorCounts {
+    pub(crate) fn add(&mut self, class: ErrorClass) {
+        *match class {
+            ErrorClass::Connect => &mut self.connect,
+            ErrorClass::Timeout => &mut self.timeout,
+            ErrorClass::Reset => &mut self.reset,
+            ErrorClass::Closed => &mut self.closed,
+            ErrorClass::Malformed => &mut self.malformed,
+            ErrorClass::FdExhausted => &mut self.fd_exhausted,
+            ErrorClass::PortsExhausted => &mut self.ports_exhausted,
+            ErrorClass::Other => &mut self.other,
+            ErrorClass::Late => &mut self.late,
+        } += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.named().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Each class with its name, in report order.
+    pub fn named(&self) -> [(&'static str, u64); 10] {
+        [
+            ("connect", self.connect),
+            ("timeout", self.timeout),
+            ("reset", self.reset),
+            ("closed", self.closed),
+            ("malformed", self.malformed),
+            ("fd exhausted (EMFILE/ENFILE)", self.fd_exhausted),
+            ("ports exhausted (EADDRNOTAVAIL)", self.ports_exhausted),
+            ("other", self.other),
+            ("unsent", self.unsent),
+            ("late", self.late),
+        ]
+    }
+
+    pub(crate) fn merge(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.closed += o.closed;
+        self.malformed += o.malformed;
+        self.fd_exhausted += o.fd_exhausted;
+        self.ports_exhausted += o.ports_exhausted;
+        self.other += o.other;
+        self.unsent += o.unsent;
+        self.late += o.late;
+    }
+}
+
+/// The class of an error from socket(2) or connect(2).
+pub(crate) fn classify_connect(e: &io::Error) -> ErrorClass {
+    use rustix::io::Errno;
+    match e.raw_os_error().map(Errno::from_raw_os_error) {
+        Some(Errno::MFILE | Errno::NFILE) => ErrorClass::FdExhausted,
+        Some(Errno::ADDRNOTAVAIL) => ErrorClass::PortsExhausted,
+        _ => ErrorClass::Connect,
+    }
+}
+
+/// The class of an error from read(2) or write(2) on an established connection.
+pub(crate) fn classify_io(e: &io::Error) -> ErrorClass {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
+            ErrorClass::Reset
+        }
+        io::ErrorKind::TimedOut => ErrorClass::Timeout,
+        _ => ErrorClass::Other,
+    }
+}

@@ -1,0 +1,107 @@
+//! [`BenchResult`], everything a run measured, as the JSON file and the lab keep it, and
+//! its assembly from the threads' merged [`stats::Recorder`]s.
+
+use super::stats::{self, LatencySummary, SecondStats};
+use super::{BenchConfig, ErrorCounts, Stop};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Everything measured. Latencies in microseconds, rates per second of `duration_s`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub urls: Vec<String>,
+    pub method: String,
+    pub connections: usize,
+    pub threads: usize,
+    /// "closed" or "open".
+    pub loop_mode: String,
+    pub rate: Option<f64>,
+    /// Open loop: "pool" or "per-request" (see [`OpenModel`]).
+    #[serde(default)]
+    pub open_model: Option<String>,
+    /// Open loop: the lateness bound beyond which a sent request counts as `late`.
+    #[serde(default)]
+    pub late_after_us: Option<u64>,
+    pub keepalive: bool,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    /// Counted requests: responses plus errors.
+    pub requests: u64,
+    pub responses: u64,
+    /// From the end of the warmup to the last response or error (at least the set duration).
+    pub duration_s: f64,
+    /// Complete responses per second (errors excluded).
+    pub requests_per_sec: f64,
+    /// Bytes after the response heads.
+    pub body_bytes: u64,
+    /// All bytes read, heads included.
+    pub wire_bytes: u64,
+    pub body_bytes_per_sec: f64,
+    pub wire_bytes_per_sec: f64,
+    /// Closed loop: from issue to response. Open loop: from the intended send time
+    /// (coordinated omission corrected).
+    pub latency: LatencySummary,
+    /// Open loop only: from the actual send time, as a closed-loop tool would measure.
+    pub latency_uncorrected: Option<LatencySummary>,
+    /// Open loop only: the generator's own lateness, actual send time minus intended, for
+    /// every counted request sent (late ones included).
+    #[serde(default)]
+    pub send_lateness: Option<LatencySummary>,
+    /// Responses by status code.
+    pub status: BTreeMap<u16, u64>,
+    pub errors: ErrorCounts,
+    /// Open loop: scheduled requests never sent before the end; the same as `errors.unsent`
+    /// (kept for older readers).
+    pub backlog: u64,
+    pub series: Vec<SecondStats>,
+}
+
+pub(crate) fn result(
+    cfg: &BenchConfig,
+    threads: usize,
+    measure_start: Instant,
+    recorders: Vec<stats::Recorder>,
+    series: Vec<SecondStats>,
+) -> BenchResult {
+    let open = cfg.rate.is_some();
+    let mut all = stats::Recorder::new(open, measure_start);
+    for r in &recorders {
+        all.merge(r);
+    }
+    let last = all.last_event.map(|t| t.saturating_duration_since(measure_start)).unwrap_or_default();
+    let duration = match cfg.stop {
+        Stop::Duration(d) => last.max(d),
+        Stop::Requests(_) => last,
+    };
+    let secs = duration.as_secs_f64().max(1e-9);
+    let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
+    BenchResult {
+        urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
+        method: cfg.method.clone(),
+        connections: cfg.connections,
+        threads,
+        loop_mode: if open { "open" } else { "closed" }.to_string(),
+        rate: cfg.rate,
+        open_model: open.then(|| cfg.open_model.name().to_string()),
+        late_after_us: open.then(|| stats::micros(cfg.late_after)),
+        keepalive: cfg.keepalive,
+        warmup_s: cfg.warmup.as_secs_f64(),
+        timeout_s: cfg.timeout.as_secs_f64(),
+        requests: all.responses + all.errors.total(),
+        responses: all.responses,
+        duration_s: duration.as_secs_f64(),
+        requests_per_sec: all.responses as f64 / secs,
+        body_bytes: all.body_bytes,
+        wire_bytes: all.wire_bytes,
+        body_bytes_per_sec: all.body_bytes as f64 / secs,
+        wire_bytes_per_sec: all.wire_bytes as f64 / secs,
+        latency: LatencySummary::of(&all.latency),
+        latency_uncorrected: all.uncorrected.as_ref().map(LatencySummary::of),
+        send_lateness: all.lateness.as_ref().map(LatencySummary::of),
+        status,
+        errors: all.errors,
+        backlog: all.backlog,
+        series,
+    }
+}
