@@ -18,11 +18,11 @@
 //! that is a symlink elsewhere inside ROOT is served; one that leads outside is not.
 
 use super::{Response, StatusCode};
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -91,7 +91,8 @@ impl Root {
         // without /proc fails at start, not per request.
         rustix::fs::openat2(&fd, ".", PATH_FLAGS, Mode::empty(), BENEATH)
             .map_err(|e| std::io::Error::other(format!("openat2 (Linux 5.6+) is required: {e}")))?;
-        reopen(&fd).map_err(|e| std::io::Error::other(format!("reopening through /proc/self/fd failed: {e}")))?;
+        reopen(fd.as_fd())
+            .map_err(|e| std::io::Error::other(format!("reopening through /proc/self/fd failed: {e}")))?;
         Ok(Root { fd, allow_hidden })
     }
 
@@ -146,7 +147,7 @@ fn open_beneath(dir: &OwnedFd, relative: &[u8]) -> Result<OwnedFd, ResolveError>
 
 /// Opens for reading the very inode an `O_PATH` descriptor names (proc(5): opening
 /// `/proc/self/fd/N` reopens the file the descriptor refers to, not a path looked up again).
-fn reopen(fd: &OwnedFd) -> Result<OwnedFd, Errno> {
+fn reopen(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
     let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
     loop {
         match rustix::fs::open(proc_path.as_str(), OPEN_FLAGS, Mode::empty()) {
@@ -157,21 +158,21 @@ fn reopen(fd: &OwnedFd) -> Result<OwnedFd, Errno> {
 }
 
 /// Checks the type on the `O_PATH` handle, then reopens only regular files and directories.
+/// The metadata is read once, from the handle (statx with AT_EMPTY_PATH works on `O_PATH`
+/// descriptors): the reopened descriptor names the same inode, so asking again would only
+/// repeat the system call on every request.
 fn classify(fd: OwnedFd, relative: &[u8]) -> Result<Resolved, ResolveError> {
-    let stat = rustix::fs::fstat(&fd).map_err(|_| ResolveError::Internal)?;
-    let kind = FileType::from_raw_mode(stat.st_mode);
-    if !matches!(kind, FileType::RegularFile | FileType::Directory) {
+    let handle = File::from(fd);
+    let meta = handle.metadata().map_err(|_| ResolveError::Internal)?;
+    if !(meta.is_file() || meta.is_dir()) {
         return Err(ResolveError::Forbidden);
     }
-    let file = File::from(reopen(&fd).map_err(ResolveError::from_errno)?);
-    let meta = file.metadata().map_err(|_| ResolveError::Internal)?;
-    if meta.is_file() {
-        Ok(Resolved::File(file, meta))
-    } else if meta.is_dir() {
-        Ok(Resolved::Dir(OpenDir { fd: file.into(), relative: relative.to_vec() }))
+    let file = File::from(reopen(handle.as_fd()).map_err(ResolveError::from_errno)?);
+    Ok(if meta.is_file() {
+        Resolved::File(file, meta)
     } else {
-        Err(ResolveError::Forbidden)
-    }
+        Resolved::Dir(OpenDir { fd: file.into(), relative: relative.to_vec() })
+    })
 }
 
 /// An open directory beneath ROOT.
