@@ -145,8 +145,6 @@ impl Loop {
         let (conns, pool) = (&mut self.conns, &mut self.pool);
         self.ring.complete(|c: Completion<'_>| {
             let event = match c.outcome {
-                // No ring accept is ever armed (see the module docs): nothing to report.
-                Outcome::Accepted(_) => Event::Polled,
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
                 Outcome::Received(Ok(bytes)) => {

@@ -8,7 +8,7 @@
 //!   IORING_OP_PROVIDE_BUFFERS; a completed receive shows its bytes to the caller, then
 //!   the buffer is given back to the kernel;
 //! - a send takes ownership of its `Vec` and hands it back with the completion;
-//! - every other operation (accept, poll, close, cancel) points at no user memory.
+//! - every other operation (poll, close, cancel) points at no user memory.
 //!
 //! Descriptors are named by number, and the kernel looks the number up when it issues the
 //! operation. Every operation here is issued at once, in order, when submitted; none that
@@ -24,7 +24,7 @@
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 /// The buffer group of the receive buffers.
@@ -35,8 +35,6 @@ const INTERNAL: u64 = u64::MAX;
 /// What a completion carried.
 #[derive(Debug)]
 pub enum Outcome<'a> {
-    /// An accept: the new connection (non-blocking, close-on-exec), or the error.
-    Accepted(io::Result<OwnedFd>),
     /// A receive: the bytes (empty at end of stream), or the error (ENOBUFS: no
     /// receive buffer was free; retry).
     Received(io::Result<&'a [u8]>),
@@ -59,7 +57,6 @@ pub struct Completion<'a> {
 
 #[derive(Debug, Clone, Copy)]
 enum Kind {
-    Accept,
     Recv,
     Send,
     Poll,
@@ -119,7 +116,7 @@ impl Ring {
         }
         // SAFETY: io_uring_enter(2) requires the memory an entry points to to stay valid
         // until its completion. Every entry built in this module points either at no user
-        // memory (accept, poll, cancel), at `self.region` (provide buffers, and receives
+        // memory (poll, cancel), at `self.region` (provide buffers, and receives
         // through buffer selection), which lives as long as `self` and is only freed by
         // `Drop` after every operation completed, or at a send buffer owned by
         // `self.sends` until its completion is reaped.
@@ -132,13 +129,6 @@ impl Ring {
         self.push(&entry.user_data(user_data))?;
         self.kinds.insert(user_data, kind);
         Ok(())
-    }
-
-    /// A multishot accept on `listener`: one completion per connection, until an error.
-    pub fn accept_multi(&mut self, listener: BorrowedFd<'_>, user_data: u64) -> io::Result<()> {
-        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-        let entry = opcode::AcceptMulti::new(types::Fd(listener.as_raw_fd())).flags(flags).build();
-        self.track(entry, user_data, Kind::Accept)
     }
 
     /// A receive into one of the ring's buffers.
@@ -225,11 +215,6 @@ impl Ring {
             let error = || io::Error::from_raw_os_error(-result);
             let outcome = match kind {
                 None => continue,
-                Some(Kind::Accept) if result < 0 => Outcome::Accepted(Err(error())),
-                // SAFETY: a successful accept completion's result is a new descriptor that
-                // the kernel just installed in this process's table (io_uring_enter(2),
-                // IORING_OP_ACCEPT: "returns the new file descriptor"); nothing else owns it.
-                Some(Kind::Accept) => Outcome::Accepted(Ok(unsafe { OwnedFd::from_raw_fd(result) })),
                 Some(Kind::Poll) => Outcome::Polled(if result < 0 { Err(error()) } else { Ok(result as u32) }),
                 Some(Kind::Send) => {
                     let buf = self.sends.remove(&user_data).unwrap_or_default();
