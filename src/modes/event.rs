@@ -20,8 +20,8 @@
 //! finish (answering `Connection: close`) until `Shutdown::deadline`, then returns;
 //! `run` joins every loop thread.
 
-use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
-use super::limit::LoopLimit;
+use super::accept::EXHAUSTED_BACKOFF;
+use super::limit::{Accepted, LoopLimit};
 use super::loops::{self, LoopContext};
 use super::session::{Pool, Sent, Session};
 use super::timer::{Deadlines, Kind};
@@ -178,26 +178,20 @@ impl Loop {
     /// takes its place first, so the loops together never hold more than `--max-conns`.
     fn accept_all(&mut self) {
         while self.listening && !self.draining {
-            if !self.limit.try_take() {
+            let Some(listener) = &self.listener else { return };
+            match self.limit.accept(|| listener.accept()) {
+                Accepted::Conn((stream, peer)) => self.add(stream, peer), // the place is the connection's
+                Accepted::Empty => return,
                 // Full: new connections wait in the listen queue. Resumed when a place
                 // frees up, on this loop or another (its wake-up, `LoopLimit::give_back`).
-                self.set_listening(false);
-                return;
-            }
-            let Some(listener) = &self.listener else { return self.limit.give_back() };
-            match listener.accept() {
-                Ok((stream, peer)) => self.add(stream, peer), // the place is the connection's
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.limit.give_back(),
-                Err(e) if is_exhaustion(&e) => {
+                Accepted::Full => return self.set_listening(false),
+                Accepted::Exhausted => {
                     // Out of descriptors: the connection stays queued, so stop listening
                     // for a while instead of spinning (see modes/accept.rs).
-                    self.limit.give_back();
                     self.set_listening(false);
                     self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
                     return;
                 }
-                // ECONNABORTED and friends: that one is gone, take the next
-                Err(_) => self.limit.give_back(),
             }
         }
     }

@@ -76,6 +76,20 @@ impl Drop for Permit {
 /// connections wait in the kernel's listen queue; whichever loop gives back a place while
 /// the count is full wakes every loop through its eventfd ([`LoopLimit::waker`]), so a
 /// loop whose listener has clients queued resumes even if its own connections never close.
+/// What one [`LoopLimit::accept`] came to.
+pub(crate) enum Accepted<T> {
+    /// A connection, holding one place of the count.
+    Conn(T),
+    /// No place free: stop accepting; new clients wait in the listen queue until a place
+    /// frees up (the loop's waker).
+    Full,
+    /// Nothing queued now.
+    Empty,
+    /// Out of descriptors or memory: the connection stays queued; back off
+    /// ([`super::accept::EXHAUSTED_BACKOFF`]) instead of spinning.
+    Exhausted,
+}
+
 #[derive(Debug)]
 pub(crate) struct LoopLimit {
     open: AtomicUsize,
@@ -105,6 +119,30 @@ impl LoopLimit {
             for w in &self.wakers {
                 // A full eventfd counter (never, at 2^64 - 2) still leaves it readable.
                 let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+            }
+        }
+    }
+
+    /// One accept under the count, the step both loops repeat: takes a place, then calls
+    /// `accept`; the place stays with a connection it returns and is given back on any
+    /// error. A connection gone before it was accepted (ECONNABORTED and friends) is
+    /// skipped and the next one tried.
+    pub(crate) fn accept<T>(&self, mut accept: impl FnMut() -> std::io::Result<T>) -> Accepted<T> {
+        loop {
+            if !self.try_take() {
+                return Accepted::Full;
+            }
+            match accept() {
+                Ok(conn) => return Accepted::Conn(conn),
+                Err(e) => {
+                    self.give_back();
+                    if e.kind() == std::io::ErrorKind::WouldBlock {
+                        return Accepted::Empty;
+                    }
+                    if super::accept::is_exhaustion(&e) {
+                        return Accepted::Exhausted;
+                    }
+                }
             }
         }
     }

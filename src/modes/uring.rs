@@ -23,8 +23,8 @@
 //! until `Shutdown::deadline`, then returns; dropping the ring cancels and reaps what is
 //! left; `run` joins every loop thread.
 
-use super::accept::{is_exhaustion, EXHAUSTED_BACKOFF};
-use super::limit::LoopLimit;
+use super::accept::EXHAUSTED_BACKOFF;
+use super::limit::{Accepted, LoopLimit};
 use super::loops::{self, LoopContext};
 use super::session::{CgiFlow, Pool, Session};
 use super::timer::{Deadlines, Kind};
@@ -199,28 +199,22 @@ impl Loop {
     /// place first; once the queue is empty, arms the listener's ring poll. At the bound
     /// nothing is armed: a wake-up (`WAKE`) brings the loop back through `resume_accepting`.
     fn accept_all(&mut self) {
+        let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
         while !self.accepting && !self.draining {
             let Some(listener) = &self.listener else { return };
-            if !self.limit.try_take() {
-                return; // full: clients wait in the listen queue
-            }
-            let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
-            match rustix::net::accept_with(listener, flags) {
-                Ok(fd) => self.add(TcpStream::from(fd)), // the place is the connection's
-                Err(rustix::io::Errno::AGAIN) => {
-                    self.limit.give_back();
+            match self.limit.accept(|| Ok(rustix::net::accept_with(listener, flags)?)) {
+                Accepted::Conn(fd) => self.add(TcpStream::from(fd)), // the place is the connection's
+                Accepted::Empty => {
                     // Not armed (the ring refused): `resume_accepting` tries again next round.
                     self.accepting = self.ring.poll(listener.as_fd(), libc_pollin(), ACCEPT).is_ok();
                     return;
                 }
-                Err(e) if is_exhaustion(&e.into()) => {
+                Accepted::Full => return, // clients wait in the listen queue
+                Accepted::Exhausted => {
                     // Out of descriptors: the connection stays queued; retry after a pause.
-                    self.limit.give_back();
                     self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
                     return;
                 }
-                // ECONNABORTED and friends: that one is gone, take the next
-                Err(_) => self.limit.give_back(),
             }
         }
     }
