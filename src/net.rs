@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// The server's listening socket, and how to bind siblings on the same port.
 ///
 /// Every listener is bound with SO_REUSEPORT, so modes that want one listener per worker
-/// (`prefork`, `event`, `uring`) bind siblings with [`Listener::bind_sibling`] and the kernel
+/// (`event`, `uring`) bind siblings with [`Listener::bind_sibling`] and the kernel
 /// spreads new connections across them. Only processes of the same user can join the group.
 #[derive(Debug)]
 pub struct Listener {

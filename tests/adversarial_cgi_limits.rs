@@ -117,9 +117,9 @@ fn scripts_beyond_max_cgi_are_503(mode: &str) {
     });
     std::thread::sleep(Duration::from_millis(500));
     if mode != "single" {
-        // prefork: the kernel hashes each connection to one worker's socket, and one behind
-        // the busy worker waits for it (then the slot is free: 200); six connections over
-        // four workers all land behind it with probability 4^-6.
+        // Every connection that finds a free worker while the script runs is 503. In
+        // prefork a reply may also be 200: its worker can take the connection only after
+        // the script's worker is free again, if all four were busy at that moment.
         let tries: Vec<_> = (0..6)
             .map(|_| {
                 let port = server.port;

@@ -1,29 +1,27 @@
-//! `prefork`: a master process and `--workers` worker processes, each with its own
-//! listening socket on the one port (SO_REUSEPORT), each serving one connection at a
-//! time like `single`.
+//! `prefork`: a master process and `--workers` worker processes that all accept on the
+//! one listening socket bound at startup, each serving one connection at a time like
+//! `single`.
 //!
-//! Trade-off: process isolation without a fork per connection, and no shared accept
-//! lock (the kernel spreads connections across the workers' sockets); but the kernel
-//! hashes each connection to one socket, so a connection can wait behind a busy worker
-//! while another is idle, and a connection that lands on a retiring worker's socket in
-//! the instant before it closes is reset (Linux before `net.ipv4.tcp_migrate_req`).
-//!
-//! Sockets: the first worker takes over the listener bound at startup (so nothing already
-//! queued on it is lost); the master binds a sibling for every other worker. The master
-//! keeps its copy of each socket while the worker lives: if the worker dies, connections
-//! wait in that socket's queue (instead of being reset) until the master forks the
-//! replacement on the very same socket, at once. So every socket has a worker accepting
-//! on it, except for the moment of a restart. A retired worker's socket is closed by the
-//! master when it asks and by the worker once it has served what was queued on it.
+//! Trade-off: process isolation without a fork per connection. The workers share one
+//! accept queue, so a connection is taken by whichever worker is free first (Apache's
+//! prefork, nginx with `accept_mutex off`), never queued behind a busy one while another
+//! idles. Each idle worker waits in its own epoll set with the listener registered
+//! `EPOLLEXCLUSIVE`, so a new connection wakes one waiter (or a few), not all 256: the
+//! thundering herd is the kernel's to avoid, and there is no accept lock. A worker that
+//! finishes a connection re-enters `epoll_wait`, and the level-triggered listener entry
+//! hands it whatever was queued meanwhile. An earlier design gave each worker its own
+//! SO_REUSEPORT socket; the kernel then hashed a connection to one worker's queue, where
+//! it waited behind a slow client (`ab -k -c 50`: 45 s for 2000 requests).
 //!
 //! Coordination: the master is single-threaded and sleeps in poll(2) on the shutdown
 //! pipe, the SIGCHLD pipe and, when `--workers MIN-MAX` adapts, a status pipe on which
 //! workers report busy/idle (5-byte records, atomic under PIPE_BUF). It reaps with
-//! waitpid(WNOHANG), replaces every dead worker and keeps MIN (a short back-off when one
-//! dies young), starts another while every worker is busy and fewer than MAX run, and
-//! retires one idle for [`IDLE_RETIRE`] above MIN by writing its retire pipe: the worker
-//! finishes its connection, closes its socket and exits. Workers set PR_SET_PDEATHSIG to
-//! SIGTERM, so if the master dies they stop gracefully.
+//! waitpid(WNOHANG), keeps MIN running (a short back-off when one dies young), starts
+//! another while every worker is busy and fewer than MAX run, and retires one idle for
+//! [`IDLE_RETIRE`] above MIN by writing its retire pipe: the worker finishes its
+//! connection and exits. Nothing queued is lost when a worker dies or retires: the queue
+//! belongs to the listener, which the master and every worker hold. Workers set
+//! PR_SET_PDEATHSIG to SIGTERM, so if the master dies they stop gracefully.
 //!
 //! Shutdown: the shutdown pipe is shared by all, so SIGTERM to the master wakes every
 //! worker at once; that is how the stop is passed on. It is not forwarded with kill(2):
@@ -37,6 +35,7 @@ use super::{accept, cores, ModeContext, Workers};
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;
 use anyhow::Context;
+use rustix::event::epoll;
 use rustix::process::{Pid, Signal};
 use spidey_sys::Fork;
 use std::collections::HashMap;
@@ -47,20 +46,15 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long to wait before replacing a worker that died young, or after a failed fork.
+/// How long to wait before starting a worker after one died young, or after a failed fork.
 const RESTART_BACKOFF: Duration = Duration::from_millis(100);
 /// A worker that dies sooner than this after its start is replaced only after the back-off.
 const YOUNG: Duration = Duration::from_secs(1);
 const IDLE: u8 = 0;
 const BUSY: u8 = 1;
 
-/// A worker's listening socket as the master keeps it; `None` is the startup listener,
-/// which lives in [`Master::listener`] for the life of the server.
-type Socket = Option<TcpListener>;
-
 /// The master's view of one worker process.
 struct Worker {
-    socket: Socket,
     started: Instant,
     busy: bool,
     idle_since: Instant,
@@ -72,12 +66,11 @@ struct Worker {
 struct Master {
     server: Arc<Server>,
     shutdown: Shutdown,
+    /// The one listening socket every worker accepts on.
     listener: Listener,
     range: Workers,
     children: Children,
     workers: HashMap<Pid, Worker>,
-    /// Sockets whose worker died, waiting for their replacement.
-    vacant: Vec<Socket>,
     /// Read by the master, written by workers; only when the pool adapts.
     status: Option<(OwnedFd, OwnedFd)>,
     restart_after: Instant,
@@ -98,16 +91,11 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
         range,
         children,
         workers: HashMap::new(),
-        vacant: vec![None],
         status,
         restart_after: Instant::now(),
     };
     while master.workers.len() < range.min {
-        let socket = match master.vacant.pop() {
-            Some(socket) => socket,
-            None => Some(master.listener.bind_sibling().context("cannot bind a worker's socket")?),
-        };
-        master.start(socket)?;
+        master.start()?;
     }
     master.supervise()?;
     master.children.wait_all(&master.shutdown);
@@ -120,8 +108,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 impl Master {
-    /// Forks a worker that accepts on `socket`; the master keeps its copy.
-    fn start(&mut self, socket: Socket) -> anyhow::Result<()> {
+    /// Forks a worker that accepts on the shared listener.
+    fn start(&mut self) -> anyhow::Result<()> {
         let (retire_read, retire) = pipe().context("cannot create a retire pipe")?;
         let master = rustix::process::getpid();
         match spidey_sys::fork().context("cannot fork a worker")? {
@@ -129,20 +117,16 @@ impl Master {
                 let pid = Pid::from_raw(child).expect("fork(2) returns a positive pid to the parent");
                 self.children.insert(pid);
                 let now = Instant::now();
-                let w = Worker { socket, started: now, busy: false, idle_since: now, retiring: false, retire };
-                self.workers.insert(pid, w);
+                self.workers
+                    .insert(pid, Worker { started: now, busy: false, idle_since: now, retiring: false, retire });
                 Ok(())
             }
             Fork::Child => {
-                // Close the master's copies of other workers' sockets and pipes. (The
-                // startup listener stays open here too; it is never retired, so that is
-                // harmless.)
+                // Close the master's ends of the other workers' retire pipes.
                 drop(std::mem::take(&mut self.workers));
-                drop(std::mem::take(&mut self.vacant));
                 drop(retire);
                 let status = self.status.take().map(|(_, write)| write);
-                let own = socket.as_ref().unwrap_or(&self.listener.socket);
-                worker(own, master, retire_read, status, &self.server, &self.shutdown)
+                worker(&self.listener.socket, master, retire_read, status, &self.server, &self.shutdown)
             }
         }
     }
@@ -157,7 +141,7 @@ impl Master {
                 return Ok(());
             }
             self.read_status();
-            self.replace_and_keep_minimum();
+            self.keep_minimum();
             self.adapt();
             let timeout = self.next_timer();
             let mut fds = vec![self.shutdown.fd(), self.children.fd()];
@@ -173,28 +157,15 @@ impl Master {
 
     fn ended(&mut self, pid: Pid) {
         let Some(w) = self.workers.remove(&pid) else { return };
-        if !w.retiring {
-            // Died: its socket (and any connection queued on it) goes to the replacement.
-            self.vacant.push(w.socket);
-            if w.started.elapsed() < YOUNG {
-                self.restart_after = Instant::now() + RESTART_BACKOFF;
-            }
+        if !w.retiring && w.started.elapsed() < YOUNG {
+            self.restart_after = Instant::now() + RESTART_BACKOFF;
         }
     }
 
-    /// Replaces every dead worker on its own socket, and starts more until MIN run
-    /// (after the back-off, if one died young or a fork failed).
-    fn replace_and_keep_minimum(&mut self) {
-        while Instant::now() >= self.restart_after {
-            let socket = match self.vacant.pop() {
-                Some(socket) => socket,
-                None if self.workers.len() < self.range.min => match self.listener.bind_sibling() {
-                    Ok(socket) => Some(socket),
-                    Err(e) => return self.failed(&e.into()),
-                },
-                None => return,
-            };
-            if let Err(e) = self.start(socket) {
+    /// Starts workers until MIN run (after the back-off, if one died young or a fork failed).
+    fn keep_minimum(&mut self) {
+        while self.workers.len() < self.range.min && Instant::now() >= self.restart_after {
+            if let Err(e) = self.start() {
                 return self.failed(&e);
             }
         }
@@ -212,8 +183,7 @@ impl Master {
         }
         let all_busy = self.workers.values().filter(|w| !w.retiring).all(|w| w.busy);
         if all_busy && self.workers.len() < self.range.max {
-            let started = self.listener.bind_sibling().map_err(anyhow::Error::from).and_then(|s| self.start(Some(s)));
-            if let Err(e) = started {
+            if let Err(e) = self.start() {
                 self.failed(&e);
             }
             return;
@@ -221,14 +191,9 @@ impl Master {
         if self.workers.values().filter(|w| !w.retiring).count() <= self.range.min {
             return;
         }
-        // The startup listener's worker is never retired (its socket lives on in the master).
-        let idle = self
-            .workers
-            .values_mut()
-            .find(|w| w.socket.is_some() && !w.retiring && !w.busy && w.idle_since.elapsed() >= IDLE_RETIRE);
+        let idle = self.workers.values_mut().find(|w| !w.retiring && !w.busy && w.idle_since.elapsed() >= IDLE_RETIRE);
         if let Some(w) = idle {
             w.retiring = true;
-            drop(w.socket.take());
             let _ = rustix::io::write(&w.retire, b"r");
         }
     }
@@ -253,7 +218,7 @@ impl Master {
     /// How long the master may sleep before a timer is due: a restart or a retirement.
     fn next_timer(&self) -> Option<Duration> {
         let mut due: Option<Instant> = None;
-        if !self.vacant.is_empty() || self.workers.len() < self.range.min {
+        if self.workers.len() < self.range.min {
             due = Some(self.restart_after);
         }
         if self.status.is_some() && self.workers.len() > self.range.min {
@@ -264,10 +229,65 @@ impl Master {
     }
 }
 
+/// What woke a waiting worker, in the order it acts on them.
+#[derive(Debug, PartialEq, Eq)]
+enum Wake {
+    Shutdown,
+    /// A connection may be queued: accept it before heeding a retirement, because an
+    /// `EPOLLEXCLUSIVE` wake-up may have been this worker's alone.
+    Connection,
+    Retire,
+}
+
+/// The worker's epoll set: the shutdown pipe, its retire pipe, and the shared listener
+/// registered `EPOLLEXCLUSIVE` (epoll_ctl(2)), so one connection wakes one idle worker.
+struct Waiter {
+    epoll: OwnedFd,
+}
+
+impl Waiter {
+    const SHUTDOWN: u64 = 0;
+    const RETIRE: u64 = 1;
+    const LISTENER: u64 = 2;
+
+    fn new(shutdown: &Shutdown, retire: &OwnedFd, listener: &TcpListener) -> io::Result<Waiter> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        let level = epoll::EventFlags::IN;
+        epoll::add(&epoll, shutdown.fd(), epoll::EventData::new_u64(Self::SHUTDOWN), level)?;
+        epoll::add(&epoll, retire, epoll::EventData::new_u64(Self::RETIRE), level)?;
+        let exclusive = epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE;
+        epoll::add(&epoll, listener, epoll::EventData::new_u64(Self::LISTENER), exclusive)?;
+        Ok(Waiter { epoll })
+    }
+
+    /// Blocks until something is ready; `Err` only for a failing epoll_wait (not EINTR).
+    fn wait(&self) -> io::Result<Wake> {
+        let mut events = Vec::with_capacity(3);
+        loop {
+            events.clear();
+            match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), None) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let ready = |key| events.iter().any(|e| e.data.u64() == key);
+            if ready(Self::SHUTDOWN) {
+                return Ok(Wake::Shutdown);
+            }
+            if ready(Self::LISTENER) {
+                return Ok(Wake::Connection);
+            }
+            if ready(Self::RETIRE) {
+                return Ok(Wake::Retire);
+            }
+        }
+    }
+}
+
 /// A worker's whole life: accept and serve one connection at a time until shutdown or
 /// retirement, then _exit. Never returns.
 fn worker(
-    socket: &TcpListener,
+    listener: &TcpListener,
     master: Pid,
     retire: OwnedFd,
     status: Option<OwnedFd>,
@@ -285,29 +305,38 @@ fn worker(
             let _ = rustix::io::write(fd, &[me[0], me[1], me[2], me[3], state]);
         }
     };
-    let serve = |(stream, peer)| {
-        report(BUSY);
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
-        report(IDLE);
+    let waiter = match Waiter::new(shutdown, &retire, listener) {
+        Ok(waiter) => waiter,
+        Err(e) => {
+            eprintln!("spidey: prefork worker cannot wait on its listener: {e}");
+            spidey_sys::exit_immediately(1)
+        }
     };
     loop {
-        match first_readable(&[shutdown.fd(), retire.as_fd(), socket.as_fd()], None) {
-            Ok(Some(2)) => {}
-            Ok(Some(0)) => {
+        match waiter.wait() {
+            Ok(Wake::Connection) => {}
+            Ok(Wake::Shutdown) => {
                 shutdown.note();
                 break;
             }
-            Ok(Some(1)) => {
-                // Retired: the master has closed its copy; serve what is already queued.
-                while let Ok(conn) = socket.accept() {
-                    serve(conn);
-                }
-                break;
-            }
-            _ => break,
+            Ok(Wake::Retire) | Err(_) => break,
         }
-        let Some(conn) = accept::next(socket, shutdown) else { break };
-        serve(conn);
+        // The listener is non-blocking: another worker may have taken the connection.
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                report(BUSY);
+                let _ =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
+                report(IDLE);
+            }
+            Err(e) if accept::is_exhaustion(&e) => {
+                if accept::pause(shutdown, accept::EXHAUSTED_BACKOFF) {
+                    break;
+                }
+            }
+            // WouldBlock (taken by another worker), ECONNABORTED, EINTR: wait again.
+            Err(_) => {}
+        }
     }
     crate::log::flush();
     spidey_sys::exit_immediately(0)
