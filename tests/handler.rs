@@ -59,6 +59,8 @@ fn handlers_table(mode: &str) {
         ("/rs/page?fail", 500, 0),
         ("/rs/page?panic", 500, 0),
         ("/rs/after-panic", 200, 102_400),
+        ("/rs/work?burn=1000", 200, "burned 1000 us\n".len()),
+        ("/rs/work?burn=2000000", 400, 0),
         ("/apple", 404, 0),
         ("/hello.txt", 200, HELLO.len()),
     ];
@@ -152,6 +154,28 @@ fn cpu_work_burns_cpu(mode: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("only {burnt} ticks of CPU for 5 × 100 ms of --cpu-work");
+}
+
+/// `?burn=MICROS` on the Rust example handler really spins on the CPU in every mode: it is
+/// the CPU-bound request of the mixed-load experiments, so a no-op would make them lie.
+fn handler_burn_query_burns_cpu(mode: &str) {
+    let fx = Fixture::new();
+    let s = start(mode, &fx);
+    let before = cpu_ticks(s.child.id());
+    for _ in 0..5 {
+        let reply = s.get("/rs/work?burn=100000", &[]);
+        assert_eq!((reply.status, reply.text()), (200, "burned 100000 us\n".to_string()));
+    }
+    // As in cpu_work_burns_cpu: 50 ticks burnt, at least 40 must show.
+    let mut burnt = 0;
+    for _ in 0..20 {
+        burnt = cpu_ticks(s.child.id()) - before;
+        if burnt >= 40 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("only {burnt} ticks of CPU for 5 × 100 ms of ?burn");
 }
 
 /// Builds a C handler library from `source` once per `name`, with `cc` (and pthreads).
@@ -308,4 +332,5 @@ for_each_mode!(
     bad_handler_libraries_exit_2,
     delay_holds_every_answer,
     cpu_work_burns_cpu,
+    handler_burn_query_burns_cpu,
 );

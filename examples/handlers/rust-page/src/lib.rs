@@ -3,7 +3,11 @@
 //!
 //! Panics are caught at the `extern "C"` boundary with `catch_unwind` and turned into an
 //! error code (Spidey answers 500); unwinding into Spidey's C-ABI call would abort it.
-//! A query of `panic` panics on purpose, `fail` returns an error.
+//! A query of `panic` panics on purpose, `fail` returns an error, and `burn=MICROS` spins on
+//! the CPU for that many microseconds (at most one second) and answers a one-line text
+//! instead of the page: the CPU-bound request of the mixed-load experiments. It counts the
+//! thread's own CPU time (CLOCK_THREAD_CPUTIME_ID), so on a shared core it takes longer
+//! but still burns MICROS of CPU, as Spidey's own `--cpu-work` does.
 
 use std::ffi::{c_int, c_void};
 use std::fmt::Write;
@@ -61,6 +65,36 @@ impl SpideyStr {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The longest `burn=MICROS` accepted: one second.
+const MAX_BURN_MICROS: u64 = 1_000_000;
+
+/// Parses `burn=MICROS`: `None` if the query is something else, `Some(Err)` if the number
+/// is missing, malformed or above [`MAX_BURN_MICROS`].
+fn burn_micros(query: &[u8]) -> Option<Result<u64, ()>> {
+    let digits = query.strip_prefix(b"burn=")?;
+    let n = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok());
+    Some(n.filter(|&n| n <= MAX_BURN_MICROS).ok_or(()))
+}
+
+/// The calling thread's CPU time so far, in nanoseconds.
+fn thread_cpu_nanos() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Spins until this thread has used `micros` more microseconds of CPU, doing work the
+/// optimiser cannot remove.
+fn burn(micros: u64) -> u64 {
+    let until = thread_cpu_nanos() + micros * 1000;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while thread_cpu_nanos() < until {
+        for _ in 0..256 {
+            x = std::hint::black_box(x.rotate_left(5) ^ x.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        }
+    }
+    x
+}
+
 /// The page for `path`, numbered `n`: exactly [`PAGE_SIZE`] bytes.
 fn page(path: &[u8], n: u64) -> Vec<u8> {
     let tail = "</table></body></html>\n";
@@ -102,6 +136,27 @@ pub unsafe extern "C" fn spidey_handle(req: *const SpideyRequest, res: *const Sp
             b"fail" => return 1,
             _ => {}
         }
+        let text = b"text/plain; charset=utf-8";
+        match burn_micros(query) {
+            None => {}
+            Some(Err(())) => {
+                let body = format!("burn takes a whole number of microseconds up to {MAX_BURN_MICROS}\n");
+                (res.set_status)(res.ctx, 400);
+                if (res.add_header)(res.ctx, b"Content-Type".as_ptr(), 12, text.as_ptr(), text.len()) != 0 {
+                    return 1;
+                }
+                return (res.write)(res.ctx, body.as_ptr(), body.len());
+            }
+            Some(Ok(micros)) => {
+                burn(micros);
+                let body = format!("burned {micros} us\n");
+                (res.set_status)(res.ctx, 200);
+                if (res.add_header)(res.ctx, b"Content-Type".as_ptr(), 12, text.as_ptr(), text.len()) != 0 {
+                    return 1;
+                }
+                return (res.write)(res.ctx, body.as_ptr(), body.len());
+            }
+        }
         let body = page(path, COUNTER.fetch_add(1, Ordering::Relaxed) + 1);
         let ct = b"text/html; charset=utf-8";
         (res.set_status)(res.ctx, 200);
@@ -115,6 +170,25 @@ pub unsafe extern "C" fn spidey_handle(req: *const SpideyRequest, res: *const Sp
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn burn_query_table() {
+        let cases: &[(&[u8], Option<Result<u64, ()>>)] = &[
+            (b"", None),
+            (b"x=1", None),
+            (b"burn=0", Some(Ok(0))),
+            (b"burn=1000", Some(Ok(1000))),
+            (b"burn=1000000", Some(Ok(1_000_000))),
+            (b"burn=1000001", Some(Err(()))),
+            (b"burn=", Some(Err(()))),
+            (b"burn=-1", Some(Err(()))),
+            (b"burn=1e3", Some(Err(()))),
+            (b"burn=99999999999999999999999", Some(Err(()))),
+        ];
+        for (query, want) in cases {
+            assert_eq!(super::burn_micros(query), *want, "{}", String::from_utf8_lossy(query));
+        }
+    }
+
     #[test]
     fn page_is_102400_bytes() {
         for path in [&b"/"[..], b"/app/some/longer/path", &[b'x'; 500]] {
