@@ -68,12 +68,23 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// The longest `burn=MICROS` accepted: one second.
 const MAX_BURN_MICROS: u64 = 1_000_000;
 
-/// Parses `burn=MICROS`: `None` if the query is something else, `Some(Err)` if the number
-/// is missing, malformed or above [`MAX_BURN_MICROS`].
-fn burn_micros(query: &[u8]) -> Option<Result<u64, ()>> {
-    let digits = query.strip_prefix(b"burn=")?;
-    let n = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok());
-    Some(n.filter(|&n| n <= MAX_BURN_MICROS).ok_or(()))
+/// What a query asks of the CPU.
+#[derive(Debug, PartialEq, Eq)]
+enum Burn {
+    /// Not a `burn=` query: answer the page.
+    No,
+    Micros(u64),
+    /// `burn=` with a missing, malformed or too large number.
+    Invalid,
+}
+
+/// Parses `burn=MICROS` (at most [`MAX_BURN_MICROS`]).
+fn burn_micros(query: &[u8]) -> Burn {
+    let Some(digits) = query.strip_prefix(b"burn=") else { return Burn::No };
+    match std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok()) {
+        Some(n) if n <= MAX_BURN_MICROS => Burn::Micros(n),
+        _ => Burn::Invalid,
+    }
 }
 
 /// The calling thread's CPU time so far, in nanoseconds.
@@ -138,8 +149,8 @@ pub unsafe extern "C" fn spidey_handle(req: *const SpideyRequest, res: *const Sp
         }
         let text = b"text/plain; charset=utf-8";
         match burn_micros(query) {
-            None => {}
-            Some(Err(())) => {
+            Burn::No => {}
+            Burn::Invalid => {
                 let body = format!("burn takes a whole number of microseconds up to {MAX_BURN_MICROS}\n");
                 (res.set_status)(res.ctx, 400);
                 if (res.add_header)(res.ctx, b"Content-Type".as_ptr(), 12, text.as_ptr(), text.len()) != 0 {
@@ -147,7 +158,7 @@ pub unsafe extern "C" fn spidey_handle(req: *const SpideyRequest, res: *const Sp
                 }
                 return (res.write)(res.ctx, body.as_ptr(), body.len());
             }
-            Some(Ok(micros)) => {
+            Burn::Micros(micros) => {
                 burn(micros);
                 let body = format!("burned {micros} us\n");
                 (res.set_status)(res.ctx, 200);
@@ -172,17 +183,18 @@ pub unsafe extern "C" fn spidey_handle(req: *const SpideyRequest, res: *const Sp
 mod tests {
     #[test]
     fn burn_query_table() {
-        let cases: &[(&[u8], Option<Result<u64, ()>>)] = &[
-            (b"", None),
-            (b"x=1", None),
-            (b"burn=0", Some(Ok(0))),
-            (b"burn=1000", Some(Ok(1000))),
-            (b"burn=1000000", Some(Ok(1_000_000))),
-            (b"burn=1000001", Some(Err(()))),
-            (b"burn=", Some(Err(()))),
-            (b"burn=-1", Some(Err(()))),
-            (b"burn=1e3", Some(Err(()))),
-            (b"burn=99999999999999999999999", Some(Err(()))),
+        use super::Burn::{Invalid, Micros, No};
+        let cases: &[(&[u8], super::Burn)] = &[
+            (b"", No),
+            (b"x=1", No),
+            (b"burn=0", Micros(0)),
+            (b"burn=1000", Micros(1000)),
+            (b"burn=1000000", Micros(1_000_000)),
+            (b"burn=1000001", Invalid),
+            (b"burn=", Invalid),
+            (b"burn=-1", Invalid),
+            (b"burn=1e3", Invalid),
+            (b"burn=99999999999999999999999", Invalid),
         ];
         for (query, want) in cases {
             assert_eq!(super::burn_micros(query), *want, "{}", String::from_utf8_lossy(query));
