@@ -61,6 +61,11 @@ fn handlers_table(mode: &str) {
         ("/rs/after-panic", 200, 102_400),
         ("/rs/work?burn=1000", 200, "burned 1000 us\n".len()),
         ("/rs/work?burn=2000000", 400, 0),
+        ("/app/work?burn=1000", 200, "burned 1000 us\n".len()),
+        ("/app/work?burn=", 400, 0),
+        ("/app/work?burn=1x", 400, 0),
+        ("/app/work?burn=1000001", 400, 0),
+        ("/app/work?burn=99999999999", 400, 0),
         ("/apple", 404, 0),
         ("/hello.txt", 200, HELLO.len()),
     ];
@@ -156,14 +161,14 @@ fn cpu_work_burns_cpu(mode: &str) {
     panic!("only {burnt} ticks of CPU for 5 × 100 ms of --cpu-work");
 }
 
-/// `?burn=MICROS` on the Rust example handler really spins on the CPU in every mode: it is
-/// the CPU-bound request of the mixed-load experiments, so a no-op would make them lie.
+/// `?burn=MICROS` on the example handlers (C and Rust) really spins on the CPU in every mode:
+/// it is the CPU-bound request of the mixed-load experiments, so a no-op would make them lie.
 fn handler_burn_query_burns_cpu(mode: &str) {
     let fx = Fixture::new();
     let s = start(mode, &fx);
     let before = cpu_ticks(s.child.id());
-    for _ in 0..5 {
-        let reply = s.get("/rs/work?burn=100000", &[]);
+    for prefix in ["/rs", "/app", "/rs", "/app", "/rs"] {
+        let reply = s.get(&format!("{prefix}/work?burn=100000"), &[]);
         assert_eq!((reply.status, reply.text()), (200, "burned 100000 us\n".to_string()));
     }
     // As in cpu_work_burns_cpu: 50 ticks burnt, at least 40 must show.

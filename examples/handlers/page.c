@@ -7,12 +7,16 @@
  *   handler:  cc -shared -fPIC -O2 -I include -o page.so examples/handlers/page.c
  *   CGI:      cc -O2 -DSPIDEY_CGI_MAIN -I include -o page.cgi examples/handlers/page.c
  * The second form is the same page as a CGI program, for bench/cgi-vs-handler.sh.
- * A query of "fail" makes the handler return an error (Spidey answers 500).
+ * A query of "fail" makes the handler return an error (Spidey answers 500). A query of
+ * "burn=MICROS" spins until the thread has used that much CPU (CLOCK_THREAD_CPUTIME_ID, at
+ * most one second, else 400) and answers one line instead of the page: the CPU-bound
+ * request of the lab's mixed-load experiment.
  */
 #include "spidey_handler.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define PAGE_SIZE 102400
 
@@ -44,6 +48,54 @@ static size_t build_page(char *buf, int fresh, const char *path, size_t path_len
     return PAGE_SIZE;
 }
 
+#define MAX_BURN_MICROS 1000000ul
+
+/* Parses "burn=MICROS": 1 and *micros set if the query is one, -1 if it is malformed or
+ * too large, 0 if the query is something else. */
+static int burn_query(const struct spidey_str *q, unsigned long *micros)
+{
+    if (q->len < 5 || memcmp(q->ptr, "burn=", 5) != 0)
+        return 0;
+    if (q->len == 5 || q->len > 5 + 7)
+        return -1;
+    unsigned long n = 0;
+    for (size_t i = 5; i < q->len; i++) {
+        if (q->ptr[i] < '0' || q->ptr[i] > '9')
+            return -1;
+        n = n * 10 + (unsigned long)(q->ptr[i] - '0');
+    }
+    if (n > MAX_BURN_MICROS)
+        return -1;
+    *micros = n;
+    return 1;
+}
+
+static unsigned long long thread_cpu_nanos(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
+/* Spins until this thread has used `micros` more microseconds of CPU. */
+static void burn(unsigned long micros)
+{
+    unsigned long long until = thread_cpu_nanos() + micros * 1000ull;
+    volatile unsigned long x = 0x9e3779b9ul;
+    while (thread_cpu_nanos() < until)
+        for (int i = 0; i < 256; i++)
+            x = (x << 5 | x >> 27) ^ (x * 0x2545f491ul);
+}
+
+static int answer_line(const struct spidey_response *res, int status, const char *line)
+{
+    static const char ct[] = "text/plain; charset=utf-8";
+    res->set_status(res->ctx, status);
+    if (res->add_header(res->ctx, "Content-Type", 12, ct, sizeof ct - 1) != 0)
+        return 1;
+    return res->write(res->ctx, (const unsigned char *)line, strlen(line));
+}
+
 uint32_t spidey_handler_abi_version(void)
 {
     return SPIDEY_HANDLER_ABI_VERSION;
@@ -55,6 +107,17 @@ int spidey_handle(const struct spidey_request *req, const struct spidey_response
     static __thread int built;
     if (req->query.len == 4 && memcmp(req->query.ptr, "fail", 4) == 0)
         return 1;
+    unsigned long micros;
+    switch (burn_query(&req->query, &micros)) {
+    case -1:
+        return answer_line(res, 400, "burn takes a whole number of microseconds up to 1000000\n");
+    case 1: {
+        char line[64];
+        burn(micros);
+        snprintf(line, sizeof line, "burned %lu us\n", micros);
+        return answer_line(res, 200, line);
+    }
+    }
     unsigned long n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
     size_t len = build_page(buf, !built, req->path.ptr, req->path.len, n);
     built = 1;
