@@ -23,7 +23,10 @@ pub(crate) struct Experiment {
     pub workloads: Vec<Workload>,
     #[serde(default)]
     pub peers: Vec<Peer>,
+    #[serde(default)]
     pub sweeps: Vec<Sweep>,
+    /// The robustness experiment's table (`006-robustness`), run by [`crate::lab::robustness`].
+    pub robustness: Option<crate::lab::robustness::Spec>,
 }
 
 /// What the clients request: resolved to URL paths over the generated document root.
@@ -294,6 +297,16 @@ impl Experiment {
             }
             for row in &sweep.seed_rows {
                 anyhow::ensure!(row.values.len() == sweep.table.columns.len(), "sweep {}: seed row width", sweep.name);
+            }
+        }
+        if let Some(r) = &self.robustness {
+            let mut names = vec![&r.small, &r.large];
+            names.extend(r.mixed.iter().map(|m| &m.burn));
+            for w in names {
+                anyhow::ensure!(self.workload(w).is_some(), "robustness: unknown workload '{w}'");
+            }
+            for s in &r.servers {
+                anyhow::ensure!(s.mode.is_some() != s.peer.is_some(), "server {}: give mode or peer", s.label);
             }
         }
         Ok(())

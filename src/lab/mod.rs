@@ -8,6 +8,7 @@
 //! in the seeds' shapes ([`table`]), plots ([`plot`]), computed findings ([`finding`]) and
 //! the machine's description ([`machine`]).
 
+mod adversary;
 mod docroot;
 mod experiment;
 mod finding;
@@ -18,6 +19,8 @@ mod plan;
 mod plot;
 mod report;
 mod results;
+mod robustness;
+mod robustness_report;
 mod runner;
 mod server;
 mod table;
@@ -43,7 +46,26 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     bar.finish_with_message("done");
     report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe())?;
+    for exp in &exps {
+        if let Some(spec) = &exp.robustness {
+            let points =
+                robustness::run(exp, spec, args.quick, &args.out).with_context(|| format!("experiment {}", exp.id))?;
+            let md = robustness_report::write(&args.out, &spec.attacks, &points)?;
+            append_to_report(&args.out.join("report.md"), &md)?;
+        }
+    }
     println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
+    Ok(())
+}
+
+/// Adds a section the robustness experiment wrote to the end of `report.md`.
+fn append_to_report(report: &std::path::Path, section: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(report)
+        .with_context(|| format!("cannot open {}", report.display()))?;
+    writeln!(f, "\n{section}")?;
     Ok(())
 }
 

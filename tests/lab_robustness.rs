@@ -1,0 +1,51 @@
+//! The robustness experiment end to end (`spidey lab` with a `[robustness]` table): a
+//! slowloris crowd of 16 connections must break `single` (one connection at a time, each
+//! stalled head holds it until the head timeout) and must not break `event`. If the
+//! crowd, the legitimate client or the verdicts were wrong, one of the two would flip.
+
+use std::process::Command;
+
+const EXPERIMENT: &str = r#"
+id = "006-robustness-mini"
+title = "robustness, two modes"
+seed = "none"
+question = "does the slowloris crowd break single and not event?"
+workloads = [
+  { name = "small", kind = "file", size = "1KB" },
+  { name = "large", kind = "file", size = "1MB" },
+]
+[robustness]
+attacks = ["slowloris"]
+crowd = [16]
+small = "small"
+large = "large"
+legit = { rate = 50.0, duration = "2s", timeout = "1s" }
+servers = [{ label = "single", mode = "single" }, { label = "event", mode = "event" }]
+"#;
+
+#[test]
+fn slowloris_breaks_single_and_not_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("006-mini.toml");
+    std::fs::write(&file, EXPERIMENT).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["lab", "--quick", "--out"])
+        .arg(&out_dir)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "spidey lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(out_dir.join("robustness.md")).unwrap();
+    let row = |mode: &str| md.lines().find(|l| l.starts_with(&format!("| {mode} |"))).unwrap_or_else(|| panic!("{md}"));
+    assert!(row("single").ends_with("| **breaks at N = 16** |"), "{md}");
+    assert!(row("event").ends_with("| keeps serving (up to N = 16) |"), "{md}");
+    assert!(md.contains("single N=16: ") && md.contains(" timeout"), "the failures are named: {md}");
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("## What breaks each architecture"), "report.md carries the section");
+    let svg = std::fs::read_to_string(out_dir.join("robustness-slowloris.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("single") && svg.contains("event"));
+    let journal = std::fs::read_to_string(out_dir.join("robustness.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 4, "baseline and N = 16 for each mode: {journal}");
+}
