@@ -17,7 +17,9 @@
 #   RATE_1k_keepalive=10000 RATE_1k_close=2000 RATE_1m_keepalive=300 bench/vs-peers.sh
 #
 # A server is NAME:LOOPS: lighttpd (always one process), nginx:N (N worker processes),
-# or a Spidey mode with --workers N (event:1, uring:2, hybrid:2...).
+# or a Spidey mode with --workers N (event:1, uring:2, hybrid:2...). With SPIDEY_ALT set to
+# another spidey binary (another commit's build), alt-MODE:N runs that one, for A/B runs:
+#   SPIDEY_ALT=/tmp/spidey-before SERVERS="lighttpd alt-event:1 event:1" bench/vs-peers.sh
 # Loopback only; everything it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -159,9 +161,9 @@ CONF
   port[$1]=$p
 }
 
-start_spidey() { # name mode workers
+start_spidey() { # name mode workers [binary]
   local out="$tmp/${1//:/-}.out"
-  start "$1" "$SPIDEY" serve "$tmp/www" --port 0 --quiet --mode "$2" --workers "$3" \
+  start "$1" "${4:-$SPIDEY}" serve "$tmp/www" --port 0 --quiet --mode "$2" --workers "$3" \
     --max-requests 4000000000 --max-conns 100000
   for _ in $(seq 50); do grep -q listening "$out" 2>/dev/null && break; sleep 0.1; done
   port[$1]=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
@@ -174,6 +176,7 @@ for s in "${servers[@]}"; do
   case $name in
     lighttpd) start_lighttpd "$s" ;;
     nginx) start_nginx "$s" "$loops" ;;
+    alt-*) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" >"$tmp/${s//:/-}.out" 2>&1 ;;
     *) start_spidey "$s" "$name" "$loops" >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac
 done
