@@ -17,6 +17,7 @@ pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_output;
 pub mod cgi_process;
+mod file_cache;
 pub mod handler;
 pub mod listing;
 pub mod page;
@@ -27,6 +28,7 @@ use spidey_http::{Method, Request, StatusCode};
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a response's body comes from.
@@ -35,9 +37,10 @@ pub enum Body {
     Empty,
     /// Bytes built in memory (listings, error pages).
     Bytes(Vec<u8>),
-    /// `len` bytes of `file` from `offset`, to be sent with sendfile.
+    /// `len` bytes of `file` from `offset`, to be sent with sendfile. Shared with the
+    /// thread's open-file cache ([`file_cache`]), so every use reads at its own offset.
     File {
-        file: File,
+        file: Arc<File>,
         offset: u64,
         len: u64,
     },

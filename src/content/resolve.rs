@@ -17,7 +17,7 @@
 //! A directory's `index.html` is looked up from ROOT (as `dir/index.html`), so an index
 //! that is a symlink elsewhere inside ROOT is served; one that leads outside is not.
 
-use super::{Response, StatusCode};
+use super::{file_cache, Response, StatusCode};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::OsStr;
@@ -25,6 +25,8 @@ use std::fs::{File, Metadata};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Why a path has no answer, mapped to a status by [`ResolveError::response`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +67,8 @@ impl ResolveError {
 /// What a path resolved to.
 #[derive(Debug)]
 pub enum Resolved {
-    File(File, Metadata),
+    /// A regular file, shared with this thread's [`file_cache`](super::file_cache).
+    File(Arc<File>, Metadata),
     Dir(OpenDir),
 }
 
@@ -73,6 +76,8 @@ pub enum Resolved {
 #[derive(Debug)]
 pub struct Root {
     fd: OwnedFd,
+    /// This root's identity in the per-thread file cache (never reused in a process).
+    id: u64,
     /// `--show-hidden`: serve dot-segments too.
     allow_hidden: bool,
 }
@@ -93,7 +98,8 @@ impl Root {
             .map_err(|e| std::io::Error::other(format!("openat2 (Linux 5.6+) is required: {e}")))?;
         reopen(fd.as_fd())
             .map_err(|e| std::io::Error::other(format!("reopening through /proc/self/fd failed: {e}")))?;
-        Ok(Root { fd, allow_hidden })
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Ok(Root { fd, id: NEXT_ID.fetch_add(1, Ordering::Relaxed), allow_hidden })
     }
 
     /// Resolves a raw (still percent-encoded) request path.
@@ -106,13 +112,20 @@ impl Root {
         if !self.allow_hidden && hidden(relative) {
             return Err(ResolveError::NotFound);
         }
+        if let Some((file, meta)) = file_cache::get(self.id, relative) {
+            return Ok(Resolved::File(file, meta));
+        }
         let fd = open_beneath(&self.fd, relative)?;
-        classify(fd, relative)
+        let resolved = classify(fd, relative)?;
+        if let Resolved::File(file, meta) = &resolved {
+            file_cache::put(self.id, relative, file, meta);
+        }
+        Ok(resolved)
     }
 
     /// `index.html` in `dir`, if it is a regular file, looked up from ROOT: an index that
     /// is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
-    pub fn index(&self, dir: &OpenDir) -> Option<(File, Metadata)> {
+    pub fn index(&self, dir: &OpenDir) -> Option<(Arc<File>, Metadata)> {
         let mut path = dir.relative.clone();
         if path == b"." {
             path.clear();
@@ -169,7 +182,7 @@ fn classify(fd: OwnedFd, relative: &[u8]) -> Result<Resolved, ResolveError> {
     }
     let file = File::from(reopen(handle.as_fd()).map_err(ResolveError::from_errno)?);
     Ok(if meta.is_file() {
-        Resolved::File(file, meta)
+        Resolved::File(Arc::new(file), meta)
     } else {
         Resolved::Dir(OpenDir { fd: file.into(), relative: relative.to_vec() })
     })

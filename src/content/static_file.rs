@@ -10,10 +10,11 @@ use spidey_http::conditional::{etag, if_range_holds, not_modified};
 use spidey_http::range::{self, RangeOutcome};
 use spidey_http::{Method, Request, StatusCode};
 use std::fs::{File, Metadata};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Answers GET or HEAD for an open regular file, opened as `name` (a decoded path).
-pub fn respond(req: &Request<'_, '_>, file: File, meta: &Metadata, name: &[u8]) -> Response {
+pub fn respond(req: &Request<'_, '_>, file: Arc<File>, meta: &Metadata, name: &[u8]) -> Response {
     let len = meta.len();
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let tag = etag(mtime, len);

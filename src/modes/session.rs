@@ -84,7 +84,7 @@ impl Pool {
 pub(crate) enum Outgoing {
     /// `end - offset` bytes of `file` from `offset` (sendfile or splice: no copy through
     /// user space).
-    File { file: File, offset: u64, end: u64 },
+    File { file: std::sync::Arc<File>, offset: u64, end: u64 },
     /// A CGI script's output, pumped into [`Session::out`] as the script writes it
     /// ([`Session::pump_cgi`]); dropping it kills and reaps the script.
     Cgi(Box<CgiOutput>),

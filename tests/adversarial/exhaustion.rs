@@ -104,7 +104,9 @@ fn fd_exhaustion_flood(mode: &str) {
 /// open descriptors return to where they were. The worker count is fixed: by default
 /// `pool` and `prefork` grow under the 50 clients and retire the extra workers (and, in
 /// `prefork`, the master's copies of their sockets and pipes) one by one over seconds,
-/// which is adaptation, not a leak.
+/// which is adaptation, not a leak. Each of the two workers may keep one descriptor of
+/// `big.bin` in its open-file cache (content/file_cache.rs): up to two more is the cache,
+/// anything beyond is a leak.
 fn reset_mid_response_leaks_no_fd(mode: &str) {
     let fx = Fixture::new();
     let server = Spidey::start(mode, &fx.root(), &["--quiet", "--workers", "2"]);
@@ -118,7 +120,7 @@ fn reset_mid_response_leaks_no_fd(mode: &str) {
         socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO)).unwrap();
     }
     let after = settled_fds(pid, Duration::from_secs(10));
-    assert_eq!(after, baseline, "descriptors leaked");
+    assert!(after <= baseline + 2, "descriptors leaked: {baseline} before, {after} after 50 resets");
     let mut s = server.connect();
     s.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     assert_eq!(status_of(&read_one(&mut s).unwrap().0), 200);
