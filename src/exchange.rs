@@ -15,9 +15,10 @@
 //!   drivers sleep; an event loop parks the connection on a timer and keeps serving others.
 //! - **`Body::Cgi`**: the head is not known yet, so `Exchanger::head` is empty and
 //!   `Answer::consumed` covers the request head only. The content side's script
-//!   ([`CgiRun`](crate::content::cgi_run::CgiRun)) only says what it did; the [`CgiResponse`] here frames that. The driver
-//!   loops on [`CgiResponse::pump`], writing every byte it appends to `out` (100 Continue,
-//!   head, chunks, or a whole error response) before acting on the returned step:
+//!   ([`CgiRun`](crate::content::cgi_run::CgiRun)) only says what it did; the
+//!   [`CgiResponse`] here frames that. The driver loops on [`CgiResponse::pump`], writing
+//!   every byte it appends to `out` (100 Continue, head, chunks, or a whole error
+//!   response) before acting on the returned step:
 //!   - `NeedBody`: give it the request bytes that follow the head (`feed_body` returns how
 //!     many it took; advance the buffer by that), reading the socket when none are left;
 //!   - `Wait`: wait for `stdout_fd()` readable or `stdin_fd()` (when `Some`) writable, or

@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 /// Where taking in the body is.
 #[derive(Debug)]
 enum State {
-    /// `Content-Length`: this many bytes still to come (more than zero).
+    /// `Content-Length`: this many bytes still to come.
+    ///
+    /// INVARIANT: more than zero (the last byte taken moves to `Whole`), so a waiting
+    /// intake always has a body deadline.
     Length(u64),
     Chunked(ChunkedDecoder),
     /// The body is whole (or there was none).

@@ -63,6 +63,9 @@ pub struct Failure {
 }
 
 /// Where the run is. Every way into `Over` drops the process (kill and reap).
+///
+/// INVARIANT: a process exists exactly in `Head` and `Body` (it lives in the variant), so
+/// a script cannot outlive its run's `Over`, and no event but `Data` comes after `Head`.
 #[derive(Debug)]
 enum Phase {
     /// Taking in the request body; the script is not started.
@@ -258,23 +261,23 @@ impl CgiRun {
 
     /// The script closed its stdout: the end after a head, else a 502.
     fn end(&mut self) -> CgiEvent<'_> {
-        let headed = matches!(self.phase, Phase::Body(_));
-        self.over();
-        if headed {
-            CgiEvent::End
-        } else {
-            self.fail(StatusCode::BAD_GATEWAY, "The script ended without a valid answer.", false)
-        }
+        self.stop(CgiEvent::End, StatusCode::BAD_GATEWAY, "The script ended without a valid answer.")
     }
 
+    /// Past the deadline: the body cut short after a head, else a 504.
     fn time_out(&mut self) -> CgiEvent<'_> {
-        let headed = matches!(self.phase, Phase::Body(_));
-        self.over();
         eprintln!("spidey: CGI script killed after {:?}", self.timeout);
+        self.stop(CgiEvent::Cut, StatusCode::GATEWAY_TIMEOUT, "The script took too long.")
+    }
+
+    /// Any phase → Over: `after_head` if the head went out, else a failure with `status`.
+    fn stop(&mut self, after_head: CgiEvent<'static>, status: StatusCode, detail: &'static str) -> CgiEvent<'_> {
+        let headed = matches!(self.phase, Phase::Body(_));
         if headed {
-            CgiEvent::Cut
+            self.over();
+            after_head
         } else {
-            self.fail(StatusCode::GATEWAY_TIMEOUT, "The script took too long.", false)
+            self.fail(status, detail, false)
         }
     }
 

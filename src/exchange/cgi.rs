@@ -42,6 +42,9 @@ pub enum CgiStep {
 }
 
 /// Where the response to the client is.
+///
+/// INVARIANT: the head goes out once, entering `Body`; an error page only from `Pending`;
+/// the log line once, leaving `Body` (or on drop in it) or with the error page.
 #[derive(Debug)]
 enum Output {
     /// No head sent yet (a `100 Continue` may have been).
@@ -293,5 +296,56 @@ fn encode(output: &mut Output, data: &[u8], out: &mut Vec<u8>) -> u64 {
             data.len() as u64
         }
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(http10: bool, head_only: bool) -> Request {
+        Request {
+            peer: SocketAddr::from(([127, 0, 0, 1], 1)),
+            request_line: b"GET /cgi-bin/x HTTP/1.1".to_vec(),
+            referer: None,
+            user_agent: None,
+            host: None,
+            head_only,
+            http10,
+            keep_alive: true,
+            quiet: true,
+            may_redirect: true,
+        }
+    }
+
+    /// The head's status line, framing and `Connection` lines, the body's encoder, and
+    /// whether the connection may persist, for a script's status and the client's request.
+    #[test]
+    fn head_output_frames_by_status_and_version() {
+        #[rustfmt::skip]
+        let cases = [
+            // (status, location, http10, head_only) → (status line, framing line, encoder, keep-alive)
+            ((None, None, false, false), ("HTTP/1.1 200 OK", "Transfer-Encoding: chunked", Some(Encoder::Chunked), true)),
+            ((None, None, true, false), ("HTTP/1.1 200 OK", "Connection: close", Some(Encoder::CloseDelimited), false)),
+            ((None, None, false, true), ("HTTP/1.1 200 OK", "Transfer-Encoding: chunked", None, true)),
+            ((None, Some("http://x/"), false, false), ("HTTP/1.1 302 Found", "Transfer-Encoding: chunked", Some(Encoder::Chunked), true)),
+            ((Some(204), None, false, false), ("HTTP/1.1 204 No Content", "", None, true)),
+            ((Some(304), None, true, false), ("HTTP/1.1 304 Not Modified", "Connection: keep-alive", None, true)),
+            ((Some(404), None, false, false), ("HTTP/1.1 404 Not Found", "Transfer-Encoding: chunked", Some(Encoder::Chunked), true)),
+        ];
+        for ((status, location, http10, head_only), (line, framing, want_encoder, want_keep)) in cases {
+            let head =
+                CgiHead { status, content_type: None, location: location.map(str::to_string), fields: Vec::new() };
+            let mut out = Vec::new();
+            let output = head_output(&request(http10, head_only), &head, &mut out);
+            let text = String::from_utf8(out).unwrap();
+            let Output::Body { encoder, keep_alive, .. } = output else { panic!("{output:?}") };
+            assert!(text.starts_with(&format!("{line}\r\n")), "{status:?} {http10}: {text}");
+            assert!(text.ends_with("\r\n\r\n"), "{text}");
+            assert!(framing.is_empty() || text.contains(&format!("\r\n{framing}\r\n")), "{status:?} {http10}: {text}");
+            assert!(framing.starts_with("Transfer") || !text.contains("Transfer-Encoding"), "{text}");
+            assert!(!text.contains("Content-Length"), "{text}");
+            assert_eq!((encoder, keep_alive), (want_encoder, want_keep), "{status:?} {http10} {head_only}");
+        }
     }
 }
