@@ -1,5 +1,7 @@
 //! The command line: `spidey serve | bench | lab`.
 
+// `duration` is re-exported for `lab`, which names it here.
+pub use crate::config::duration;
 use crate::modes::{Mode, Workers};
 use clap::{Args, Parser, Subcommand};
 use std::net::IpAddr;
@@ -138,14 +140,4 @@ pub struct ServeArgs {
     /// How long in-flight responses may run after SIGINT or SIGTERM.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,
-}
-
-/// Parses `1.5s`, `500ms`, `2m` (humantime), or a bare number of seconds.
-pub fn duration(s: &str) -> Result<Duration, String> {
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-    }
-    humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e}"))
 }

@@ -15,9 +15,7 @@
 //! poll(2) until the script's deadline; a write error drops the output, which kills and
 //! reaps the script.
 
-use crate::content::cgi_output::{CgiOutput, CgiStep};
-use crate::content::Body;
-use crate::exchange::{Answer, Exchanger, Step};
+use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Step};
 use crate::net::{wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{poll, PollFd, PollFlags};
@@ -133,7 +131,7 @@ struct Pending<'a> {
 fn serve_cgi(
     stream: &mut TcpStream,
     pending: &mut Pending<'_>,
-    mut cgi: Box<CgiOutput>,
+    mut cgi: Box<CgiResponse>,
     server: &Server,
     shutdown: &Shutdown,
     exchanger: &mut Exchanger,
@@ -152,7 +150,7 @@ fn serve_cgi(
             }
             CgiStep::NeedBody => {
                 (*pending.start, *pending.end) = (0, 0);
-                // The whole body is bounded (`CgiOutput::body_deadline`), not each read:
+                // The whole body is bounded (`CgiResponse::body_deadline`), not each read:
                 // past it, the next pump answers 408.
                 let deadline = cgi.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
                 match wait_readable(stream.as_fd(), shutdown, Some(deadline))? {
@@ -183,7 +181,7 @@ fn serve_cgi(
 
 /// Waits until the script's stdout is readable or its stdin writable, or its deadline.
 /// Fails once shutdown's grace period is over (the caller drops the script).
-fn wait_script(cgi: &CgiOutput, shutdown: &Shutdown) -> io::Result<()> {
+fn wait_script(cgi: &CgiResponse, shutdown: &Shutdown) -> io::Result<()> {
     let grace = if shutdown.requested() { shutdown.deadline() } else { None };
     if grace.is_some_and(|d| Instant::now() >= d) {
         return Err(io::ErrorKind::TimedOut.into());

@@ -14,10 +14,11 @@
 //! - **`Answer::delay`** (`--delay`): wait that long before writing anything. Blocking
 //!   drivers sleep; an event loop parks the connection on a timer and keeps serving others.
 //! - **`Body::Cgi`**: the head is not known yet, so `Exchanger::head` is empty and
-//!   `Answer::consumed` covers the request head only. The driver then loops on
-//!   [`CgiOutput::pump`](crate::content::cgi_output::CgiOutput::pump), writing every byte
-//!   it appends to `out` (100 Continue, head, chunks, or a whole error response) before
-//!   acting on the returned step:
+//!   `Answer::consumed` covers the request head only. The content side's script
+//!   ([`CgiRun`](crate::content::cgi_run::CgiRun)) only says what it did; the
+//!   [`CgiResponse`] here frames that. The driver loops on [`CgiResponse::pump`], writing
+//!   every byte it appends to `out` (100 Continue, head, chunks, or a whole error
+//!   response) before acting on the returned step:
 //!   - `NeedBody`: give it the request bytes that follow the head (`feed_body` returns how
 //!     many it took; advance the buffer by that), reading the socket when none are left;
 //!   - `Wait`: wait for `stdout_fd()` readable or `stdin_fd()` (when `Some`) writable, or
@@ -28,12 +29,19 @@
 //!     (`Answer::keep_alive` is only its upper bound).
 //!
 //!   A client that goes away, a write error, or shutdown past its grace: drop the output,
-//!   which kills the script's process group and reaps it. The output logs itself.
+//!   which kills the script's process group and reaps it, and logs what was sent.
+//!
+//! Every response head is written and every access-log line recorded here ([`frame`]), a
+//! script's included; the modes only move bytes.
 
-use crate::content::cgi_output::{CgiOutput, ConnInfo};
-use crate::content::{Body, Response};
+mod cgi;
+
+pub use cgi::{CgiResponse, CgiStep};
+
+use crate::content::{self, Response};
 use crate::log;
-use crate::server::{Server, SOFTWARE};
+use crate::server::Server;
+use crate::software::SOFTWARE;
 use spidey_http::date::DateCache;
 use spidey_http::response::Framing;
 use spidey_http::{parse, BodyFraming, HeadOptions, HeaderSlots, Method, Parsed, StatusCode};
@@ -48,6 +56,24 @@ pub struct Exchanger {
     pub head: Vec<u8>,
     /// Set while answering a script's local redirect, which may not redirect again.
     redirected: bool,
+}
+
+/// What a driver moves after `Exchanger::head`: the content side's [`content::Body`], with
+/// a script wrapped in the [`CgiResponse`] that frames its output.
+#[derive(Debug)]
+pub enum Body {
+    Empty,
+    /// Bytes built in memory (listings, error pages, handler output).
+    Bytes(Vec<u8>),
+    /// `len` bytes of `file` from `offset`, to be sent with sendfile (shared with the
+    /// content side's open-file cache: every send reads at its own offset).
+    File {
+        file: std::sync::Arc<std::fs::File>,
+        offset: u64,
+        len: u64,
+    },
+    /// A CGI script's answer, head included: pump it (see the module docs).
+    Cgi(Box<CgiResponse>),
 }
 
 /// A response ready to be written: `Exchanger::head` first, then `body`.
@@ -100,14 +126,14 @@ impl Exchanger {
             _ => server.site.respond_from(&req, peer, whole_body(&req, &buf[head_len..])),
         };
         let mut consumed = head_len;
-        if let (false, BodyFraming::Length(n)) = (matches!(response.body, Body::Cgi(_)), req.body) {
+        if let (false, BodyFraming::Length(n)) = (matches!(response.body, content::Body::Cgi(_)), req.body) {
             // A body that came whole with the head (a handler's, say) is skipped, so the
             // connection can stay open.
             if n > 0 && whole_body(&req, &buf[head_len..]).len() as u64 == n {
                 consumed += n as usize;
             }
         }
-        let reads_body = matches!(response.body, Body::Cgi(_)) || consumed > head_len;
+        let reads_body = matches!(response.body, content::Body::Cgi(_)) || consumed > head_len;
         // A body this server does not read would be taken for the next request: close instead.
         let close = must_close || !req.keep_alive || (req.body != BodyFraming::None && !reads_body) || response.close;
         let meta = Meta {
@@ -119,41 +145,19 @@ impl Exchanger {
             http10: req.version == spidey_http::Version::Http10,
         };
         let mut answer = match response.body {
-            Body::Cgi(cgi) => self.cgi(server, cgi, &meta, req.host, close, consumed),
+            content::Body::Cgi(run) => {
+                self.head.clear();
+                let cgi = CgiResponse::new(run, &meta, req.host, !close, server.quiet, !self.redirected);
+                Answer { body: Body::Cgi(Box::new(cgi)), keep_alive: !close, consumed, delay: None }
+            }
             _ => self.finish(server, response, &meta, close, consumed),
         };
         answer.delay = server.site.options().delay;
         Step::Respond(answer)
     }
 
-    /// A script's answer: no head yet; the output writes it (see the module docs).
-    fn cgi(
-        &mut self,
-        server: &Server,
-        mut cgi: Box<CgiOutput>,
-        meta: &Meta<'_>,
-        host: Option<&str>,
-        close: bool,
-        consumed: usize,
-    ) -> Answer {
-        cgi.allow_local_redirect = !self.redirected;
-        cgi.conn = ConnInfo {
-            peer: Some(meta.peer),
-            http10: meta.http10,
-            head_only: meta.head_only,
-            keep_alive: !close,
-            quiet: server.quiet,
-            request_line: meta.request_line.to_vec(),
-            referer: meta.referer.map(<[u8]>::to_vec),
-            user_agent: meta.user_agent.map(<[u8]>::to_vec),
-            host: host.map(str::to_string),
-        };
-        self.head.clear();
-        Answer { body: Body::Cgi(cgi), keep_alive: !close, consumed, delay: None }
-    }
-
     /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
-    /// that `CgiOutput::redirect_request` built. The target may not redirect again.
+    /// that [`CgiResponse::redirect_request`] built. The target may not redirect again.
     pub fn local_redirect(&mut self, server: &Server, request: &[u8], peer: SocketAddr) -> Answer {
         self.redirected = true;
         let step = self.step(server, request, peer, false);
@@ -177,29 +181,56 @@ impl Exchanger {
     }
 
     fn finish(&mut self, server: &Server, response: Response, meta: &Meta<'_>, close: bool, consumed: usize) -> Answer {
-        let Response { status, fields, mut body, extra_fields, .. } = response;
-        let framing = if status.forbids_body() { Framing::None } else { Framing::Length(body.len()) };
-        if meta.head_only || status.forbids_body() {
-            body = Body::Empty;
-        }
-        let mut fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        fields.extend(extra_fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let date = self.dates.get(SystemTime::now());
-        let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive: !close, http10: meta.http10 };
         self.head.clear();
-        spidey_http::write_head(&mut self.head, status, &fields, &opts);
-        if !server.quiet {
-            log::record(&log::Record {
-                peer: meta.peer,
-                request_line: meta.request_line,
-                status: status.0,
-                bytes: body.len(),
-                referer: meta.referer,
-                user_agent: meta.user_agent,
-            });
-        }
+        let body = match frame(&mut self.head, date, server.quiet, response, meta, !close) {
+            content::Body::Empty => Body::Empty,
+            content::Body::Bytes(bytes) => Body::Bytes(bytes),
+            content::Body::File { file, offset, len } => Body::File { file, offset, len },
+            // INVARIANT: `finish` gets error pages and plain answers; `step` gives a script's
+            // answer to a `CgiResponse` instead.
+            content::Body::Cgi(_) => unreachable!("a script's answer is framed by CgiResponse"),
+        };
         Answer { body, keep_alive: !close, consumed, delay: None }
     }
+}
+
+/// Appends `response`'s head to `out` (adding `Date`, `Server`, `Content-Length` and
+/// `Connection`), records its access-log line unless `quiet`, and returns its body, emptied
+/// for HEAD and bodiless statuses.
+fn frame(
+    out: &mut Vec<u8>,
+    date: &str,
+    quiet: bool,
+    response: Response,
+    meta: &Meta<'_>,
+    keep_alive: bool,
+) -> content::Body {
+    let Response { status, fields, mut body, extra_fields, .. } = response;
+    let framing = if status.forbids_body() { Framing::None } else { Framing::Length(body.len()) };
+    if meta.head_only || status.forbids_body() {
+        body = content::Body::Empty;
+    }
+    let mut fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    fields.extend(extra_fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive, http10: meta.http10 };
+    spidey_http::write_head(out, status, &fields, &opts);
+    if !quiet {
+        log_line(meta, status, body.len());
+    }
+    body
+}
+
+/// Records the access-log line of a response of `bytes` body bytes to the request `meta`.
+fn log_line(meta: &Meta<'_>, status: StatusCode, bytes: u64) {
+    log::record(&log::Record {
+        peer: meta.peer,
+        request_line: meta.request_line,
+        status: status.0,
+        bytes,
+        referer: meta.referer,
+        user_agent: meta.user_agent,
+    });
 }
 
 /// The request body if it is whole in `rest` (the bytes after the head), else empty.

@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod config;
 pub mod conn;
 pub mod content;
 pub mod exchange;
@@ -19,3 +20,4 @@ pub mod modes;
 pub mod net;
 pub mod serve;
 pub mod server;
+pub mod software;

@@ -1,6 +1,6 @@
 use clap::Parser;
 use spidey::cli::{Cli, Command};
-use spidey::serve::ConfigError;
+use spidey::config::ConfigError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

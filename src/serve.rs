@@ -1,6 +1,8 @@
 //! `spidey serve`: check the configuration, bind, announce, run the chosen mode.
 
 use crate::cli::ServeArgs;
+// Re-exported for `lab`, which names it here.
+pub use crate::config::ConfigError;
 use crate::content::cgi::CgiOptions;
 use crate::content::cgi_process::CgiSlots;
 use crate::content::handler::Mount;
@@ -12,18 +14,6 @@ use spidey_http::Limits;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-/// A mistake in the command line or the environment it names: one line, exit code 2.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     args.mode.preflight()?;

@@ -4,9 +4,6 @@ use crate::content::Site;
 use spidey_http::Limits;
 use std::time::Duration;
 
-/// The `Server` field value.
-pub const SOFTWARE: &str = concat!("spidey/", env!("CARGO_PKG_VERSION"));
-
 /// How long a connection may take at each stage.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {

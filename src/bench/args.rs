@@ -1,8 +1,7 @@
 //! `spidey bench` flags, and their translation into a [`BenchConfig`].
 
 use super::{BenchConfig, OpenModel, Stop, Target, LATE_AFTER};
-use crate::cli::duration;
-use crate::serve::ConfigError;
+use crate::config::{duration, ConfigError};
 use clap::Args;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;

@@ -30,7 +30,7 @@ pub use report::{human_report, run};
 pub use result::BenchResult;
 pub use stats::{LatencySummary, SecondStats};
 
-use crate::serve::ConfigError;
+use crate::config::ConfigError;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;

@@ -23,11 +23,11 @@
 //! from scratch ([`super::cgi_env`]), its own directory as working directory, only fds 0,
 //! 1 and 2 and the script itself, read-only, at 3 (every other Spidey fd is close-on-exec),
 //! and its own process group so that killing it also kills whatever it started. Running
-//! it is [`super::cgi_output::CgiOutput`]'s job.
+//! it is [`super::cgi_run::CgiRun`]'s job.
 
 use super::cgi_env;
-use super::cgi_output::CgiOutput;
 use super::cgi_process::CgiSlots;
+use super::cgi_run::CgiRun;
 use super::resolve::{decode_path, ResolveError, Resolved, Root};
 use super::{Response, StatusCode};
 use spidey_http::Request;
@@ -189,7 +189,7 @@ pub(crate) fn script(
     Some(Ok(Script { filename, interpreter, file, script_name, path_info }))
 }
 
-/// The answer for a request to a script: a [`CgiOutput`] that will run it.
+/// The answer for a request to a script: a [`CgiRun`] that will run it.
 pub(crate) fn respond(
     opts: &CgiOptions,
     document_root: &std::path::Path,
@@ -222,7 +222,7 @@ pub(crate) fn respond(
             return Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The script could not be started.");
         }
     };
-    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiOutput::new(command, req, opts, slot))))
+    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiRun::new(command, req, opts, slot))))
 }
 
 /// The descriptor a script's file has in the script's process.

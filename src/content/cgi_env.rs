@@ -11,7 +11,7 @@
 //!   proxy's, business, as in Apache: a script never sees them).
 
 use super::cgi::{CgiOptions, Script};
-use crate::server::SOFTWARE;
+use crate::software::SOFTWARE;
 use spidey_http::{Request, Version};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -22,7 +22,7 @@ use std::path::Path;
 pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The environment of `script` answering `req`; `CONTENT_LENGTH` is added when the body
-/// has been read (see [`super::cgi_output`]).
+/// has been read (see [`super::cgi_run`]).
 pub(crate) fn build(
     req: &Request<'_, '_>,
     script: &Script,

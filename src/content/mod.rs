@@ -9,14 +9,15 @@
 //! - [`static_file`]: conditional GET, ranges and the fields of a file response.
 //! - [`listing`]: directory listings in HTML and JSON.
 //! - [`page`]: the small HTML bodies of error responses.
-//! - [`cgi`], [`cgi_env`], [`cgi_output`]: CGI/1.1 scripts, run by the driver through
-//!   [`Body::Cgi`].
+//! - [`cgi`], [`cgi_env`], [`cgi_intake`], [`cgi_run`], [`cgi_process`]: CGI/1.1 scripts,
+//!   a body source ([`Body::Cgi`]) whose events the exchanger frames.
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod cgi;
 pub mod cgi_env;
-pub mod cgi_output;
+pub mod cgi_intake;
 pub mod cgi_process;
+pub mod cgi_run;
 mod file_cache;
 pub mod handler;
 pub mod listing;
@@ -44,10 +45,10 @@ pub enum Body {
         offset: u64,
         len: u64,
     },
-    /// A CGI script's output, produced as the script runs. The head is not known yet:
-    /// the driver pumps the [`cgi_output::CgiOutput`] (see its module documentation),
-    /// which writes head and body itself. Dropping it kills and reaps the script.
-    Cgi(Box<cgi_output::CgiOutput>),
+    /// A CGI script, run as the response goes out. Its head is not known yet: the
+    /// [`cgi_run::CgiRun`] yields head, body bytes and end as events, which the exchanger
+    /// frames and logs. Dropping it kills and reaps the script.
+    Cgi(Box<cgi_run::CgiRun>),
 }
 
 impl Body {

@@ -8,7 +8,7 @@
 //!
 //! 1. **Answer through the shared code only.** Blocking modes hand each accepted stream to
 //!    [`crate::conn::serve`]; event-driven modes feed bytes to
-//!    [`crate::exchange::Exchanger`] and move the [`crate::content::Body`] it returns. A mode
+//!    [`crate::exchange::Exchanger`] and move the [`crate::exchange::Body`] it returns. A mode
 //!    never parses HTTP or decides content, so adding one never touches those layers.
 //! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
 //!    finish within `Shutdown::grace`, close idle connections, reap every child and join
@@ -88,7 +88,7 @@ impl Mode {
 
     /// Refuses a mode this machine cannot run (`uring` where the kernel has no io_uring),
     /// before anything binds or prints, so the refusal is one line and exit code 2.
-    pub fn preflight(self) -> Result<(), crate::serve::ConfigError> {
+    pub fn preflight(self) -> Result<(), crate::config::ConfigError> {
         match self {
             Mode::Uring => uring::check_available(),
             _ => Ok(()),

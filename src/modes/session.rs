@@ -18,9 +18,7 @@
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
-use crate::content::cgi_output::CgiOutput;
-use crate::content::Body;
-use crate::exchange::{Exchanger, Step};
+use crate::exchange::{Body, CgiResponse, Exchanger, Step};
 use crate::server::Server;
 use rustix::io::Errno;
 use rustix::net::SendFlags;
@@ -87,7 +85,7 @@ pub(crate) enum Outgoing {
     File { file: std::sync::Arc<File>, offset: u64, end: u64 },
     /// A CGI script's output, pumped into [`Session::out`] as the script writes it
     /// ([`Session::pump_cgi`]); dropping it kills and reaps the script.
-    Cgi(Box<CgiOutput>),
+    Cgi(Box<CgiResponse>),
 }
 
 /// How far [`Session::send`] got.

@@ -13,16 +13,20 @@
 //! - [`date`]: IMF-fixdate formatting with a once-per-second cache.
 //! - [`cgi`]: the header block of a CGI script's output (RFC 3875 §6).
 //! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
+//! - [`encoder`]: the framing of a response body as it is written (length, chunked,
+//!   close-delimited).
 
 pub mod cgi;
 pub mod chunked;
 pub mod conditional;
 pub mod date;
+pub mod encoder;
 pub mod error;
 pub mod range;
 pub mod request;
 pub mod response;
 
+pub use encoder::{EncodeError, Encoder};
 pub use error::ParseError;
 pub use request::{parse, BodyFraming, HeaderSlots, Limits, Method, Parsed, Request, Target, Version};
 pub use response::{write_head, HeadOptions, StatusCode};

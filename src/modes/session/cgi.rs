@@ -4,8 +4,7 @@
 //! whether to write, read the socket, or wait for the script.
 
 use super::{Outgoing, Pool, Session};
-use crate::content::cgi_output::CgiStep;
-use crate::exchange::Exchanger;
+use crate::exchange::{CgiStep, Exchanger};
 use crate::server::Server;
 use std::os::fd::BorrowedFd;
 use std::time::Instant;

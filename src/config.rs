@@ -1,0 +1,28 @@
+//! What every command's configuration shares: [`ConfigError`], the one-line mistake that
+//! exits with code 2, and the [`duration`] syntax of time flags. A leaf module, so the
+//! command line, `serve`, the modes, `bench` and `lab` all use it without importing each
+//! other.
+
+use std::time::Duration;
+
+/// A mistake in the command line or the environment it names: one line, exit code 2.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Parses `1.5s`, `500ms`, `2m` (humantime), or a bare number of seconds.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e}"))
+}

@@ -1,0 +1,294 @@
+//! Running one CGI script for one request: a body source that yields events, moved forward
+//! without blocking by whatever drives the connection.
+//!
+//! ```text
+//! Intake ──body whole: spawn──▶ Head ──header block──▶ Body ──EOF──▶ Over
+//!   │ 413/400/408, 500            │ 502, 504, local redirect │ 504 (cut short)
+//!   └─────────────────────────────┴──────────────────────────┴──────▶ Over
+//! ```
+//! [`CgiRun::advance`] never blocks: it takes the request body in ([`super::cgi_intake`]),
+//! spawns the script once the body is whole, writes what it can of the body to the script's
+//! stdin, reads the script's stdout, and says what happened as a [`CgiEvent`]: the parsed
+//! head, body bytes, the end, or a failure status. It frames nothing and logs nothing:
+//! the exchanger (`crate::exchange`'s `CgiResponse`) turns events into the bytes the
+//! client gets and the access-log line. Both pipes are non-blocking and close-on-exec.
+//!
+//! No zombie, ever: the child runs in its own process group, and every way out (EOF,
+//! timeout, error, a client gone, drop) kills the child and that group and reaps the child
+//! without blocking ([`super::cgi_process::Running`]). The run holds its `--max-cgi`
+//! [`Slot`] from the request head until it is over.
+
+use super::cgi::CgiOptions;
+use super::cgi_intake::{Intake, Progress};
+use super::cgi_process::{Running, Slot};
+use spidey_http::cgi::{parse_cgi_head, CgiHead};
+use spidey_http::{Parsed, Request, StatusCode};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the script did since the last [`CgiRun::advance`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum CgiEvent<'a> {
+    /// The client waits for `100 Continue` before it sends the body (once, before `NeedBody`).
+    Continue,
+    /// More request-body bytes are needed: give them to [`CgiRun::feed_body`].
+    NeedBody,
+    /// Nothing new: wait until `stdout_fd` is readable or `stdin_fd` (if any) writable, or
+    /// the deadline. The script's stdout has been read until EAGAIN, so an edge-triggered
+    /// poller hears of whatever comes next.
+    Wait,
+    /// The script's header block (a final status), and the body bytes read with it.
+    Head(CgiHead, &'a [u8]),
+    /// More body bytes.
+    Data(&'a [u8]),
+    /// The script closed its stdout after its head: the body is whole.
+    End,
+    /// The script's head asked for another local path instead (`Location: /path` alone).
+    LocalRedirect(String),
+    /// No answer from the script: answer this instead, before any head.
+    Fail(Failure),
+    /// The script ran out of time after its head: only closing can end the body.
+    Cut,
+}
+
+/// Why a script gave no answer, and what to answer instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    pub status: StatusCode,
+    /// The error page's one sentence.
+    pub detail: &'static str,
+    /// The request body was not read whole: the connection must close.
+    pub close: bool,
+}
+
+/// Where the run is. Every way into `Over` drops the process (kill and reap).
+///
+/// INVARIANT: a process exists exactly in `Head` and `Body` (it lives in the variant), so
+/// a script cannot outlive its run's `Over`, and no event but `Data` comes after `Head`.
+#[derive(Debug)]
+enum Phase {
+    /// Taking in the request body; the script is not started.
+    Intake(Command),
+    /// The script runs; its header block is not whole yet.
+    Head(Running),
+    /// The script runs; what it writes is body.
+    Body(Running),
+    /// Ended, failed or redirected: killed, reaped (or being reaped), its slot given back.
+    Over,
+}
+
+/// A script about to run or running. Dropping it kills and reaps the script.
+#[derive(Debug)]
+pub struct CgiRun {
+    phase: Phase,
+    intake: Intake,
+    /// How much of the body the script's stdin has taken.
+    stdin_pos: usize,
+    timeout: Duration,
+    /// When the script is killed if it has not finished (counted from the spawn).
+    deadline: Instant,
+    /// INVARIANT: `Some` (with `--max-cgi`) until the phase is `Over`.
+    slot: Option<Slot>,
+    /// What the script wrote of its header block (and the body bytes that came with it).
+    raw: Vec<u8>,
+    /// The read buffer, allocated at spawn.
+    buf: Vec<u8>,
+}
+
+const READ_SIZE: usize = 64 * 1024;
+
+impl CgiRun {
+    pub(crate) fn new(command: Command, req: &Request<'_, '_>, opts: &CgiOptions, slot: Option<Slot>) -> Self {
+        CgiRun {
+            phase: Phase::Intake(command),
+            intake: Intake::new(req, opts),
+            stdin_pos: 0,
+            timeout: opts.timeout,
+            deadline: Instant::now() + opts.timeout,
+            slot,
+            raw: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    /// Takes request-body bytes from the front of `bytes`; returns how many belonged to
+    /// the body (the rest is the next request).
+    pub fn feed_body(&mut self, bytes: &[u8]) -> usize {
+        self.intake.feed(bytes)
+    }
+
+    /// Moves the run forward without blocking; see the module documentation.
+    pub fn advance(&mut self) -> CgiEvent<'_> {
+        if let Phase::Intake(_) = self.phase {
+            match self.intake.poll() {
+                Progress::Continue => return CgiEvent::Continue,
+                Progress::NeedBody => return CgiEvent::NeedBody,
+                Progress::Failed(status, detail) => return self.fail(status, detail, true),
+                Progress::Whole => {
+                    if let Err(e) = self.spawn() {
+                        eprintln!("spidey: cannot run CGI script: {e}");
+                        return self.fail(StatusCode::INTERNAL_SERVER_ERROR, "The script could not be started.", false);
+                    }
+                }
+            }
+        }
+        if matches!(self.phase, Phase::Over) {
+            return CgiEvent::End;
+        }
+        if Instant::now() >= self.deadline {
+            return self.time_out();
+        }
+        self.write_stdin();
+        self.read_stdout()
+    }
+
+    /// The script's stdout, to wait on for reading (non-blocking, close-on-exec).
+    pub fn stdout_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.running().and_then(|p| p.stdout.as_ref()).map(|fd| fd.as_fd())
+    }
+
+    /// The script's stdin while request-body bytes are still to be written to it.
+    pub fn stdin_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.running().and_then(|p| p.stdin.as_ref()).map(|fd| fd.as_fd())
+    }
+
+    /// While the request body is still to arrive: when it must have arrived (then `advance`
+    /// fails with 408 and the connection closes); see [`Intake::deadline`].
+    pub fn body_deadline(&self) -> Option<Instant> {
+        self.intake.deadline()
+    }
+
+    /// When the script is killed (504) if it has not finished.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    fn running(&self) -> Option<&Running> {
+        match &self.phase {
+            Phase::Head(p) | Phase::Body(p) => Some(p),
+            Phase::Intake(_) | Phase::Over => None,
+        }
+    }
+
+    /// Intake → Head: starts the script with the whole body waiting for its stdin.
+    fn spawn(&mut self) -> std::io::Result<()> {
+        let Phase::Intake(command) = std::mem::replace(&mut self.phase, Phase::Over) else {
+            return Err(std::io::Error::other("spawned twice"));
+        };
+        let mut command = command;
+        if let Some(n) = self.intake.content_length() {
+            command.env("CONTENT_LENGTH", n.to_string());
+        }
+        let stdin = if self.intake.body().is_empty() { Stdio::null() } else { Stdio::piped() };
+        let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
+        let mut running = Running { stdin: None, stdout: None, child: None };
+        let stdin = child.stdin.take().map(OwnedFd::from);
+        let stdout = child.stdout.take().map(OwnedFd::from);
+        running.child = Some(child);
+        for fd in stdin.iter().chain(stdout.iter()) {
+            rustix::fs::fcntl_setfl(fd, rustix::fs::OFlags::NONBLOCK)?;
+        }
+        (running.stdin, running.stdout) = (stdin, stdout);
+        self.phase = Phase::Head(running);
+        self.buf = vec![0u8; READ_SIZE];
+        self.deadline = Instant::now() + self.timeout;
+        Ok(())
+    }
+
+    fn write_stdin(&mut self) {
+        let body = self.intake.body();
+        let (Phase::Head(proc) | Phase::Body(proc)) = &mut self.phase else { return };
+        while let Some(fd) = &proc.stdin {
+            if self.stdin_pos >= body.len() {
+                proc.stdin = None; // EOF for the script
+                break;
+            }
+            match rustix::io::write(fd, &body[self.stdin_pos..]) {
+                Ok(n) => self.stdin_pos += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(_) => proc.stdin = None, // the script stopped reading: its business
+            }
+        }
+    }
+
+    /// Reads until there is something to say: a whole head, body bytes, EOF or EAGAIN.
+    /// A partial head says nothing, so reading goes on: `Wait` must mean the pipe is
+    /// drained, or an edge-triggered loop never hears of output (or EOF) that arrived
+    /// together with what was just read.
+    fn read_stdout(&mut self) -> CgiEvent<'_> {
+        loop {
+            let (Phase::Head(proc) | Phase::Body(proc)) = &self.phase else { return self.end() };
+            let Some(fd) = &proc.stdout else { return self.end() };
+            let n = match rustix::io::read(fd, &mut self.buf[..]) {
+                Ok(0) => return self.end(),
+                Ok(n) => n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::AGAIN) => return CgiEvent::Wait,
+                Err(_) => return self.end(),
+            };
+            if let Phase::Body(_) = self.phase {
+                return CgiEvent::Data(&self.buf[..n]);
+            }
+            self.raw.extend_from_slice(&self.buf[..n]);
+            match parse_cgi_head(&self.raw) {
+                Ok(Parsed::Partial) => {}
+                Err(e) => {
+                    eprintln!("spidey: CGI script output is not a valid header block: {e:?}");
+                    return self.fail(StatusCode::BAD_GATEWAY, "The script's answer was malformed.", false);
+                }
+                Ok(Parsed::Complete(head, n)) => return self.head(head, n),
+            }
+        }
+    }
+
+    /// Head → Body, or Over for a local redirect or a status that is not final.
+    fn head(&mut self, head: CgiHead, len: usize) -> CgiEvent<'_> {
+        if let Some(path) = head.local_redirect() {
+            let path = path.to_string();
+            self.over();
+            return CgiEvent::LocalRedirect(path);
+        }
+        if head.status.is_some_and(|s| s < 200) {
+            return self.fail(StatusCode::BAD_GATEWAY, "The script's status is not final.", false);
+        }
+        if let Phase::Head(proc) = std::mem::replace(&mut self.phase, Phase::Over) {
+            self.phase = Phase::Body(proc);
+        }
+        CgiEvent::Head(head, &self.raw[len..])
+    }
+
+    /// The script closed its stdout: the end after a head, else a 502.
+    fn end(&mut self) -> CgiEvent<'_> {
+        self.stop(CgiEvent::End, StatusCode::BAD_GATEWAY, "The script ended without a valid answer.")
+    }
+
+    /// Past the deadline: the body cut short after a head, else a 504.
+    fn time_out(&mut self) -> CgiEvent<'_> {
+        eprintln!("spidey: CGI script killed after {:?}", self.timeout);
+        self.stop(CgiEvent::Cut, StatusCode::GATEWAY_TIMEOUT, "The script took too long.")
+    }
+
+    /// Any phase → Over: `after_head` if the head went out, else a failure with `status`.
+    fn stop(&mut self, after_head: CgiEvent<'static>, status: StatusCode, detail: &'static str) -> CgiEvent<'_> {
+        let headed = matches!(self.phase, Phase::Body(_));
+        if headed {
+            self.over();
+            after_head
+        } else {
+            self.fail(status, detail, false)
+        }
+    }
+
+    fn fail(&mut self, status: StatusCode, detail: &'static str, close: bool) -> CgiEvent<'_> {
+        self.over();
+        CgiEvent::Fail(Failure { status, detail, close })
+    }
+
+    /// Any phase → Over: kills and reaps the script, gives the slot back.
+    fn over(&mut self) {
+        self.phase = Phase::Over;
+        self.slot = None;
+    }
+}
