@@ -115,3 +115,58 @@ fn bench_from_two_client_namespaces_merges_to_the_sum_and_the_server_sees_both()
         clients.iter().zip(&parts).map(|(c, p)| (c.ip.to_string(), p.responses)).collect();
     assert_eq!(log, want, "the server saw each client host's address, once per response");
 }
+
+/// One experiment, one point: 800 requests of a 1 KiB file over 4 connections.
+const EXPERIMENT: &str = r#"
+id = "900-hosts"
+title = "Across hosts"
+seed = "none"
+question = "Does the lab run across hosts?"
+workloads = [{ name = "1 KB", kind = "file", size = "1KB" }]
+
+[[sweeps]]
+name = "hosts"
+title = "Across hosts"
+servers = [{ label = "event", mode = "event" }]
+workloads = ["1 KB"]
+clients = [{ c = 4, n = 800 }]
+table.dims = ["server"]
+table.columns = [{ header = "Requests/s", metric = "rps" }]
+"#;
+
+#[test]
+fn lab_runs_the_server_and_two_clients_on_their_own_hosts_and_merges_the_load() {
+    let Some(net) = net_or_skip("lab_runs_the_server_and_two_clients_on_their_own_hosts_and_merges_the_load", 4) else {
+        return;
+    };
+    // Host 0 runs the lab (the controller), host 1 the server, hosts 2 and 3 the load.
+    let (control, server, clients) = (&net.hosts[0], &net.hosts[1], &net.hosts[2..]);
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join("900-hosts.toml"), EXPERIMENT).unwrap();
+    let out_dir = dir.path().join("out");
+    let mut lab = control.command(SPIDEY);
+    lab.current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "900", "--quick", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--server-via", &server.prefix(), "--server-addr", &server.ip.to_string()]);
+    for c in clients {
+        lab.args(["--client-via", &c.prefix()]);
+    }
+    let out = lab.output().expect("run spidey lab in the control namespace");
+    assert!(out.status.success(), "spidey lab: {}", String::from_utf8_lossy(&out.stderr));
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = journal.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 1, "{journal}");
+    let raw: BenchResult = serde_json::from_value(records[0]["raw"].clone()).expect("the point's merged result");
+    assert_eq!(raw.requests, 800, "{journal}");
+    assert_eq!(raw.status.get(&200), Some(&800), "every request answered: {:?}", raw.errors);
+    assert_eq!(raw.connections, 4);
+    assert_eq!(raw.threads, clients.len(), "one bench per client host, merged");
+    let want_url = format!("http://{}:", server.ip);
+    assert!(raw.urls.iter().all(|u| u.starts_with(&want_url)), "loaded the server host: {:?}", raw.urls);
+}

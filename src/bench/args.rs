@@ -65,7 +65,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub body: Option<PathBuf>,
     /// Write the full results (summary, per-second series, and the latency histograms in
-    /// HdrHistogram's compressed V2 form, base64) as JSON to FILE.
+    /// HdrHistogram's compressed V2 form, base64) as JSON to FILE; `-` writes the JSON to
+    /// stdout and the report to stderr.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Begin the load (the warmup first) at this wall-clock time, in milliseconds since the

@@ -230,7 +230,7 @@ fn raise_fd_limit() {
 }
 
 /// Thread `i`'s part of `total`, spread as evenly as possible.
-fn share(total: usize, threads: usize, i: usize) -> usize {
+pub(crate) fn share(total: usize, threads: usize, i: usize) -> usize {
     total / threads + usize::from(i < total % threads)
 }
 

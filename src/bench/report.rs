@@ -27,10 +27,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    print!("{}", human_report(&result));
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&result)?;
-        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    match &args.json {
+        // `--json -`: the JSON on stdout (for a lab collecting it through ssh), the report on stderr.
+        Some(path) if path.as_os_str() == "-" => {
+            eprint!("{}", human_report(&result));
+            println!("{}", serde_json::to_string(&result)?);
+        }
+        Some(path) => {
+            print!("{}", human_report(&result));
+            let json = serde_json::to_string_pretty(&result)?;
+            std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => print!("{}", human_report(&result)),
     }
     Ok(())
 }
