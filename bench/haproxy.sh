@@ -66,6 +66,8 @@ host lb 10.79.0.1
 host client 10.79.0.2
 for i in 1 2 3 4; do host "s$i" "10.79.0.1$i"; done
 in_ns() { local ns="$pfx-$1"; shift; ip netns exec "$ns" "$@"; }
+# The same in the background, as one process (ip execs the program), so $! is the server's
+# own pid and killing it stops the server.
 
 # check URL: 200 and the file's exact length, or stop.
 check() {
@@ -93,7 +95,7 @@ start_instances() {
   for i in $(seq "$n"); do
     local pin=()
     [ "$n" -le "$cpus" ] && pin=(taskset -c $((i - 1)))
-    in_ns "s$i" "${pin[@]}" "$bin" serve "$work/root" --addr "10.79.0.1$i" --port 8080 \
+    ip netns exec "$pfx-s$i" "${pin[@]}" "$bin" serve "$work/root" --addr "10.79.0.1$i" --port 8080 \
       --mode event --workers 1 --quiet --max-requests 4000000000 >/dev/null &
     pids+=($!)
     wait_for "http://10.79.0.1$i:8080/file.bin"
@@ -104,12 +106,12 @@ start_instances() {
 start_haproxy() {
   local n=$1 i
   {
-    printf 'global\n  maxconn 20000\n\ndefaults\n  mode http\n  timeout connect 5s\n'
+    printf 'global\n  maxconn 4096\n\ndefaults\n  mode http\n  timeout connect 5s\n'
     printf '  timeout client 30s\n  timeout server 30s\n  option http-keep-alive\n  http-reuse always\n\n'
     printf 'frontend fe\n  bind 10.79.0.1:8080\n  default_backend be\n\nbackend be\n  balance roundrobin\n'
     for i in $(seq "$n"); do printf '  server s%s 10.79.0.1%s:8080\n' "$i" "$i"; done
   } >"$work/haproxy.cfg"
-  in_ns lb haproxy -db -f "$work/haproxy.cfg" &
+  ip netns exec "$pfx-lb" haproxy -db -f "$work/haproxy.cfg" &
   pids+=($!)
   wait_for "http://10.79.0.1:8080/file.bin"
   # Round robin: 2N requests reach every instance twice; all must be right.
