@@ -11,10 +11,14 @@
 #   gcc             builds the example C handler (tests/handler.rs)
 #   nginx-light     the peer of the differential test (tests/differential_nginx.rs)
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
+#   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
+#   python3-pip     to install HdrHistogram's Python implementation from PyPI, which decodes
+#                   spidey bench's histograms (tests/bench_merge.rs); optional: the test says
+#                   it skipped when the module cannot be had
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 perl gcc nginx-light coreutils util-linux procps)
+packages=(curl php-cgi python3 python3-pip perl gcc nginx-light coreutils util-linux procps iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,6 +35,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   # Debian starts nginx as a service on install; the tests start their own.
   if command -v systemctl >/dev/null && systemctl is-active -q nginx 2>/dev/null; then systemctl stop nginx || true; fi
   pkill -x nginx 2>/dev/null || true
+fi
+
+if ! python3 -c 'import hdrh.histogram' 2>/dev/null; then
+  echo "test: installing HdrHistogram's Python implementation (pip install hdrhistogram)"
+  python3 -m pip install --quiet hdrhistogram 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages hdrhistogram \
+    || echo "test: could not install the Python hdrhistogram package; its test will say it skipped"
 fi
 
 echo "test: cargo test --workspace"

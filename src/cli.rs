@@ -45,6 +45,9 @@ pub struct LabArgs {
     /// Where the experiment files are.
     #[arg(long, default_value = "experiments")]
     pub experiments_dir: PathBuf,
+    /// Where the server and the load run (default: here, on loopback).
+    #[command(flatten)]
+    pub hosts: crate::lab::HostArgs,
 }
 
 #[derive(Debug, Args)]

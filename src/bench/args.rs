@@ -2,13 +2,16 @@
 
 use super::{BenchConfig, OpenModel, Stop, Target, LATE_AFTER};
 use crate::config::{duration, ConfigError};
-use clap::Args;
+use clap::{Args, Subcommand};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub action: Option<BenchAction>,
     /// The URLs to load (http:// only); with several, each request picks one at random.
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
@@ -60,9 +63,31 @@ pub struct BenchArgs {
     /// Send this file as the request body.
     #[arg(long, value_name = "FILE")]
     pub body: Option<PathBuf>,
-    /// Write the full results (summary, histograms, per-second series) as JSON to FILE.
+    /// Write the full results (summary, per-second series, and the latency histograms in
+    /// HdrHistogram's compressed V2 form, base64) as JSON to FILE; `-` writes the JSON to
+    /// stdout and the report to stderr.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Begin the load (the warmup first) at this wall-clock time, in milliseconds since the
+    /// Unix epoch, so runs on several hosts start together; a time already past starts at once.
+    #[arg(long, value_name = "UNIX_MS")]
+    pub start_at: Option<u64>,
+}
+
+/// What `spidey bench` does instead of loading a server.
+#[derive(Debug, Subcommand)]
+pub enum BenchAction {
+    /// Combine runs' JSON results (one per client host, say) into the result of one run:
+    /// counts, bytes and errors add, percentiles come from the summed histograms (never
+    /// averaged), the duration is the union of the runs' windows.
+    Merge {
+        /// The results written by `spidey bench --json`.
+        #[arg(required = true, value_name = "RESULT.json")]
+        files: Vec<PathBuf>,
+        /// Write the merged result as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
 }
 
 impl BenchArgs {

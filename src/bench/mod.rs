@@ -18,6 +18,8 @@ mod args;
 mod client;
 mod conn;
 mod errors;
+mod histo_codec;
+mod merge;
 mod report;
 mod response;
 mod result;
@@ -26,6 +28,8 @@ mod timer;
 
 pub use args::BenchArgs;
 pub use errors::ErrorCounts;
+pub use histo_codec::{decode as decode_histogram, encode as encode_histogram, CodecError, Histograms};
+pub use merge::{merge, MergeError};
 pub use report::{human_report, run};
 pub use result::BenchResult;
 pub use stats::{LatencySummary, SecondStats};
@@ -34,7 +38,7 @@ use crate::config::ConfigError;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// One URL to load, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +161,7 @@ pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progr
         .collect::<std::io::Result<Vec<_>>>()?;
     let load_start = Instant::now();
     let measure_start = load_start + cfg.warmup;
+    let started_at = SystemTime::now() + cfg.warmup;
     let counters: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
     let (tx, rx) = mpsc::channel();
     let recorders = std::thread::scope(|s| {
@@ -189,7 +194,7 @@ pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progr
         Ok::<_, anyhow::Error>((recorders, series.finish()))
     });
     let (recorders, series) = recorders?;
-    Ok(result::result(cfg, threads, measure_start, recorders, series))
+    Ok(result::result(cfg, threads, measure_start, started_at, recorders, series))
 }
 
 fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
@@ -225,7 +230,7 @@ fn raise_fd_limit() {
 }
 
 /// Thread `i`'s part of `total`, spread as evenly as possible.
-fn share(total: usize, threads: usize, i: usize) -> usize {
+pub(crate) fn share(total: usize, threads: usize, i: usize) -> usize {
     total / threads + usize::from(i < total % threads)
 }
 

@@ -1,6 +1,7 @@
 //! The CLI front end: flags → [`run_bench_with_progress`], a progress bar on stderr when it
 //! is a terminal, the human report on stdout, the JSON file on request.
 
+use super::args::BenchAction;
 use super::{run_bench_with_progress, BenchArgs, BenchResult, LatencySummary, Progress, Stop};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,7 +11,13 @@ use std::time::Duration;
 
 /// `spidey bench`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(BenchAction::Merge { files, json }) = &args.action {
+        return super::merge::run(files, json.as_ref());
+    }
     let cfg = args.config()?;
+    if let Some(ms) = args.start_at {
+        wait_until(ms);
+    }
     let bar = std::io::stderr().is_terminal().then(|| progress_bar(cfg.stop, cfg.warmup));
     let result = run_bench_with_progress(&cfg, &mut |p| {
         if let Some(bar) = &bar {
@@ -20,12 +27,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    print!("{}", human_report(&result));
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&result)?;
-        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    match &args.json {
+        // `--json -`: the JSON on stdout (for a lab collecting it through ssh), the report on stderr.
+        Some(path) if path.as_os_str() == "-" => {
+            eprint!("{}", human_report(&result));
+            println!("{}", serde_json::to_string(&result)?);
+        }
+        Some(path) => {
+            print!("{}", human_report(&result));
+            let json = serde_json::to_string_pretty(&result)?;
+            std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => print!("{}", human_report(&result)),
     }
     Ok(())
+}
+
+/// Sleeps until `unix_ms` on the wall clock; a time already past returns at once, with a
+/// note on stderr saying how late this run starts.
+fn wait_until(unix_ms: u64) {
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(unix_ms);
+    match at.duration_since(std::time::SystemTime::now()) {
+        Ok(wait) => std::thread::sleep(wait),
+        Err(past) => eprintln!("spidey bench: --start-at was {:?} ago; starting now", past.duration()),
+    }
 }
 
 fn progress_bar(stop: Stop, warmup: Duration) -> ProgressBar {

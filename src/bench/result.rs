@@ -1,11 +1,12 @@
 //! [`BenchResult`], everything a run measured, as the JSON file and the lab keep it, and
 //! its assembly from the threads' merged [`stats::Recorder`]s.
 
+use super::histo_codec::Histograms;
 use super::stats::{self, LatencySummary, SecondStats};
 use super::{BenchConfig, ErrorCounts, Stop};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// Everything measured. Latencies in microseconds, rates per second of `duration_s`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,12 +56,21 @@ pub struct BenchResult {
     /// (kept for older readers).
     pub backlog: u64,
     pub series: Vec<SecondStats>,
+    /// When the measurement began (the end of the warmup), wall clock, milliseconds since
+    /// the Unix epoch: where this run's window lies, for `spidey bench merge`.
+    #[serde(default)]
+    pub started_at_unix_ms: Option<u64>,
+    /// The histograms behind `latency`, `latency_uncorrected` and `send_lateness`, in
+    /// HdrHistogram's standard compressed form, so runs merge exactly.
+    #[serde(default)]
+    pub histograms: Option<Histograms>,
 }
 
 pub(crate) fn result(
     cfg: &BenchConfig,
     threads: usize,
     measure_start: Instant,
+    started_at: SystemTime,
     recorders: Vec<stats::Recorder>,
     series: Vec<SecondStats>,
 ) -> BenchResult {
@@ -103,5 +113,7 @@ pub(crate) fn result(
         errors: all.errors,
         backlog: all.backlog,
         series,
+        started_at_unix_ms: started_at.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64),
+        histograms: Some(Histograms::of(&all.latency, all.uncorrected.as_ref(), all.lateness.as_ref())),
     }
 }

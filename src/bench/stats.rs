@@ -38,7 +38,7 @@ pub(crate) struct SecondSample {
 }
 
 impl SecondSample {
-    fn new(second: u64) -> Self {
+    pub(crate) fn new(second: u64) -> Self {
         SecondSample { second, responses: 0, errors: 0, body_bytes: 0, wire_bytes: 0, latency: histogram(2) }
     }
 
@@ -50,7 +50,7 @@ impl SecondSample {
         self.latency.add(&o.latency).expect("same histogram bounds");
     }
 
-    fn stats(&self) -> SecondStats {
+    pub(crate) fn stats(&self) -> SecondStats {
         let h = &self.latency;
         let (mean, p50, p99, max) = if h.is_empty() {
             (0.0, 0, 0, 0)
@@ -67,6 +67,7 @@ impl SecondSample {
             latency_p50_us: p50,
             latency_p99_us: p99,
             latency_max_us: max,
+            latency_hdr: Some(super::histo_codec::encode(h)),
         }
     }
 }
@@ -83,6 +84,10 @@ pub struct SecondStats {
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
     pub latency_max_us: u64,
+    /// This second's latency histogram, encoded as `histograms` are (see
+    /// `bench::histo_codec`), so merged runs get exact per-second percentiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<String>,
 }
 
 /// Merges the threads' samples second by second; a second is condensed to its

@@ -337,8 +337,8 @@ fn pick(all: &[PathBuf], wanted: &str) -> anyhow::Result<PathBuf> {
     let hits: Vec<&PathBuf> = all.iter().filter(|p| stem(p).starts_with(wanted)).collect();
     match hits.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => Err(crate::serve::ConfigError(format!("no experiment matches '{wanted}'")).into()),
-        _ => Err(crate::serve::ConfigError(format!("'{wanted}' matches several experiments")).into()),
+        [] => Err(crate::config::ConfigError(format!("no experiment matches '{wanted}'")).into()),
+        _ => Err(crate::config::ConfigError(format!("'{wanted}' matches several experiments")).into()),
     }
 }
 

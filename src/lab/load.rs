@@ -1,11 +1,13 @@
 //! The one seam between the lab and the load generator: [`measure`] runs a [`Load`] against
-//! a server on a loopback port through `crate::bench` (in-process) and returns the lab's
-//! [`Measurement`] plus bench's full result, kept in `results.jsonl` as it reported it.
+//! the server through `crate::bench` (in-process, or from the client hosts: [`Hosts`]) and
+//! returns the lab's [`Measurement`] plus bench's full result, kept in `results.jsonl` as it
+//! reported it.
 
 use crate::bench::{run_bench, BenchConfig, BenchResult, OpenModel, Stop, Target, LATE_AFTER};
 use crate::lab::experiment::ClientSpec;
+use crate::lab::hosts::Hosts;
 use crate::lab::metric::Measurement;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// One load to apply: `client` settings against `paths` (picked at random per request).
@@ -13,6 +15,8 @@ pub(crate) struct Load<'a> {
     pub port: u16,
     pub paths: &'a [String],
     pub client: &'a ClientSpec,
+    /// Where the server listens and where the load comes from.
+    pub hosts: &'a Hosts,
 }
 
 /// How long a request may take before it counts as a timeout error.
@@ -20,7 +24,11 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs the load and measures it.
 pub(crate) fn measure(load: &Load<'_>) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
-    let result = run_bench(&config(load)?)?;
+    let cfg = config(load)?;
+    let result = match load.hosts.measure(&cfg) {
+        Some(merged) => merged?,
+        None => run_bench(&cfg)?,
+    };
     let raw = serde_json::to_value(&result).ok();
     Ok((measurement(&result), raw))
 }
@@ -29,10 +37,10 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
     let c = load.client;
     let stop = match (c.n, &c.duration) {
         (Some(n), _) => Stop::Requests(n),
-        (None, Some(d)) => Stop::Duration(crate::cli::duration(d).map_err(anyhow::Error::msg)?),
+        (None, Some(d)) => Stop::Duration(crate::config::duration(d).map_err(anyhow::Error::msg)?),
         (None, None) => anyhow::bail!("client {} sets neither n nor duration", c.label()),
     };
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, load.port));
+    let addr = SocketAddr::from((load.hosts.server_ip(), load.port));
     let targets = load
         .paths
         .iter()

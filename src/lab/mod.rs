@@ -12,6 +12,7 @@ mod adversary;
 mod docroot;
 mod experiment;
 mod finding;
+mod hosts;
 mod load;
 mod machine;
 mod metric;
@@ -30,9 +31,12 @@ use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub use hosts::HostArgs;
+
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let paths = experiment::find(&args.experiments_dir, &args.experiments)?;
     anyhow::ensure!(!paths.is_empty(), "no experiments in {}", args.experiments_dir.display());
+    let hosts = hosts::Hosts::from_args(&args.hosts)?;
     let exps: Vec<Experiment> = paths.iter().map(|p| Experiment::load(p)).collect::<anyhow::Result<_>>()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
@@ -40,7 +44,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);
-    let mut run = runner::Run { quick: args.quick, journal: &mut journal, bar: &bar };
+    let mut run = runner::Run { quick: args.quick, journal: &mut journal, bar: &bar, hosts: &hosts };
     for exp in &exps {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
@@ -48,8 +52,12 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe())?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
-            let points =
-                robustness::run(exp, spec, args.quick, &args.out).with_context(|| format!("experiment {}", exp.id))?;
+            if !hosts.is_local() {
+                eprintln!("spidey lab: {} skipped: its crowds and clients run on this host's loopback only", exp.id);
+                continue;
+            }
+            let points = robustness::run(exp, spec, args.quick, &args.out, &hosts)
+                .with_context(|| format!("experiment {}", exp.id))?;
             let md = robustness_report::write(&args.out, &spec.attacks, &points)?;
             append_to_report(&args.out.join("report.md"), &md)?;
         }

@@ -18,6 +18,7 @@ use crate::bench::{run_bench, BenchConfig, BenchResult, ErrorCounts, OpenModel, 
 use crate::lab::adversary::{Attack, Crowd, Targets};
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Experiment, ServerSpec};
+use crate::lab::hosts::Hosts;
 use crate::lab::server::{self, Started};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -133,7 +134,7 @@ impl Point {
 
 /// Runs the experiment's robustness table; every point is also appended to
 /// `out/robustness.jsonl` as it is measured.
-pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path) -> anyhow::Result<Vec<Point>> {
+pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path, hosts: &Hosts) -> anyhow::Result<Vec<Point>> {
     let mut names = vec![spec.small.clone(), spec.large.clone()];
     names.extend(spec.mixed.iter().map(|m| m.burn.clone()));
     let root = DocRoot::generate(exp, &names, quick)?;
@@ -152,7 +153,8 @@ pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path) -> any
         .collect();
     'servers: for server in &spec.servers {
         for &(attack, n) in &plan {
-            let Some(p) = with_server(exp, server, &root, |port| attack_point(spec, &root, server, attack, n, port))?
+            let Some(p) =
+                with_server(exp, server, &root, hosts, |port| attack_point(spec, &root, server, attack, n, port))?
             else {
                 continue 'servers;
             };
@@ -167,7 +169,9 @@ pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path) -> any
             points.push(p);
         }
         if let Some(mixed) = &spec.mixed {
-            if let Some(p) = with_server(exp, server, &root, |port| mixed_point(spec, mixed, &root, server, port))? {
+            if let Some(p) =
+                with_server(exp, server, &root, hosts, |port| mixed_point(spec, mixed, &root, server, port))?
+            {
                 append(&journal, &p)?;
                 points.push(p);
             }
@@ -186,9 +190,10 @@ fn with_server<T>(
     exp: &Experiment,
     server: &ServerSpec,
     root: &DocRoot,
+    hosts: &Hosts,
     f: impl FnOnce(u16) -> anyhow::Result<T>,
 ) -> anyhow::Result<Option<T>> {
-    let running = match server::start(server, &exp.peers, root)? {
+    let running = match server::start(server, &exp.peers, root, hosts)? {
         Started::Running(r) => r,
         Started::Unavailable(why) => {
             eprintln!("robustness: skipped: {why}");
@@ -220,7 +225,7 @@ fn attack_point(
     let config = BenchConfig {
         open_model: OpenModel::PerRequest,
         keepalive: false,
-        timeout: crate::cli::duration(&legit.timeout).map_err(anyhow::Error::msg)?,
+        timeout: crate::config::duration(&legit.timeout).map_err(anyhow::Error::msg)?,
         ..load(addr, &small, 1, legit.rate, &legit.duration)?
     };
     let result = run_bench(&config)?;
@@ -280,7 +285,7 @@ fn load(addr: SocketAddr, path: &str, connections: usize, rate: f64, duration: &
         }],
         connections,
         threads: 1,
-        stop: Stop::Duration(crate::cli::duration(duration).map_err(anyhow::Error::msg)?),
+        stop: Stop::Duration(crate::config::duration(duration).map_err(anyhow::Error::msg)?),
         rate: Some(rate),
         open_model: OpenModel::Pool,
         late_after: Duration::from_millis(100),

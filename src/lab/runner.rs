@@ -3,6 +3,7 @@
 
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{ClientSpec, Experiment};
+use crate::lab::hosts::Hosts;
 use crate::lab::load::{measure, Load};
 use crate::lab::plan::{self, Point, ServerRun};
 use crate::lab::results::{Journal, Outcome, Record};
@@ -18,6 +19,8 @@ pub(crate) struct Run<'a> {
     pub quick: bool,
     pub journal: &'a mut Journal,
     pub bar: &'a ProgressBar,
+    /// Where the server and the load run.
+    pub hosts: &'a Hosts,
 }
 
 /// Runs every point of `exp` not yet in the journal.
@@ -47,18 +50,18 @@ pub(crate) fn run_experiment(exp: &Experiment, run: &mut Run<'_>) -> anyhow::Res
 /// One server configuration: start, warm up, measure its points, stop.
 fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_>) -> anyhow::Result<()> {
     run.bar.set_message(format!("{}: starting {}", exp.id, sr.server.label));
-    let server = match server::start(&sr.server, &exp.peers, root) {
+    let server = match server::start(&sr.server, &exp.peers, root, run.hosts) {
         Ok(Started::Running(s)) => s,
         Ok(Started::Unavailable(note)) => return record_all(exp, sr, Outcome::Skipped, &note, run),
         Err(e) => return record_all(exp, sr, Outcome::Failed, &format!("{e:#}"), run),
     };
-    warm_up(server.port, sr, root);
+    warm_up(server.port, sr, root, run.hosts);
     let mut checked: BTreeMap<&str, Result<(), String>> = BTreeMap::new();
     for point in &sr.points {
         run.bar.set_message(point.id.clone());
-        let check = checked.entry(&point.workload).or_insert_with(|| probe(server.port, root, &point.workload));
+        let check = checked.entry(&point.workload).or_insert_with(|| probe(server.addr(), root, &point.workload));
         let record = match check {
-            Ok(()) => measure_point(exp, point, server.port, root),
+            Ok(()) => measure_point(exp, point, server.port, root, run.hosts),
             Err(why) => {
                 let mut r = Record::new(&exp.id, point, Outcome::Skipped);
                 r.note = Some(format!("{}: does not serve {} here ({why})", sr.server.label, point.workload));
@@ -76,23 +79,23 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
 }
 
 /// A few requests of the first workload before measuring; a failure shows up in the points.
-fn warm_up(port: u16, sr: &ServerRun, root: &DocRoot) {
+fn warm_up(port: u16, sr: &ServerRun, root: &DocRoot, hosts: &Hosts) {
     let Some(first) = sr.points.first() else { return };
     if sr.warmup == 0 {
         return;
     }
     let client = ClientSpec { c: 1, n: Some(sr.warmup), duration: None, rate: None, keepalive: true };
     let paths = root.urls.get(&first.workload).cloned().unwrap_or_default();
-    let _ = measure(&Load { port, paths: &paths, client: &client });
+    let _ = measure(&Load { port, paths: &paths, client: &client, hosts });
 }
 
 /// One request for a workload's first URL: it must be 2xx with the expected body length,
 /// so a build without CGI (which would send the script itself) is not measured as CGI.
 /// It speaks HTTP/1.0, so a body of unknown length (CGI) comes close-delimited rather
 /// than chunked and its bytes on the wire are the body's.
-fn probe(port: u16, root: &DocRoot, workload: &str) -> Result<(), String> {
+fn probe(server: std::net::SocketAddr, root: &DocRoot, workload: &str) -> Result<(), String> {
     let path = root.urls.get(workload).and_then(|u| u.first()).ok_or("no URL")?;
-    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let mut s = TcpStream::connect(server).map_err(|e| e.to_string())?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     s.write_all(format!("GET {path} HTTP/1.0\r\nHost: lab\r\n\r\n").as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
@@ -109,9 +112,9 @@ fn probe(port: u16, root: &DocRoot, workload: &str) -> Result<(), String> {
     }
 }
 
-fn measure_point(exp: &Experiment, point: &Point, port: u16, root: &DocRoot) -> Record {
+fn measure_point(exp: &Experiment, point: &Point, port: u16, root: &DocRoot, hosts: &Hosts) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
-    match measure(&Load { port, paths: &paths, client: &point.client }) {
+    match measure(&Load { port, paths: &paths, client: &point.client, hosts }) {
         Ok((m, raw)) => {
             let mut r = Record::new(&exp.id, point, Outcome::Measured);
             r.measurement = Some(m);

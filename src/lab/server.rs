@@ -12,11 +12,12 @@
 
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Peer, ServerSpec};
+use crate::lab::hosts::Hosts;
 use anyhow::Context;
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use spidey_sys::process::die_with_parent;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -25,10 +26,11 @@ use std::time::{Duration, Instant};
 const START_LIMIT: Duration = Duration::from_secs(10);
 const STOP_LIMIT: Duration = Duration::from_secs(15);
 
-/// A server that answers on `port`.
+/// A server that answers on `ip`:`port`.
 pub(crate) struct Running {
     child: Child,
     pub port: u16,
+    pub ip: IpAddr,
 }
 
 /// The outcome of a start: running, or not available here (with the reason for the report).
@@ -38,7 +40,7 @@ pub(crate) enum Started {
 }
 
 /// Starts the server a spec describes over `root`.
-pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot) -> anyhow::Result<Started> {
+pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &Hosts) -> anyhow::Result<Started> {
     if let Some(missing) = spec.requires.iter().find(|r| !Path::new(r).exists()) {
         return Ok(Started::Unavailable(format!("{}: needs {missing}, not found", spec.label)));
     }
@@ -46,7 +48,10 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot) -> anyhow
         return Ok(Started::Unavailable(format!("{}: preparation failed: {e:#}", spec.label)));
     }
     match (&spec.mode, &spec.peer) {
-        (Some(mode), _) => start_spidey(spec, mode, root),
+        (Some(mode), _) => start_spidey(spec, mode, root, hosts),
+        (None, Some(_)) if !hosts.is_local() => {
+            Ok(Started::Unavailable(format!("{}: peers run only on this host, on loopback", spec.label)))
+        }
         (None, Some(name)) => {
             let peer = peers.iter().find(|p| &p.name == name).context("unknown peer")?;
             start_peer(spec, peer, root)
@@ -99,19 +104,19 @@ fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
     args
 }
 
-fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot) -> anyhow::Result<Started> {
-    let exe = std::env::current_exe().context("cannot find the spidey binary")?;
+fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) -> anyhow::Result<Started> {
     let stderr_path = root.scratch().join(format!("{}.stderr", safe(&spec.label)));
-    let mut command = Command::new(exe);
+    let mut command = hosts.server_command()?;
     command
         .args(spidey_args(spec, mode, root))
+        .args(hosts.listen_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&stderr_path)?);
     let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     match startup_port(stdout) {
-        Some(port) => ready(Running { child, port }),
+        Some(port) => ready(Running { child, port, ip: hosts.server_ip() }),
         None => unavailable_or_error(child, &stderr_path, &spec.label),
     }
 }
@@ -170,7 +175,7 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
     let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
-    ready(Running { child, port })
+    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST) })
 }
 
 /// Spawns a server as the leader of a process group of its own, so that killing the group
@@ -184,7 +189,7 @@ fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
 fn ready(mut server: Running) -> anyhow::Result<Started> {
     let deadline = Instant::now() + START_LIMIT;
     while Instant::now() < deadline {
-        if answers(server.port) {
+        if answers(server.addr()) {
             return Ok(Started::Running(server));
         }
         if let Ok(Some(status)) = server.child.try_wait() {
@@ -195,14 +200,19 @@ fn ready(mut server: Running) -> anyhow::Result<Started> {
     anyhow::bail!("server did not answer within {START_LIMIT:?}")
 }
 
-fn answers(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+fn answers(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else { return false };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     let mut buf = [0u8; 12];
     s.write_all(b"HEAD / HTTP/1.0\r\n\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.")
 }
 
 impl Running {
+    /// Where the server answers.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.ip, self.port)
+    }
+
     /// SIGTERM, then wait; SIGKILL if it has not stopped within the limit.
     pub fn stop(mut self) -> anyhow::Result<()> {
         self.terminate()
@@ -275,6 +285,7 @@ fn safe(label: &str) -> String {
 mod tests {
     use super::{fill, spawn_server, Running};
     use std::io::BufRead;
+    use std::net::{IpAddr, Ipv4Addr};
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
@@ -293,7 +304,7 @@ mod tests {
             stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
         };
         assert!(!gone(), "the sleeper should be running");
-        drop(Running { child, port: 0 });
+        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST) });
         let start = Instant::now();
         while !gone() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));

@@ -1,0 +1,213 @@
+//! `spidey lab` across hosts. A host is a command prefix: how to run a program there
+//! (`ssh user@host`, `ip netns exec NAME`). The server starts through `--server-via` and
+//! listens on `--server-addr`, the address the client hosts reach it at; each point's load
+//! is split among the `--client-via` hosts (connections, requests and rate shared out as
+//! evenly as they go), each runs `spidey bench --json -` through its prefix with the same
+//! `--start-at` a moment ahead, and their JSON results, read from their stdout, are merged
+//! exactly (`spidey bench merge`'s [`crate::bench::merge`]) into the point's one result.
+//!
+//! Without these flags everything runs here, on loopback, in-process.
+//! The document root is generated here: a server host must see it at the same path (a
+//! shared filesystem, which namespaces have; copy it for real hosts). Peers (nginx) run
+//! only locally.
+
+use crate::bench::{merge, share, BenchConfig, BenchResult, Stop};
+use crate::config::ConfigError;
+use anyhow::Context;
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+/// The lab's flags for running the server and the clients elsewhere.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HostArgs {
+    /// Start the server through this command prefix, e.g. `ssh -tt user@host` (-tt, so the
+    /// server gets SIGHUP when the lab stops it) or `ip netns exec NAME`; needs --server-addr.
+    #[arg(long, value_name = "CMD")]
+    pub server_via: Option<String>,
+    /// Run the load from this host, a command prefix like --server-via's (repeatable: the
+    /// load is split among the hosts, which start together and whose results are merged).
+    #[arg(long, value_name = "CMD")]
+    pub client_via: Vec<String>,
+    /// The address the server listens on and the clients load: the server host's address as
+    /// the client hosts reach it (default 127.0.0.1, for a server and clients on this host).
+    #[arg(long, value_name = "IP")]
+    pub server_addr: Option<IpAddr>,
+    /// The spidey binary on the other hosts [default: this binary's path].
+    #[arg(long, value_name = "PATH")]
+    pub remote_spidey: Option<String>,
+}
+
+/// A command prefix, split on whitespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Via(Vec<String>);
+
+impl Via {
+    fn parse(flag: &str, s: &str) -> Result<Via, ConfigError> {
+        let words: Vec<String> = s.split_whitespace().map(String::from).collect();
+        if words.is_empty() {
+            return Err(ConfigError(format!("{flag} needs a command prefix such as 'ssh user@host'")));
+        }
+        Ok(Via(words))
+    }
+
+    /// `program` run through the prefix.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(&self.0[0]);
+        c.args(&self.0[1..]).arg(program);
+        c
+    }
+
+    fn name(&self) -> String {
+        self.0.join(" ")
+    }
+}
+
+/// Where the lab's server and load run.
+#[derive(Debug, Clone)]
+pub(crate) struct Hosts {
+    server: Option<Via>,
+    server_ip: IpAddr,
+    clients: Vec<Via>,
+    spidey: Option<String>,
+}
+
+/// How far ahead of now the client hosts are told to start, so all have begun waiting.
+const START_LEAD: Duration = Duration::from_millis(1000);
+
+impl Hosts {
+    /// The hosts the flags name; without any, everything here: the server on loopback, the
+    /// load in-process.
+    pub fn from_args(a: &HostArgs) -> Result<Hosts, ConfigError> {
+        let server = a.server_via.as_deref().map(|s| Via::parse("--server-via", s)).transpose()?;
+        let clients = a.client_via.iter().map(|s| Via::parse("--client-via", s)).collect::<Result<Vec<_>, _>>()?;
+        if (server.is_some() || !clients.is_empty()) && a.server_addr.is_none() {
+            return Err(ConfigError(
+                "--server-via and --client-via need --server-addr: the address the client hosts reach the server at"
+                    .into(),
+            ));
+        }
+        let server_ip = a.server_addr.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        Ok(Hosts { server, server_ip, clients, spidey: a.remote_spidey.clone() })
+    }
+
+    /// The address the server listens on and is loaded at.
+    pub fn server_ip(&self) -> IpAddr {
+        self.server_ip
+    }
+
+    /// True when everything runs here on loopback.
+    pub fn is_local(&self) -> bool {
+        self.server.is_none() && self.clients.is_empty() && self.server_ip.is_loopback()
+    }
+
+    /// The command that runs `spidey` for the server: through its prefix, or this binary.
+    pub fn server_command(&self) -> anyhow::Result<Command> {
+        let exe = self.spidey_path(self.server.is_some())?;
+        Ok(match &self.server {
+            Some(via) => via.command(&exe),
+            None => Command::new(exe),
+        })
+    }
+
+    /// `spidey serve` flags that make it listen on the server address.
+    pub fn listen_args(&self) -> Vec<String> {
+        vec!["--addr".into(), self.server_ip.to_string()]
+    }
+
+    fn spidey_path(&self, remote: bool) -> anyhow::Result<String> {
+        match (&self.spidey, remote) {
+            (Some(p), true) => Ok(p.clone()),
+            _ => Ok(std::env::current_exe().context("cannot find the spidey binary")?.display().to_string()),
+        }
+    }
+
+    /// The load `cfg` describes, run from the client hosts and merged; None when the load
+    /// runs in-process here.
+    pub fn measure(&self, cfg: &BenchConfig) -> Option<anyhow::Result<BenchResult>> {
+        (!self.clients.is_empty()).then(|| self.measure_remote(cfg))
+    }
+
+    fn measure_remote(&self, cfg: &BenchConfig) -> anyhow::Result<BenchResult> {
+        anyhow::ensure!(cfg.body.is_none(), "a request body cannot be sent from client hosts");
+        let exe = self.spidey_path(true)?;
+        let start = SystemTime::now() + START_LEAD;
+        let start_ms = start.duration_since(SystemTime::UNIX_EPOCH)?.as_millis() as u64;
+        let runs: Vec<_> = split(cfg, self.clients.len())
+            .into_iter()
+            .zip(&self.clients)
+            .map(|(part, via)| {
+                let mut command = via.command(&exe);
+                command.args(bench_args(&part, start_ms)).stdin(Stdio::null());
+                let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+                (via.name(), child.with_context(|| format!("cannot run spidey bench via {}", via.name())))
+            })
+            .collect();
+        let mut parts = Vec::new();
+        for (via, child) in runs {
+            let out = child?.wait_with_output().with_context(|| format!("spidey bench via {via}"))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            anyhow::ensure!(
+                out.status.success(),
+                "spidey bench via {via} failed ({}): {}",
+                out.status,
+                stderr.lines().find(|l| l.starts_with("spidey")).unwrap_or(stderr.trim())
+            );
+            let part: BenchResult = serde_json::from_slice(&out.stdout)
+                .with_context(|| format!("spidey bench via {via} printed no JSON result"))?;
+            parts.push(part);
+        }
+        Ok(merge(&parts)?)
+    }
+}
+
+/// `cfg`'s load shared among up to `hosts` client hosts (fewer when there are fewer
+/// connections or requests than hosts): connections and requests as evenly as they go,
+/// the rate in proportion to the connections.
+fn split(cfg: &BenchConfig, hosts: usize) -> Vec<BenchConfig> {
+    let mut k = hosts.min(cfg.connections).max(1);
+    if let Stop::Requests(n) = cfg.stop {
+        k = k.min(usize::try_from(n).unwrap_or(usize::MAX)).max(1);
+    }
+    (0..k)
+        .map(|i| {
+            let connections = share(cfg.connections, k, i);
+            let stop = match cfg.stop {
+                Stop::Requests(n) => Stop::Requests(share(n as usize, k, i) as u64),
+                d => d,
+            };
+            let rate = cfg.rate.map(|r| r * connections as f64 / cfg.connections as f64);
+            BenchConfig { connections, threads: cfg.threads.min(connections), stop, rate, ..cfg.clone() }
+        })
+        .collect()
+}
+
+/// The `spidey bench` command line for one host's part, its JSON on stdout.
+fn bench_args(cfg: &BenchConfig, start_ms: u64) -> Vec<String> {
+    let us = |d: Duration| format!("{}us", d.as_micros());
+    let mut a: Vec<String> = vec!["bench".into()];
+    a.extend(cfg.targets.iter().map(|t| t.url.clone()));
+    a.extend(["-c".into(), cfg.connections.to_string(), "-t".into(), cfg.threads.to_string()]);
+    match cfg.stop {
+        Stop::Requests(n) => a.extend(["-n".into(), n.to_string()]),
+        Stop::Duration(d) => a.extend(["-d".into(), us(d)]),
+    }
+    if let Some(r) = cfg.rate {
+        a.extend(["--rate".into(), r.to_string(), "--open-model".into(), cfg.open_model.name().into()]);
+        a.extend(["--late-after".into(), us(cfg.late_after)]);
+    }
+    if !cfg.keepalive {
+        a.push("--no-keepalive".into());
+    }
+    a.extend(["--warmup".into(), us(cfg.warmup), "--timeout".into(), us(cfg.timeout)]);
+    a.extend(["-m".into(), cfg.method.clone()]);
+    for (n, v) in &cfg.headers {
+        a.extend(["-H".into(), format!("{n}: {v}")]);
+    }
+    a.extend(["--json".into(), "-".into(), "--start-at".into(), start_ms.to_string()]);
+    a
+}
+
+#[cfg(test)]
+#[path = "hosts_tests.rs"]
+mod tests;
