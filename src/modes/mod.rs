@@ -7,7 +7,7 @@
 //! [`Listener`] and must:
 //!
 //! 1. **Answer through the shared code only.** Blocking modes hand each accepted stream to
-//!    [`crate::conn::serve`]; event-driven modes feed bytes to
+//!    [`blocking::serve`]; event-driven modes feed bytes to
 //!    [`crate::exchange::Exchanger`] and move the [`crate::content::Body`] it returns. A mode
 //!    never parses HTTP or decides content, so adding one never touches those layers.
 //! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
@@ -21,6 +21,7 @@
 //!    thread when it forks, and signals reach it through the self-pipe, not a thread.
 
 pub mod accept;
+mod blocking;
 mod children;
 pub mod event;
 pub mod fork;

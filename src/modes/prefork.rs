@@ -287,7 +287,7 @@ fn worker(
     };
     let serve = |(stream, peer)| {
         report(BUSY);
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| super::blocking::serve(stream, peer, server, shutdown)));
         report(IDLE);
     };
     loop {
