@@ -1,12 +1,15 @@
-//! The blocking connection driver shared by `single`, `fork`, `thread`, `pool` and
-//! `prefork`: read a head, answer it, repeat while the connection is kept alive.
+//! The blocking driver shared by `single`, `fork`, `thread`, `pool` and `prefork`: read a
+//! head, answer it, repeat while the connection is kept alive.
 //!
-//! Waiting is done with poll(2) on the socket and the shutdown pipe together, so an idle
-//! keep-alive connection notices shutdown at once and every wait has a deadline: the idle
-//! timeout between requests, the whole-head timeout once a request has begun. Writes
-//! block with SO_SNDTIMEO set to the send timeout; file bodies go out with sendfile(2) on
-//! the socket switched to non-blocking, each wait for room bounded by the send timeout.
-//! EPIPE and ECONNRESET are how clients leave, not errors: the connection just ends.
+//! It drives the same [`Session`] as the event loops (one receive buffer and compaction
+//! rule, the answers, the send rules of `send.rs`, the lingering close), and waits with
+//! poll(2) where a loop would return to its poller. The socket and the shutdown pipe are
+//! waited on together, so an idle keep-alive connection notices shutdown at once, and
+//! every wait has a deadline: the idle timeout between requests, the whole-head timeout
+//! once a request has begun (shutdown or not), the send timeout for each wait for room to
+//! write (the socket is non-blocking: SO_SNDTIMEO would not bound sendfile(2)), and the
+//! shutdown grace period for the whole response. EPIPE and ECONNRESET are how clients
+//! leave, not errors: the connection just ends.
 //!
 //! `--delay` is a sleep before the answer is written. A CGI answer ([`Body::Cgi`]) is
 //! driven here by [`serve_cgi`]: request-body bytes come from the same buffer (those that
@@ -15,108 +18,200 @@
 //! poll(2) until the script's deadline; a write error drops the output, which kills and
 //! reaps the script.
 
+use super::send::{self, Outgoing, Sent};
+use super::session::{Pool, Session};
 use crate::content::cgi_output::{CgiOutput, CgiStep};
 use crate::content::Body;
-use crate::exchange::{Answer, Exchanger, Step};
+use crate::exchange::{Answer, Exchanger};
 use crate::net::{wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
-
-/// Receive buffer size: the largest head the limits allow, plus room for pipelining.
-fn buffer_size(server: &Server) -> usize {
-    server.limits.max_head + 4096
-}
 
 /// Serves one connection until it closes, times out, or shutdown is asked between
 /// requests. Returns when the connection is done; the stream is closed on drop.
-pub(crate) fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
+pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
     crate::net::tune_stream(&stream);
-    let _ = stream.set_write_timeout(Some(server.timeouts.send));
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown };
     let mut exchanger = Exchanger::new();
-    let mut buf = vec![0u8; buffer_size(server)];
-    let (mut start, mut end) = (0usize, 0usize);
-    let mut served = 0u32;
+    let mut pool = Pool::new(server);
+    let mut session = Session::new(peer);
     let mut head_started: Option<Instant> = None;
     loop {
-        if start < end {
-            let must_close = served + 1 >= server.max_requests || shutdown.flagged();
-            if let Step::Respond(answer) = exchanger.step(server, &buf[start..end], peer, must_close) {
-                served += 1;
-                start += answer.consumed;
-                if let Some(delay) = answer.delay {
-                    std::thread::sleep(delay);
+        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
+            if let Some(delay) = session.take_delay() {
+                std::thread::sleep(delay);
+                session.end_delay();
+            }
+            let sent = match session.take_cgi() {
+                Some(cgi) => {
+                    let (buf, start, end) = session.input(&mut pool);
+                    let mut pending = Pending { buf, start, end };
+                    let keep = serve_cgi(&mut client, &mut pending, cgi, server, shutdown, &mut exchanger, peer);
+                    session.received(0, &mut pool); // gives an emptied buffer back
+                    keep.map(|keep| session.end_cgi(keep))
                 }
-                let keep = answer.keep_alive;
-                let sent = match answer.body {
-                    Body::Cgi(cgi) => {
-                        let mut pending = Pending { buf: &mut buf, start: &mut start, end: &mut end };
-                        serve_cgi(&mut stream, &mut pending, cgi, server, shutdown, &mut exchanger, peer)
-                    }
-                    _ => send(&mut stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
-                };
-                head_started = (start < end).then(Instant::now);
-                if !matches!(sent, Ok(true)) {
-                    if sent.is_ok() {
-                        linger(&mut stream, start < end, server, shutdown);
-                    }
-                    break;
-                }
+                None => client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool)),
+            };
+            head_started = session.has_partial_request().then(Instant::now);
+            if finish(&client, &mut session, &mut pool, server, sent) {
                 continue;
             }
+            break;
         }
-        // Need more bytes: compact the buffer, then wait for them.
-        buf.copy_within(start..end, 0);
-        (end, start) = (end - start, 0);
+        // Need more bytes: wait for them.
         crate::log::flush();
-        let deadline = match head_started {
-            Some(t) => t + server.timeouts.head,
-            None => Instant::now() + server.timeouts.idle,
+        let ready = match head_started {
+            // A request has begun: it may finish within its deadline, shutdown or not.
+            Some(t) if session.has_partial_request() => {
+                wait_socket(&client.stream, PollFlags::IN, t + server.timeouts.head)
+            }
+            _ => {
+                let deadline = Instant::now() + server.timeouts.idle;
+                // Idle, or asked to stop with no request under way: close.
+                matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
+            }
         };
-        match wait_readable(stream.as_fd(), shutdown, Some(deadline)) {
-            Ok(Wake::Ready) => {}
-            Ok(Wake::Timeout) if end > 0 => {
-                let answer = exchanger.timeout(server, &buf[..end], peer);
-                if send(&mut stream, &exchanger.head, answer, server, shutdown).is_ok() {
-                    linger(&mut stream, false, server, shutdown);
-                }
-                break;
+        if !ready {
+            if session.has_partial_request() {
+                session.answer_timeout(&mut exchanger, server, &mut pool);
+                let sent = client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool));
+                finish(&client, &mut session, &mut pool, server, sent);
             }
-            // Idle, or asked to stop with no request under way.
-            Ok(Wake::Timeout | Wake::Shutdown) if end == 0 => break,
-            Ok(Wake::Shutdown) => {} // a request has begun: let it finish within its deadline
-            Ok(Wake::Timeout) | Err(_) => break,
+            break;
         }
-        match stream.read(&mut buf[end..]) {
-            Ok(0) | Err(_) => break,
+        let space = session.recv_space(&mut pool);
+        match rustix::io::read(&client.stream, space) {
+            Ok(0) => break,
             Ok(n) => {
+                session.received(n, &mut pool);
                 head_started.get_or_insert_with(Instant::now);
-                end += n;
             }
+            Err(Errno::AGAIN | Errno::INTR) => session.received(0, &mut pool),
+            Err(_) => break,
         }
     }
+    session.release(&mut pool);
     crate::log::flush();
 }
 
-/// After the response the server closes on: when client input is left over (`leftover`
-/// bytes buffered, or unread in the socket), half-closes and drops input until the client
-/// closes, the idle timeout passes or shutdown is asked, so that closing cannot reset the
-/// connection before the response is out (see `Session::linger`).
-fn linger(stream: &mut TcpStream, leftover: bool, server: &Server, shutdown: &Shutdown) {
-    if !leftover && !crate::net::has_unread_input(&*stream) {
-        return;
+/// Ends a response that was `sent` (or not); returns whether the connection stays open.
+/// After the last one, the close may linger.
+fn finish(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &Server, sent: io::Result<()>) -> bool {
+    match (sent, session.finish_response(pool)) {
+        (Ok(()), true) => true,
+        (Ok(()), false) => {
+            linger(client, session, pool, server);
+            false
+        }
+        (Err(_), _) => false,
     }
-    if stream.shutdown(std::net::Shutdown::Write).is_err() {
+}
+
+/// After the response the server closes on: the lingering close that
+/// [`Session::linger`] rules, dropping input until the client closes, the idle timeout
+/// passes or shutdown is asked. Input is left over if bytes are buffered, or unread in
+/// the socket (recv MSG_PEEK).
+fn linger(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &Server) {
+    let unread = session.has_partial_request() || crate::net::has_unread_input(&client.stream);
+    if !session.linger(&client.stream, unread, pool) {
         return;
     }
     let deadline = Instant::now() + server.timeouts.idle;
-    let mut sink = [0u8; 4096];
-    while let Ok(Wake::Ready) = wait_readable(stream.as_fd(), shutdown, Some(deadline)) {
-        if matches!(stream.read(&mut sink), Ok(0) | Err(_)) {
-            return;
+    while let Ok(Wake::Ready) = wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline)) {
+        let space = session.recv_space(pool);
+        match rustix::io::read(&client.stream, space) {
+            Ok(0) => return,
+            Ok(n) => session.received(n, pool), // dropped: the session lingers
+            Err(Errno::AGAIN | Errno::INTR) => session.received(0, pool),
+            Err(_) => return,
+        }
+    }
+}
+
+/// The client socket: non-blocking underneath, blocking for its users. Every write goes
+/// through `send.rs` and waits for room at most the send timeout at a time, and not past
+/// the shutdown grace period. Reads are meant to follow a wait that said readable.
+pub(crate) struct Client<'s> {
+    stream: TcpStream,
+    send_timeout: Duration,
+    shutdown: &'s Shutdown,
+}
+
+impl Client<'_> {
+    /// Repeats a non-blocking send `step` until it is done, waiting for room in between.
+    fn until_sent(&self, mut step: impl FnMut(&TcpStream) -> Sent) -> io::Result<()> {
+        loop {
+            match step(&self.stream) {
+                Sent::Done => return Ok(()),
+                Sent::Blocked => self.wait_room()?,
+                Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
+                Sent::NeedRead | Sent::WaitScript => return Err(io::Error::other("a CGI body is driven by serve_cgi")),
+            }
+        }
+    }
+
+    /// Waits until the socket has room to write; fails with `TimedOut` after the send
+    /// timeout, or at once past the shutdown grace period.
+    fn wait_room(&self) -> io::Result<()> {
+        let now = Instant::now();
+        if self.shutdown.deadline().is_some_and(|d| now >= d)
+            || !wait_socket(&self.stream, PollFlags::OUT, now + self.send_timeout)
+        {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(())
+    }
+}
+
+impl Write for Client<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match send::send_bytes(&self.stream, buf, false) {
+                Ok(n) => return Ok(n),
+                Err(Errno::AGAIN) => self.wait_room()?,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for Client<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.stream).read(buf)
+    }
+}
+
+impl AsFd for Client<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+
+/// Waits until `stream` is ready for `events` or `deadline` passes; returns whether it is.
+fn wait_socket(stream: &TcpStream, events: PollFlags, deadline: Instant) -> bool {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let mut fds = [PollFd::new(stream, events)];
+        match poll(&mut fds, Some(&crate::net::to_timespec(left))) {
+            Ok(n) => return n > 0,
+            Err(Errno::INTR) => {}
+            Err(_) => return false,
         }
     }
 }
@@ -131,7 +226,7 @@ struct Pending<'a> {
 /// Runs a CGI answer to its end (see `exchange`'s module docs for the protocol); returns
 /// whether the connection may be kept.
 fn serve_cgi(
-    stream: &mut TcpStream,
+    stream: &mut Client<'_>,
     pending: &mut Pending<'_>,
     mut cgi: Box<CgiOutput>,
     server: &Server,
@@ -205,89 +300,19 @@ fn wait_script(cgi: &CgiOutput, shutdown: &Shutdown) -> io::Result<()> {
     }
 }
 
-/// Writes a head with MSG_MORE, so it leaves in one segment with the start of the body
-/// that follows it.
-fn send_head_before_body(stream: &mut TcpStream, head: &[u8]) -> io::Result<()> {
-    let n = rustix::net::send(&*stream, head, rustix::net::SendFlags::MORE)?;
-    stream.write_all(&head[n..])
-}
-
-/// Writes the head and the body. Small in-memory bodies share the head's write.
-fn send(stream: &mut TcpStream, head: &[u8], answer: Answer, server: &Server, shutdown: &Shutdown) -> io::Result<()> {
-    let last = !answer.keep_alive;
-    match answer.body {
-        Body::Empty => stream.write_all(head),
-        Body::Cgi(_) => Err(io::Error::other("a CGI body is driven by serve_cgi")),
-        Body::Bytes(bytes) if bytes.len() > 16 * 1024 => {
-            // Large (a handler's page): no copy, the head leaves with the body's first segment.
-            send_head_before_body(stream, head)?;
-            stream.write_all(&bytes)
-        }
-        Body::Bytes(bytes) => {
-            let mut out = Vec::with_capacity(head.len() + bytes.len());
-            out.extend_from_slice(head);
-            out.extend_from_slice(&bytes);
-            stream.write_all(&out)
-        }
-        Body::File { file, offset, len } => {
-            if last {
-                // As `Session::cork_last_response` does: the body's last partial segment then
-                // leaves with the FIN (close or the lingering half-close flushes the cork),
-                // one packet instead of two. A failure only costs that packet.
-                let _ = rustix::net::sockopt::set_tcp_cork(&*stream, true);
-            }
-            send_head_before_body(stream, head)?;
-            // SO_SNDTIMEO does not bound sendfile(2) (a client that never read held the
-            // connection for good on Linux 6.18), so the file goes out non-blocking, each
-            // stall bounded by poll(2).
-            stream.set_nonblocking(true)?;
-            let sent = send_file(stream, &file, offset, len, server.timeouts.send, shutdown);
-            stream.set_nonblocking(false)?;
-            sent
-        }
-    }
-}
-
-/// sendfile(2) on a non-blocking socket until `len` bytes are out; every wait for room is
-/// bounded by the send timeout, and the whole by the shutdown grace period.
-fn send_file(
-    stream: &TcpStream,
-    file: &std::fs::File,
-    offset: u64,
-    len: u64,
-    send_timeout: Duration,
-    shutdown: &Shutdown,
+/// Sends an answer no session framed (a script's local redirect) by the same rules.
+fn send(
+    stream: &mut Client<'_>,
+    head: &[u8],
+    answer: Answer,
+    _server: &Server,
+    _shutdown: &Shutdown,
 ) -> io::Result<()> {
-    let mut offset = offset;
-    let end = offset + len;
-    while offset < end {
-        if shutdown.deadline().is_some_and(|d| Instant::now() >= d) {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        let chunk = usize::try_from(end - offset).unwrap_or(usize::MAX).min(1 << 30);
-        match rustix::fs::sendfile(stream, file, Some(&mut offset), chunk) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()), // the file shrank
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => {}
-            Err(rustix::io::Errno::AGAIN) => wait_writable(stream, send_timeout)?,
-            Err(e) => return Err(e.into()),
-        }
+    let mut out = Vec::new();
+    let mut body = send::frame(&mut out, head, answer.body);
+    if matches!(body, Some(Outgoing::Cgi(_))) {
+        return Err(io::Error::other("a CGI body is driven by serve_cgi"));
     }
-    Ok(())
-}
-
-/// Waits until `stream` has room to write, or fails with `TimedOut` after `limit`.
-fn wait_writable(stream: &TcpStream, limit: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let timeout = crate::net::to_timespec(left);
-        let mut fds = [PollFd::new(stream, PollFlags::OUT)];
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(0) => return Err(io::ErrorKind::TimedOut.into()),
-            Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let mut pos = 0;
+    stream.until_sent(|fd| send::send_response(&fd, &out, &mut pos, &mut body, !answer.keep_alive))
 }
