@@ -3,15 +3,14 @@
 //! Three layers, each readable alone (see ARCHITECTURE.md):
 //! - the protocol, in the `spidey-http` crate: parsing, limits, heads, ranges, dates;
 //! - the content side, [`content`]: what to answer (resolve, static files, listings);
-//! - the modes, [`modes`]: how connections are scheduled, over [`conn`] (blocking) or
-//!   [`exchange`] (any driver).
+//! - the modes, [`modes`]: how connections are scheduled, every driver answering through
+//!   [`exchange`].
 //!
 //! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
 
 pub mod bench;
 pub mod cli;
 pub mod config;
-pub mod conn;
 pub mod content;
 pub mod exchange;
 pub mod lab;

@@ -99,7 +99,7 @@ fn fork_child(children: &mut Children, shutdown: &Shutdown) -> std::io::Result<O
 
 /// The child's whole life: serve the connection, flush the log, _exit. Never returns.
 fn serve_and_exit(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) -> ! {
-    let served = std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
+    let served = std::panic::catch_unwind(AssertUnwindSafe(|| super::blocking::serve(stream, peer, server, shutdown)));
     crate::log::flush();
     spidey_sys::exit_immediately(if served.is_ok() { 0 } else { 1 })
 }

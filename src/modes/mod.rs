@@ -2,13 +2,15 @@
 //!
 //! # The contract every mode meets
 //!
-//! A mode is one file exposing `pub fn run(ctx: ModeContext) -> anyhow::Result<()>`, listed
+//! A mode is a module exposing `pub fn run(ctx: ModeContext) -> anyhow::Result<()>`, listed
 //! in [`Mode::entry`]. It receives a bound, listening, non-blocking, close-on-exec
 //! [`Listener`] and must:
 //!
 //! 1. **Answer through the shared code only.** Blocking modes hand each accepted stream to
-//!    [`crate::conn::serve`]; event-driven modes feed bytes to
-//!    [`crate::exchange::Exchanger`] and move the [`crate::exchange::Body`] it returns. A mode
+//!    [`blocking::serve`]; event-driven modes run the loop skeleton of [`evloop`] with a
+//!    backend. Both drive a `session::Session`, which feeds bytes to
+//!    [`crate::exchange::Exchanger`] and moves the [`crate::exchange::Body`] it returns by the
+//!    rules of [`send`], the one place response bytes are written. A mode
 //!    never parses HTTP or decides content, so adding one never touches those layers.
 //! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
 //!    finish within `Shutdown::grace`, close idle connections, reap every child and join
@@ -21,13 +23,16 @@
 //!    thread when it forks, and signals reach it through the self-pipe, not a thread.
 
 pub mod accept;
+mod blocking;
 mod children;
 pub mod event;
+mod evloop;
 pub mod fork;
 mod limit;
 mod loops;
 pub mod pool;
 pub mod prefork;
+mod send;
 mod session;
 #[cfg(feature = "fuzzing")]
 pub mod session_fuzz;
@@ -35,7 +40,6 @@ pub mod single;
 pub mod thread;
 mod timer;
 pub mod uring;
-mod uring_conn;
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;

@@ -325,8 +325,9 @@ fn worker(
         match listener.accept() {
             Ok((stream, peer)) => {
                 report(BUSY);
-                let _ =
-                    std::panic::catch_unwind(AssertUnwindSafe(|| crate::conn::serve(stream, peer, server, shutdown)));
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    super::blocking::serve(stream, peer, server, shutdown)
+                }));
                 report(IDLE);
             }
             Err(e) if accept::is_exhaustion(&e) => {

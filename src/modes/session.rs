@@ -1,11 +1,13 @@
-//! The per-connection state machine shared by the event-driven modes (`event`, `uring`).
+//! The per-connection state machine every driver shares: the blocking one
+//! (`blocking.rs`) and the event loops (`evloop/`, for `event` and `uring`).
 //!
 //! A [`Session`] is one connection's protocol state, independent of how readiness or
 //! completions are learned: bytes come in through [`Session::recv_space`] /
-//! [`Session::received`], requests are answered with [`Session::answer`] (through
-//! [`Exchanger::step`]), and the response leaves as [`Session::out`] bytes (head and any
-//! in-memory body, one write) followed by an optional [`Outgoing`] body that is moved
-//! without a copy through user space (a file today; a CGI pipe can join the enum later).
+//! [`Session::received`] (one buffer size, one compaction rule), requests are answered
+//! with [`Session::answer`] (through [`Exchanger::step`]), and the response leaves as
+//! [`Session::out`] bytes (head and any in-memory body, one write) followed by an optional
+//! [`Outgoing`] body that is moved without a copy through user space, by the rules of
+//! `send.rs`; after the last one, [`Session::linger`] decides the close.
 //!
 //! ```text
 //!   Idle ──bytes──▶ Reading ──whole head──▶ Sending ──all out──▶ keep-alive? ──▶ Idle / Reading
@@ -18,90 +20,34 @@
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
+use super::send::{self, Outgoing, Sent};
 use crate::exchange::{Body, CgiResponse, Exchanger, Step};
 use crate::server::Server;
-use rustix::io::Errno;
-use rustix::net::SendFlags;
-use std::fs::File;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
+mod pool;
 pub(crate) use cgi::CgiFlow;
+pub(crate) use pool::{Pool, RECV_ROOM};
 
-/// Reusable buffers of one loop; a buffer is only held while it has bytes in it.
-/// Receive buffers keep their full length (no zeroing on reuse); output buffers are
-/// kept empty with their capacity.
-pub(crate) struct Pool {
-    ins: Vec<Vec<u8>>,
-    outs: Vec<Vec<u8>>,
-    size: usize,
-}
-
-/// Buffers kept for reuse per kind; beyond that they are freed.
-const POOL_KEEP: usize = 256;
-
-/// The least room [`Session::recv_space`] offers a driver that receives: `uring`'s ring
-/// buffers are this size, so every ring receive fits whole ([`Session::push_bytes`]).
-pub(crate) const RECV_ROOM: usize = 4096;
-
-impl Pool {
-    /// Buffers of `size` bytes: the largest head the limits allow plus one receive's worth
-    /// ([`RECV_ROOM`]), so a partial head (the parser answers 431 beyond `max_head`) always
-    /// leaves room for a whole receive once compacted.
-    pub(crate) fn new(server: &Server) -> Pool {
-        Pool { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + RECV_ROOM }
-    }
-
-    fn take_in(&mut self) -> Vec<u8> {
-        self.ins.pop().unwrap_or_else(|| vec![0; self.size])
-    }
-
-    fn give_in(&mut self, buf: Vec<u8>) {
-        if self.ins.len() < POOL_KEEP {
-            self.ins.push(buf);
-        }
-    }
-
-    fn take_out(&mut self) -> Vec<u8> {
-        self.outs.pop().unwrap_or_else(|| Vec::with_capacity(1024))
-    }
-
-    fn give_out(&mut self, mut buf: Vec<u8>) {
-        // Outsized buffers (a big listing) are freed rather than kept.
-        if buf.capacity() <= self.size && self.outs.len() < POOL_KEEP {
-            buf.clear();
-            self.outs.push(buf);
-        }
-    }
-}
-
-/// A body still to be moved after [`Session::out`].
-#[derive(Debug)]
-pub(crate) enum Outgoing {
-    /// `end - offset` bytes of `file` from `offset` (sendfile or splice: no copy through
-    /// user space).
-    File { file: std::sync::Arc<File>, offset: u64, end: u64 },
-    /// A CGI script's output, pumped into [`Session::out`] as the script writes it
-    /// ([`Session::pump_cgi`]); dropping it kills and reaps the script.
-    Cgi(Box<CgiResponse>),
-}
-
-/// How far [`Session::send`] got.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Sent {
-    /// The whole response is out.
-    Done,
-    /// The socket is full: wait until it is writable.
-    Blocked,
-    /// The peer left (EPIPE, ECONNRESET) or the file shrank: close.
-    Failed,
-    /// A CGI script wants request-body bytes: read the socket, then send again.
-    NeedRead,
-    /// A CGI script is running: wait for its pipes ([`Session::script_fds`]) or its
-    /// deadline, then send again.
-    WaitScript,
+/// Where a connection is, beyond its buffers: the transitions are named methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Reading requests, or sending an answer from this session's own buffer.
+    Open,
+    /// The answer framed last must wait this long (`--delay`) before it is sent; the
+    /// driver takes it ([`Session::take_delay`]).
+    Delayed(Duration),
+    /// The driver holds the answer on a timer until [`Session::end_delay`]: nothing is sent.
+    Held,
+    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]) until
+    /// [`Session::return_out`].
+    Lent,
+    /// After the last response, half-closed: client bytes are read and dropped until the
+    /// client closes ([`Session::linger`]).
+    Lingering,
 }
 
 /// One connection's protocol state.
@@ -113,23 +59,15 @@ pub(crate) struct Session {
     start: usize,
     end: usize,
     /// The framed head and in-memory body, `[out_pos..]` still to send.
+    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent (`Phase::Lent`: then
+    /// `out` is empty and `out_pos` is where the lent send started).
     out: Vec<u8>,
     out_pos: usize,
     body: Option<Outgoing>,
     /// Whether the connection stays open after the response being sent.
     keep_alive: bool,
     served: u32,
-    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]).
-    lent: bool,
-    /// `--delay`: the answer framed last must wait this long before it is sent.
-    delay: Option<Duration>,
-    /// Set by the driver while the answer waits out its delay: nothing is sent.
-    pub held: bool,
-    /// The socket is corked (TCP_CORK) for the connection's last response.
-    corked: bool,
-    /// After the last response, half-closed: client bytes are read and dropped until the
-    /// client closes ([`Session::linger`]).
-    lingering: bool,
+    phase: Phase,
 }
 
 impl Session {
@@ -144,11 +82,7 @@ impl Session {
             body: None,
             keep_alive: true,
             served: 0,
-            lent: false,
-            delay: None,
-            held: false,
-            corked: false,
-            lingering: false,
+            phase: Phase::Open,
         }
     }
 
@@ -160,7 +94,7 @@ impl Session {
     /// Whether a response is under way: framed and not yet finished with
     /// [`Session::finish_response`] (even if all its bytes are out).
     pub(crate) fn is_sending(&self) -> bool {
-        self.lent || !self.out.is_empty() || self.body.is_some()
+        self.phase == Phase::Lent || !self.out.is_empty() || self.body.is_some()
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -187,7 +121,7 @@ impl Session {
     /// Records `n` bytes written into [`Session::recv_space`].
     pub(crate) fn received(&mut self, n: usize, pool: &mut Pool) {
         self.end += n;
-        if self.lingering {
+        if self.phase == Phase::Lingering {
             self.start = self.end; // dropped: nothing more is answered
         }
         self.release_inbuf_if_empty(pool);
@@ -226,16 +160,32 @@ impl Session {
         self.served += 1;
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
-        self.delay = answer.delay;
+        if let Some(delay) = answer.delay {
+            self.phase = Phase::Delayed(delay);
+        }
         self.release_inbuf_if_empty(pool);
         self.frame(&ex.head, answer.body, pool);
         true
     }
 
-    /// The delay the last answer must wait (`--delay`), once: the driver parks the
-    /// connection on a timer with [`Session::held`] set.
+    /// The delay the last answer must wait (`--delay`), once: the session is then held
+    /// (nothing is sent) until the driver's timer ends it with [`Session::end_delay`].
     pub(crate) fn take_delay(&mut self) -> Option<Duration> {
-        self.delay.take()
+        let Phase::Delayed(delay) = self.phase else { return None };
+        self.phase = Phase::Held;
+        Some(delay)
+    }
+
+    /// Whether the answer is held by its `--delay` ([`Session::take_delay`]).
+    pub(crate) fn is_held(&self) -> bool {
+        self.phase == Phase::Held
+    }
+
+    /// The delay is over: the held answer may be sent.
+    pub(crate) fn end_delay(&mut self) {
+        if self.phase == Phase::Held {
+            self.phase = Phase::Open;
+        }
     }
 
     /// Frames the 408 for a head that did not arrive in time; the connection then closes.
@@ -255,16 +205,7 @@ impl Session {
         if self.out.capacity() == 0 {
             self.out = pool.take_out();
         }
-        self.out.extend_from_slice(head);
-        self.body = match body {
-            Body::Empty => None,
-            Body::Bytes(bytes) => {
-                self.out.extend_from_slice(&bytes);
-                None
-            }
-            Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
-            Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi)),
-        };
+        self.body = send::frame(&mut self.out, head, body);
     }
 
     /// The head and in-memory body bytes not yet sent.
@@ -275,29 +216,29 @@ impl Session {
     /// Lends the out buffer and how much of it was already sent to a driver that sends
     /// it asynchronously; [`Session::return_out`] gives it back.
     pub(crate) fn lend_out(&mut self) -> (Vec<u8>, usize) {
-        self.lent = true;
+        debug_assert_eq!(self.phase, Phase::Open, "lent while {:?}", self.phase);
+        self.phase = Phase::Lent;
         (std::mem::take(&mut self.out), self.out_pos)
     }
 
     /// Takes the out buffer back after an asynchronous send of `sent` more bytes.
     pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
-        self.lent = false;
+        self.phase = Phase::Open;
         self.out = buf;
         self.out_pos = (self.out_pos + sent).min(self.out.len());
     }
 
-    /// Sends what is pending on the non-blocking socket `fd`: the out bytes (with
-    /// MSG_MORE when a file follows, so head and first file bytes share a segment), then
-    /// the file with sendfile(2), until done or EAGAIN.
-    /// A CGI body is pumped in between: its output goes through the out bytes.
+    /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
+    /// (out bytes, then a file body), until done or EAGAIN. A CGI body is pumped in
+    /// between: its output goes through the out bytes.
     pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
         loop {
-            match self.send_out(&fd) {
+            match send::send_response(&fd, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
                 Sent::Done => {}
                 other => return other,
             }
-            if !matches!(self.body, Some(Outgoing::Cgi(_))) {
-                return self.send_body(fd);
+            if !self.is_cgi() {
+                return Sent::Done;
             }
             match self.pump_cgi(ex, server, pool) {
                 CgiFlow::Write => {}
@@ -308,73 +249,52 @@ impl Session {
         }
     }
 
-    /// Before the head of the connection's last response goes out with a file body after
-    /// it: corks the socket (TCP_CORK, tcp(7)), so the body's last partial segment leaves
-    /// with the FIN, one packet instead of two (a loopback packet costs the sender the
-    /// receiver's processing too), as nginx's `tcp_nopush` does: close(2) sends tail and
-    /// FIN at once. With input left unread the driver half-closes first ([`Session::linger`]),
-    /// since a close that resets would drop the corked tail instead of sending it. Once per
-    /// connection; a failure only costs the extra packet.
-    pub(crate) fn cork_last_response<Fd: AsFd>(&mut self, fd: &Fd) {
-        let file_left = matches!(self.body, Some(Outgoing::File { offset, end, .. }) if offset < end);
-        if !self.keep_alive && file_left && !self.corked {
-            self.corked = rustix::net::sockopt::set_tcp_cork(fd, true).is_ok();
+    /// For drivers that send the out bytes themselves ([`Session::lend_out`]): corks the
+    /// connection's last response before its head, as `send.rs` rules
+    /// ([`send::cork_before_head`]). Call once, before the head's first byte.
+    pub(crate) fn cork_before_head<Fd: AsFd>(&self, fd: &Fd) {
+        if self.out_pos == 0 {
+            send::cork_before_head(fd, !self.keep_alive, &self.body);
         }
     }
 
-    /// Sends the out bytes on the non-blocking socket `fd` until they are all out
-    /// ([`Sent::Done`]), the socket is full ([`Sent::Blocked`]) or the peer is gone; with
-    /// MSG_MORE when a file follows, so head and first file bytes share a segment.
-    fn send_out<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
-        self.cork_last_response(fd);
-        while !self.out().is_empty() {
-            let more = matches!(self.body, Some(Outgoing::File { .. }));
-            let flags = if more { SendFlags::MORE } else { SendFlags::empty() };
-            match rustix::net::send(fd, self.out(), flags | SendFlags::NOSIGNAL) {
-                Ok(n) => self.out_pos += n,
-                Err(Errno::AGAIN) => return Sent::Blocked,
-                Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
-            }
-        }
-        Sent::Done
+    /// For drivers that send the out bytes themselves: moves the file body once they are
+    /// out ([`send::send_body`]).
+    pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
+        send::send_body(fd, &mut self.body)
     }
 
-    /// Moves the [`Outgoing`] body (the out bytes must already be sent).
-    pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: Fd) -> Sent {
-        loop {
-            let Some(Outgoing::File { file, offset, end }) = &mut self.body else {
-                return Sent::Done; // no body, or a CGI one (moved by `send`)
-            };
-            if *offset >= *end {
-                self.body = None;
-                return Sent::Done;
-            }
-            let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
-            match rustix::fs::sendfile(&fd, &*file, Some(offset), chunk) {
-                Ok(0) => return Sent::Failed, // the file shrank under us
-                Ok(_) => {}
-                Err(Errno::AGAIN) => return Sent::Blocked,
-                Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
+    /// Whether file bytes are still to move after the out bytes.
+    pub(crate) fn file_follows(&self) -> bool {
+        send::file_follows(&self.body)
+    }
+
+    /// For the blocking driver, which runs a script's answer itself (`blocking::serve_cgi`):
+    /// takes the CGI body just framed. The response then ends with [`Session::end_cgi`].
+    pub(crate) fn take_cgi(&mut self) -> Option<Box<CgiResponse>> {
+        match self.body.take() {
+            Some(Outgoing::Cgi(cgi)) => Some(cgi),
+            other => {
+                self.body = other;
+                None
             }
         }
     }
 
-    /// The file body still to move, for drivers that move it themselves: the file, the
-    /// next offset (advance it as bytes go out) and the end.
-    pub(crate) fn file_body(&mut self) -> Option<(&File, &mut u64, u64)> {
-        match &mut self.body {
-            Some(Outgoing::File { file, offset, end }) => Some((&*file, offset, *end)),
-            _ => None,
-        }
+    /// The script's answer taken with [`Session::take_cgi`] is complete; `keep`: whether
+    /// it lets the connection stay open.
+    pub(crate) fn end_cgi(&mut self, keep: bool) {
+        self.keep_alive &= keep;
     }
 
-    /// Marks a file body as moved (a driver's own [`Session::file_body`] transfer is done).
-    pub(crate) fn end_body(&mut self) {
-        if matches!(self.body, Some(Outgoing::File { .. })) {
-            self.body = None;
+    /// The receive buffer and the bounds of its unparsed bytes, for a driver that reads a
+    /// request body itself (`blocking::serve_cgi`); the buffer is taken from the pool if
+    /// none is held, so it is never empty. Give it back with [`Session::received`]`(0)`.
+    pub(crate) fn input(&mut self, pool: &mut Pool) -> (&mut Vec<u8>, &mut usize, &mut usize) {
+        if self.inbuf.is_empty() {
+            self.inbuf = pool.take_in();
         }
+        (&mut self.inbuf, &mut self.start, &mut self.end)
     }
 
     /// Whether the body being sent is a CGI script's output.
@@ -387,7 +307,9 @@ impl Session {
     pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
         self.out_pos = 0;
         self.body = None;
-        self.held = false;
+        if self.phase != Phase::Lingering {
+            self.phase = Phase::Open;
+        }
         if self.out.capacity() > 0 {
             pool.give_out(std::mem::take(&mut self.out));
         }
@@ -409,15 +331,10 @@ impl Session {
         if rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_err() {
             return false;
         }
-        self.lingering = true;
+        self.phase = Phase::Lingering;
         self.start = self.end;
         self.release_inbuf_if_empty(pool);
         true
-    }
-
-    /// Whether the connection lingers after its last response ([`Session::linger`]).
-    pub(crate) fn is_lingering(&self) -> bool {
-        self.lingering
     }
 
     /// Gives every buffer back (the connection is closing).

@@ -5,7 +5,8 @@
 //! would have received. It panics where a real driver would stall: a full receive buffer
 //! that yields no answer.
 
-use super::session::{Pool, Sent, Session};
+use super::send::Sent;
+use super::session::{Pool, Session};
 use crate::exchange::Exchanger;
 use crate::server::Server;
 use std::io::Read;

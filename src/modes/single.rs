@@ -12,7 +12,7 @@ use super::{accept, ModeContext};
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     while let Some((stream, peer)) = accept::next(&ctx.listener.socket, &ctx.shutdown) {
-        crate::conn::serve(stream, peer, &ctx.server, &ctx.shutdown);
+        super::blocking::serve(stream, peer, &ctx.server, &ctx.shutdown);
     }
     Ok(())
 }

@@ -1,0 +1,317 @@
+//! The blocking driver shared by `single`, `fork`, `thread`, `pool` and `prefork`: read a
+//! head, answer it, repeat while the connection is kept alive.
+//!
+//! It drives the same [`Session`] as the event loops (one receive buffer and compaction
+//! rule, the answers, the send rules of `send.rs`, the lingering close), and waits with
+//! poll(2) where a loop would return to its poller. The socket and the shutdown pipe are
+//! waited on together, so an idle keep-alive connection notices shutdown at once, and
+//! every wait has a deadline: the idle timeout between requests, the whole-head timeout
+//! once a request has begun (shutdown or not), the send timeout for each wait for room to
+//! write (the socket is non-blocking: SO_SNDTIMEO would not bound sendfile(2)), and the
+//! shutdown grace period for the whole response. EPIPE and ECONNRESET are how clients
+//! leave, not errors: the connection just ends.
+//!
+//! `--delay` is a sleep before the answer is written. A CGI answer ([`Body::Cgi`]) is
+//! driven here by [`serve_cgi`]: request-body bytes come from the same buffer (those that
+//! followed the head) and then from the socket until the body's deadline (`--body-timeout`,
+//! then 408), and the script's pipes are waited on with
+//! poll(2) until the script's deadline; a write error drops the output, which kills and
+//! reaps the script.
+
+use super::send::{self, Outgoing, Sent};
+use super::session::{Pool, Session};
+use crate::exchange::{Answer, Exchanger};
+use crate::exchange::{Body, CgiResponse, CgiStep};
+use crate::net::{wait_readable, Shutdown, Wake};
+use crate::server::Server;
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::{Duration, Instant};
+
+/// Serves one connection until it closes, times out, or shutdown is asked between
+/// requests. Returns when the connection is done; the stream is closed on drop.
+pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
+    crate::net::tune_stream(&stream);
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown };
+    let mut exchanger = Exchanger::new();
+    let mut pool = Pool::new(server);
+    let mut session = Session::new(peer);
+    let mut head_started: Option<Instant> = None;
+    loop {
+        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
+            if let Some(delay) = session.take_delay() {
+                std::thread::sleep(delay);
+                session.end_delay();
+            }
+            let sent = match session.take_cgi() {
+                Some(cgi) => {
+                    let (buf, start, end) = session.input(&mut pool);
+                    let mut pending = Pending { buf, start, end };
+                    let keep = serve_cgi(&mut client, &mut pending, cgi, server, shutdown, &mut exchanger, peer);
+                    session.received(0, &mut pool); // gives an emptied buffer back
+                    keep.map(|keep| session.end_cgi(keep))
+                }
+                None => client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool)),
+            };
+            head_started = session.has_partial_request().then(Instant::now);
+            if finish(&client, &mut session, &mut pool, server, sent) {
+                continue;
+            }
+            break;
+        }
+        // Need more bytes: wait for them.
+        crate::log::flush();
+        let ready = match head_started {
+            // A request has begun: it may finish within its deadline, shutdown or not.
+            Some(t) if session.has_partial_request() => {
+                wait_socket(&client.stream, PollFlags::IN, t + server.timeouts.head)
+            }
+            _ => {
+                let deadline = Instant::now() + server.timeouts.idle;
+                // Idle, or asked to stop with no request under way: close.
+                matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
+            }
+        };
+        if !ready {
+            if session.has_partial_request() {
+                session.answer_timeout(&mut exchanger, server, &mut pool);
+                let sent = client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool));
+                finish(&client, &mut session, &mut pool, server, sent);
+            }
+            break;
+        }
+        let space = session.recv_space(&mut pool);
+        match rustix::io::read(&client.stream, space) {
+            Ok(0) => break,
+            Ok(n) => {
+                session.received(n, &mut pool);
+                head_started.get_or_insert_with(Instant::now);
+            }
+            Err(Errno::AGAIN | Errno::INTR) => session.received(0, &mut pool),
+            Err(_) => break,
+        }
+    }
+    session.release(&mut pool);
+    crate::log::flush();
+}
+
+/// Ends a response that was `sent` (or not); returns whether the connection stays open.
+/// After the last one, the close may linger.
+fn finish(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &Server, sent: io::Result<()>) -> bool {
+    match (sent, session.finish_response(pool)) {
+        (Ok(()), true) => true,
+        (Ok(()), false) => {
+            linger(client, session, pool, server);
+            false
+        }
+        (Err(_), _) => false,
+    }
+}
+
+/// After the response the server closes on: the lingering close that
+/// [`Session::linger`] rules, dropping input until the client closes, the idle timeout
+/// passes or shutdown is asked. Input is left over if bytes are buffered, or unread in
+/// the socket (recv MSG_PEEK).
+fn linger(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &Server) {
+    let unread = session.has_partial_request() || crate::net::has_unread_input(&client.stream);
+    if !session.linger(&client.stream, unread, pool) {
+        return;
+    }
+    let deadline = Instant::now() + server.timeouts.idle;
+    while let Ok(Wake::Ready) = wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline)) {
+        let space = session.recv_space(pool);
+        match rustix::io::read(&client.stream, space) {
+            Ok(0) => return,
+            Ok(n) => session.received(n, pool), // dropped: the session lingers
+            Err(Errno::AGAIN | Errno::INTR) => session.received(0, pool),
+            Err(_) => return,
+        }
+    }
+}
+
+/// The client socket: non-blocking underneath, blocking for its users. Every write goes
+/// through `send.rs` and waits for room at most the send timeout at a time, and not past
+/// the shutdown grace period. Reads are meant to follow a wait that said readable.
+pub(crate) struct Client<'s> {
+    stream: TcpStream,
+    send_timeout: Duration,
+    shutdown: &'s Shutdown,
+}
+
+impl Client<'_> {
+    /// Repeats a non-blocking send `step` until it is done, waiting for room in between.
+    fn until_sent(&self, mut step: impl FnMut(&TcpStream) -> Sent) -> io::Result<()> {
+        loop {
+            match step(&self.stream) {
+                Sent::Done => return Ok(()),
+                Sent::Blocked => self.wait_room()?,
+                Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
+                Sent::NeedRead | Sent::WaitScript => return Err(io::Error::other("a CGI body is driven by serve_cgi")),
+            }
+        }
+    }
+
+    /// Waits until the socket has room to write; fails with `TimedOut` after the send
+    /// timeout, or at once past the shutdown grace period.
+    fn wait_room(&self) -> io::Result<()> {
+        let now = Instant::now();
+        if self.shutdown.deadline().is_some_and(|d| now >= d)
+            || !wait_socket(&self.stream, PollFlags::OUT, now + self.send_timeout)
+        {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(())
+    }
+}
+
+impl Write for Client<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match send::send_bytes(&self.stream, buf, false) {
+                Ok(n) => return Ok(n),
+                Err(Errno::AGAIN) => self.wait_room()?,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for Client<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.stream).read(buf)
+    }
+}
+
+impl AsFd for Client<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+
+/// Waits until `stream` is ready for `events` or `deadline` passes; returns whether it is.
+fn wait_socket(stream: &TcpStream, events: PollFlags, deadline: Instant) -> bool {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let mut fds = [PollFd::new(stream, events)];
+        match poll(&mut fds, Some(&crate::net::to_timespec(left))) {
+            Ok(n) => return n > 0,
+            Err(Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The receive buffer and the unparsed bytes in it, `buf[start..end]`.
+struct Pending<'a> {
+    buf: &'a mut Vec<u8>,
+    start: &'a mut usize,
+    end: &'a mut usize,
+}
+
+/// Runs a CGI answer to its end (see `exchange`'s module docs for the protocol); returns
+/// whether the connection may be kept.
+fn serve_cgi(
+    stream: &mut Client<'_>,
+    pending: &mut Pending<'_>,
+    mut cgi: Box<CgiResponse>,
+    server: &Server,
+    shutdown: &Shutdown,
+    exchanger: &mut Exchanger,
+    peer: SocketAddr,
+) -> io::Result<bool> {
+    let mut out = Vec::new();
+    loop {
+        let step = cgi.pump(&mut out);
+        if !out.is_empty() {
+            stream.write_all(&out)?;
+            out.clear();
+        }
+        match step {
+            CgiStep::NeedBody if *pending.start < *pending.end => {
+                *pending.start += cgi.feed_body(&pending.buf[*pending.start..*pending.end]);
+            }
+            CgiStep::NeedBody => {
+                (*pending.start, *pending.end) = (0, 0);
+                // The whole body is bounded (`CgiResponse::body_deadline`), not each read:
+                // past it, the next pump answers 408.
+                let deadline = cgi.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
+                match wait_readable(stream.as_fd(), shutdown, Some(deadline))? {
+                    Wake::Ready => {}
+                    Wake::Timeout => continue,
+                    Wake::Shutdown => return Ok(false),
+                }
+                match stream.read(&mut pending.buf[..])? {
+                    0 => return Ok(false),
+                    n => *pending.end = n,
+                }
+            }
+            CgiStep::Wait => wait_script(&cgi, shutdown)?,
+            CgiStep::LocalRedirect(path) => {
+                let request = cgi.redirect_request(&path);
+                drop(cgi);
+                let answer = exchanger.local_redirect(server, &request, peer);
+                let keep = answer.keep_alive;
+                return match answer.body {
+                    Body::Cgi(next) => serve_cgi(stream, pending, next, server, shutdown, exchanger, peer),
+                    _ => send(stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
+                };
+            }
+            CgiStep::Done => return Ok(cgi.keep_alive()),
+        }
+    }
+}
+
+/// Waits until the script's stdout is readable or its stdin writable, or its deadline.
+/// Fails once shutdown's grace period is over (the caller drops the script).
+fn wait_script(cgi: &CgiResponse, shutdown: &Shutdown) -> io::Result<()> {
+    let grace = if shutdown.requested() { shutdown.deadline() } else { None };
+    if grace.is_some_and(|d| Instant::now() >= d) {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    let deadline = grace.map_or(cgi.deadline(), |g| g.min(cgi.deadline()));
+    let mut fds = Vec::with_capacity(2);
+    if let Some(fd) = cgi.stdout_fd() {
+        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+    }
+    if let Some(fd) = cgi.stdin_fd() {
+        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::OUT));
+    }
+    // Wake at least once a second to notice shutdown.
+    let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
+    let timeout = crate::net::to_timespec(left);
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sends an answer no session framed (a script's local redirect) by the same rules.
+fn send(
+    stream: &mut Client<'_>,
+    head: &[u8],
+    answer: Answer,
+    _server: &Server,
+    _shutdown: &Shutdown,
+) -> io::Result<()> {
+    let mut out = Vec::new();
+    let mut body = send::frame(&mut out, head, answer.body);
+    if matches!(body, Some(Outgoing::Cgi(_))) {
+        return Err(io::Error::other("a CGI body is driven by serve_cgi"));
+    }
+    let mut pos = 0;
+    stream.until_sent(|fd| send::send_response(&fd, &out, &mut pos, &mut body, !answer.keep_alive))
+}

@@ -1,0 +1,96 @@
+//! Driving one connection of a loop: the one sequence both backends follow (send what is
+//! pending, answer buffered requests, pipelined ones too, receive, until it waits), and
+//! the one choice of which deadline to arm afterwards.
+
+use super::{Backend, Loop, Received, Shared};
+use crate::modes::send::Sent;
+use crate::modes::timer::{At, Fixed, Kind};
+use std::time::Instant;
+
+impl<B: Backend> Loop<B> {
+    /// Advances the connection in `slot` as far as it can go without blocking.
+    pub(crate) fn drive(&mut self, slot: usize) {
+        let Some(conn) = self.conns.get_mut(slot) else { return };
+        let (server, closing) = (&*self.server, self.draining);
+        let was_sending = conn.session.is_sending();
+        let mut park: Option<(At, Instant)> = None;
+        let keep = loop {
+            if conn.session.is_held() || B::busy(&conn.io) {
+                break true; // its timer, or the operation in flight, drives it on
+            }
+            conn.parked = false;
+            if conn.session.is_sending() {
+                let shared = Shared { ex: &mut self.ex, server, pool: &mut self.pool };
+                let (io, c) = conn.parts(slot);
+                match self.backend.send(io, c, shared) {
+                    Sent::Done if conn.session.finish_response(&mut self.pool) => continue,
+                    // The half-close is a plain system call in every backend (`uring`: the
+                    // ring never names a socket by number in an operation it may run late).
+                    Sent::Done if conn.session.linger(&conn.io, B::unread_input(&conn.io), &mut self.pool) => {}
+                    Sent::Done | Sent::Failed => break false,
+                    Sent::NeedRead => {} // receive the request body below
+                    Sent::WaitScript => {
+                        let Some((_, _, at)) = conn.session.script_fds() else { break false };
+                        park = Some((At::Script, at));
+                        let (io, c) = conn.parts(slot);
+                        break self.backend.watch_script(io, c);
+                    }
+                    Sent::Blocked => break true,
+                }
+            }
+            if conn.session.answer(&mut self.ex, server, &mut self.pool, closing) {
+                if let Some(delay) = conn.session.take_delay() {
+                    park = Some((At::Delay, self.now + delay));
+                }
+                continue;
+            }
+            if closing && conn.session.is_idle() {
+                break false;
+            }
+            let (io, c) = conn.parts(slot);
+            match self.backend.receive(io, c, &mut self.pool) {
+                Received::Bytes => {}
+                Received::Wait => break true,
+                Received::Closed => break false,
+            }
+        };
+        let (io, c) = conn.parts(slot);
+        if !keep || !self.backend.settle(io, c) {
+            return self.close(slot);
+        }
+        match park {
+            Some((kind, at)) => self.park(slot, kind, at),
+            None => self.rearm(slot, was_sending),
+        }
+    }
+
+    /// Arms the deadline matching the connection's new state, only when the state changed
+    /// (or a send made progress), so a busy connection appends O(1) per event: the send
+    /// deadline restarts on every drive of a sending connection, the head deadline runs
+    /// from the first byte of a request, the idle one (which also bounds a lingering
+    /// close) from the end of the last response. A parked connection keeps its own.
+    fn rearm(&mut self, slot: usize, was_sending: bool) {
+        let Some(conn) = self.conns.get_mut(slot) else { return };
+        if conn.parked {
+            return;
+        }
+        let s = &conn.session;
+        if let Some(at) = s.body_deadline() {
+            // A CGI request body: one deadline for all of it; its expiry pumps (408).
+            conn.stamp = self.deadlines.arm_at(At::Script, at, slot);
+            conn.deadline = Kind::Script;
+            return;
+        }
+        let (kind, rearm) = if s.is_sending() {
+            (Fixed::Send, true)
+        } else if s.has_partial_request() {
+            (Fixed::Head, conn.deadline != Kind::Head)
+        } else {
+            (Fixed::Idle, conn.deadline != Kind::Idle || was_sending)
+        };
+        if rearm {
+            conn.stamp = self.deadlines.arm(kind, self.now, slot);
+            conn.deadline = kind.into();
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! The loop skeleton `event` and `uring` share: one core, two backends.
+//!
+//! As redis splits `ae.c` from `ae_epoll.c` and h2o's `evloop.c.h` calls its backend's
+//! `evloop_do_proceed`, the [`Loop`] core here owns everything the two modes have in
+//! common: the connections and their slots ([`conns`]), the [`Session`] of each, the
+//! exchanger and buffer pool, the deadlines and which one to arm ([`drive`]), accepting
+//! under the shared `--max-conns` count ([`LoopLimit`]) with its back-off, and the drain
+//! on shutdown. A [`Backend`] supplies what really differs, readiness (epoll: ask, then do
+//! the system call) against completion (io_uring: submit the operation, learn when it is
+//! done): how to wait and hand the loop what happened, how to watch the listener, and how
+//! one connection sends, receives, waits for a script and closes.
+//!
+//! The contract, for a backend:
+//! - [`Backend::wait`] blocks at most `timeout`; [`Backend::dispatch`] then reports every
+//!   event to the core: [`Loop::listener_ready`], [`Loop::woken`], [`Loop::begin_drain`],
+//!   or [`Loop::drive`] for a connection, after recording what its event brought (bytes
+//!   received, a send completed). Events for a connection closed since are dropped: each
+//!   carries its connection's generation ([`conns::Tag`]).
+//! - The core calls a connection's hooks only from [`Loop::drive`], and drives a
+//!   connection until it waits: a hook that returns "waiting" ([`Sent::Blocked`],
+//!   [`Received::Wait`], a watched script) has arranged for the event that resumes it.
+//! - Every connection has exactly one deadline armed (stamp-checked, `timer.rs`); its
+//!   expiry is handled here, the backend only stops watching a script's pipes
+//!   ([`Backend::unwatch_script`]).
+//!
+//! Shutdown: each loop watches the shutdown pipe. On it the loop stops accepting, closes
+//! idle connections, lets in-flight requests and responses finish (answering
+//! `Connection: close`) until `Shutdown::deadline`, then returns.
+
+pub(crate) mod conns;
+mod drive;
+
+use super::accept::EXHAUSTED_BACKOFF;
+use super::limit::{Accepted, LoopLimit};
+use super::loops::LoopContext;
+use super::send::Sent;
+use super::session::{Pool, Session};
+use super::timer::{At, Deadlines, Fixed, Kind};
+use crate::exchange::Exchanger;
+use crate::net::Shutdown;
+use crate::server::Server;
+use conns::{Conn, ConnId, Conns};
+use rustix::net::SocketFlags;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a backend's receive hook came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Received {
+    /// New bytes are in the session: answer them.
+    Bytes,
+    /// Nothing now; the backend wakes the connection when there is.
+    Wait,
+    /// The client closed or the socket failed.
+    Closed,
+}
+
+/// The shared things a connection's send hook may need (a CGI body pumps through them).
+pub(crate) struct Shared<'a> {
+    pub(crate) ex: &'a mut Exchanger,
+    pub(crate) server: &'a Server,
+    pub(crate) pool: &'a mut Pool,
+}
+
+/// What differs between `event` (epoll readiness) and `uring` (io_uring completions).
+pub(crate) trait Backend: Sized {
+    /// One connection's socket and the backend's state for it.
+    type Io: AsFd;
+
+    /// Waits until something happens or `timeout` passes (`None`: no deadline).
+    fn wait(&mut self, timeout: Option<Duration>) -> anyhow::Result<()>;
+
+    /// Hands every event gathered by the last wait to the core (see the module docs).
+    fn dispatch(lp: &mut Loop<Self>) -> anyhow::Result<()>;
+
+    /// Starts (`on`) or stops watching `listener` for connections; returns whether the
+    /// listener is now watched as asked. A backend whose watch is one-shot says so
+    /// ([`Backend::ONE_SHOT_LISTENER`]).
+    fn watch_listener(&mut self, listener: &TcpListener, on: bool) -> bool;
+
+    /// Whether a listener watch ends with the event it reports (a ring poll).
+    const ONE_SHOT_LISTENER: bool;
+
+    /// A new connection's I/O state; may read already-arrived bytes into `session`.
+    fn open(&mut self, socket: OwnedFd, session: &mut Session, pool: &mut Pool) -> Self::Io;
+
+    /// Sends what the session has pending (pumping a CGI body as needed);
+    /// [`Sent::Blocked`] once the backend waits for the socket or an operation in flight.
+    fn send(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent;
+
+    /// Brings new client bytes into the session, or arranges to be told of them.
+    fn receive(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received;
+
+    /// Watches a running script's pipes (`Session::script_fds`); false if it cannot.
+    fn watch_script(&mut self, io: &mut Self::Io, conn: ConnRef<'_>) -> bool;
+
+    /// The script's deadline passed: stop watching its pipes. True if the backend waits
+    /// for those watches to end before the connection is driven again.
+    fn unwatch_script(&mut self, io: &mut Self::Io, conn: ConnRef<'_>) -> bool;
+
+    /// Whether the backend has an operation in flight that the connection must wait for.
+    fn busy(io: &Self::Io) -> bool;
+
+    /// Whether client input is left unread in the socket (for the lingering close).
+    fn unread_input(io: &Self::Io) -> bool;
+
+    /// The drive ends and the connection waits; false if it cannot (then it closes).
+    fn settle(&mut self, io: &mut Self::Io, conn: ConnRef<'_>) -> bool;
+
+    /// Closes a connection's socket, cancelling what it has in flight.
+    fn close(&mut self, io: Self::Io, id: ConnId);
+}
+
+/// A connection as the hooks see it: which one it is, and its session.
+pub(crate) struct ConnRef<'a> {
+    pub(crate) id: ConnId,
+    pub(crate) session: &'a mut Session,
+}
+
+/// One loop: the core's state and its backend.
+pub(crate) struct Loop<B: Backend> {
+    pub(crate) backend: B,
+    pub(crate) conns: Conns<B::Io>,
+    pub(crate) pool: Pool,
+    ex: Exchanger,
+    server: Arc<Server>,
+    shutdown: Shutdown,
+    listener: Option<TcpListener>,
+    /// Whether the backend watches the listener (not while full, backing off or draining).
+    watching: bool,
+    backoff_until: Option<Instant>,
+    /// The `--max-conns` count shared with the other loops; this loop is number `index`.
+    limit: Arc<LoopLimit>,
+    index: usize,
+    deadlines: Deadlines,
+    pub(crate) draining: bool,
+    now: Instant,
+    /// Scratch list of due deadlines, kept to avoid an allocation per wake-up.
+    due: Vec<(Kind, usize, u64)>,
+}
+
+/// Runs one loop until shutdown has drained it.
+pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()> {
+    let mut lp = Loop {
+        backend,
+        conns: Conns::new(),
+        pool: Pool::new(&lc.server),
+        ex: Exchanger::new(),
+        deadlines: Deadlines::new(&lc.server.timeouts),
+        server: lc.server,
+        shutdown: lc.shutdown,
+        listener: Some(lc.listener),
+        watching: false,
+        backoff_until: None,
+        limit: lc.limit,
+        index: lc.index,
+        draining: false,
+        now: Instant::now(),
+        due: Vec::new(),
+    };
+    lp.resume_accepting(); // accepts what is queued already, then watches the listener
+    loop {
+        if lp.draining && (lp.conns.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
+            break;
+        }
+        crate::log::flush();
+        let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()));
+        lp.backend.wait(timeout)?;
+        lp.now = Instant::now();
+        B::dispatch(&mut lp)?;
+        lp.expire();
+        lp.resume_accepting();
+    }
+    crate::log::flush();
+    Ok(())
+}
+
+impl<B: Backend> Loop<B> {
+    fn next_wake(&self) -> Option<Instant> {
+        let wakes = [self.deadlines.next(), self.backoff_until, self.shutdown.deadline().filter(|_| self.draining)];
+        wakes.into_iter().flatten().min()
+    }
+
+    /// The listener has connections queued.
+    pub(crate) fn listener_ready(&mut self) {
+        if B::ONE_SHOT_LISTENER {
+            self.watching = false;
+        }
+        self.accept_all();
+    }
+
+    /// This loop's waker fired: a place freed up, which `resume_accepting` takes up.
+    pub(crate) fn woken(&mut self) {
+        self.limit.drain(self.index);
+    }
+
+    /// Accepts while connections are queued and the shared count has places: each accept
+    /// takes its place first, so the loops together never hold more than `--max-conns`.
+    /// Once the queue is empty the listener is watched; at the bound it is not, and new
+    /// connections wait in the listen queue until a place frees up, on this loop or
+    /// another (the waker, `LoopLimit::give_back`).
+    fn accept_all(&mut self) {
+        let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+        while !self.draining && self.backoff_until.is_none() {
+            let Some(listener) = &self.listener else { return };
+            match self.limit.accept(|| Ok(rustix::net::acceptfrom_with(listener, flags)?)) {
+                Accepted::Conn((socket, peer)) => self.add(socket, peer), // the place is the connection's
+                Accepted::Empty => return self.watch_listener(true),
+                Accepted::Full => return self.watch_listener(false),
+                Accepted::Exhausted => {
+                    // Out of descriptors: the connection stays queued, so stop watching for
+                    // a while instead of spinning (see modes/accept.rs).
+                    self.watch_listener(false);
+                    self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn watch_listener(&mut self, on: bool) {
+        let Some(listener) = &self.listener else { return };
+        if on != self.watching && self.backend.watch_listener(listener, on) {
+            self.watching = on;
+        }
+    }
+
+    /// Accepts again once a back-off is over or a place has freed up.
+    fn resume_accepting(&mut self) {
+        if self.watching || self.draining || self.limit.is_full() {
+            return;
+        }
+        if self.backoff_until.is_some_and(|t| self.now < t) {
+            return;
+        }
+        self.backoff_until = None;
+        self.accept_all();
+    }
+
+    /// Serves an accepted connection, which holds one place of the shared count.
+    fn add(&mut self, socket: OwnedFd, peer: Option<rustix::net::SocketAddrAny>) {
+        let Some(peer) = peer.and_then(|p| SocketAddr::try_from(p).ok()) else { return self.limit.give_back() };
+        let mut session = Session::new(peer);
+        // The request has often arrived by the time the connection is accepted: the
+        // backend may read it now, and the drive answers it at once.
+        let io = self.backend.open(socket, &mut session, &mut self.pool);
+        let slot = self.conns.insert(session, io, 0, Kind::Idle);
+        let stamp = self.deadlines.arm(Fixed::Idle, self.now, slot);
+        if let Some(conn) = self.conns.get_mut(slot) {
+            conn.stamp = stamp;
+        }
+        self.drive(slot);
+    }
+
+    /// Closes the connection in `slot`, giving its place back.
+    pub(crate) fn close(&mut self, slot: usize) {
+        if let Some(conn) = self.conns.remove(slot) {
+            let id = conn.id(slot);
+            let Conn { mut session, io, .. } = conn;
+            session.release(&mut self.pool);
+            self.backend.close(io, id);
+            self.limit.give_back();
+        }
+    }
+
+    fn expire(&mut self) {
+        let mut due = std::mem::take(&mut self.due);
+        self.deadlines.expire(self.now, |kind, slot, stamp| due.push((kind, slot, stamp)));
+        for &(kind, slot, stamp) in &due {
+            let Some(conn) = self.conns.get_mut(slot).filter(|c| c.stamp == stamp) else {
+                continue; // re-armed or disarmed since
+            };
+            match kind {
+                Kind::Head => {
+                    if !conn.session.is_sending() {
+                        conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.pool);
+                    }
+                    self.drive(slot);
+                }
+                Kind::Delay => {
+                    conn.session.end_delay();
+                    self.drive(slot);
+                }
+                // The pump answers 504 once the pipes are no longer watched, or 408 for a
+                // request body still arriving.
+                Kind::Script => {
+                    let (io, conn) = conn.parts(slot);
+                    if !self.backend.unwatch_script(io, conn) {
+                        self.drive(slot);
+                    }
+                }
+                Kind::Idle | Kind::Send => self.close(slot),
+            }
+        }
+        due.clear();
+        self.due = due;
+    }
+
+    /// Shutdown was asked: stop accepting, close idle connections; the rest finish.
+    pub(crate) fn begin_drain(&mut self) {
+        if self.draining {
+            return;
+        }
+        self.shutdown.note();
+        self.watch_listener(false);
+        self.draining = true;
+        self.listener = None;
+        for slot in self.conns.idle() {
+            self.close(slot);
+        }
+    }
+
+    /// Arms a deadline at its own time (a delay, a script's), parking the connection.
+    fn park(&mut self, slot: usize, kind: At, at: Instant) {
+        let stamp = self.deadlines.arm_at(kind, at, slot);
+        if let Some(conn) = self.conns.get_mut(slot) {
+            (conn.stamp, conn.deadline, conn.parked) = (stamp, kind.into(), true);
+        }
+    }
+}

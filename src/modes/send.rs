@@ -1,0 +1,138 @@
+//! Where the bytes of a response leave, for every driver: the blocking one
+//! (`blocking.rs`) and the event loops' [`Session`](super::session::Session) alike.
+//!
+//! A framed response is its out bytes (the head and any in-memory body, one buffer) and
+//! then an optional [`Outgoing`] body moved without a copy through user space. This module
+//! holds the rules for sending them, written once: the out bytes leave with MSG_MORE when
+//! a file follows (head and first file bytes share a segment); the connection's last
+//! response corks the socket when a file follows ([`cork_before_head`]); a file moves with
+//! sendfile(2) until done or the socket is full, and a file that shrank under us fails the
+//! response ([`send_body`]). The sockets are non-blocking: how a driver waits for room
+//! (poll(2), epoll, a ring poll) is its own business.
+//!
+//! [`send_bytes`] is the one place buffer bytes are written to a client socket by a system
+//! call and [`send_body`] the one place file bytes are; `uring`'s ring send
+//! (`spidey_sys::uring::Ring::send`) is the one other kind of write, of the same out bytes.
+//! A TLS layer slots in at these three.
+
+use crate::exchange::{Body, CgiResponse};
+use rustix::io::Errno;
+use rustix::net::SendFlags;
+use std::fs::File;
+use std::os::fd::AsFd;
+
+/// A body still to be moved after the out bytes.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// `end - offset` bytes of `file` from `offset` (sendfile: no copy through user space).
+    /// INVARIANT: `offset <= end` once a send has run; `offset == end` means all is out.
+    File { file: std::sync::Arc<File>, offset: u64, end: u64 },
+    /// A CGI script's output, pumped into the out bytes as the script writes it (by the
+    /// session, `session/cgi.rs`); dropping it kills and reaps the script.
+    Cgi(Box<CgiResponse>),
+}
+
+/// How far a send got.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// The whole response is out.
+    Done,
+    /// The socket is full: wait until it is writable.
+    Blocked,
+    /// The peer left (EPIPE, ECONNRESET) or the file shrank: close.
+    Failed,
+    /// A CGI script wants request-body bytes: read the socket, then send again.
+    NeedRead,
+    /// A CGI script is running: wait for its pipes (`Session::script_fds`) or its
+    /// deadline, then send again.
+    WaitScript,
+}
+
+/// Appends `head` and an in-memory body to `out`; returns the body to move after them.
+pub(crate) fn frame(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoing> {
+    out.extend_from_slice(head);
+    match body {
+        Body::Empty => None,
+        Body::Bytes(bytes) => {
+            out.extend_from_slice(&bytes);
+            None
+        }
+        Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
+        Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi)),
+    }
+}
+
+/// Whether file bytes are still to move after the out bytes.
+pub(crate) fn file_follows(body: &Option<Outgoing>) -> bool {
+    matches!(body, Some(Outgoing::File { offset, end, .. }) if offset < end)
+}
+
+/// Sends a framed response on the non-blocking socket `fd`: `out[*pos..]`, then a file
+/// body, until done, the socket is full, or the peer is gone. `last`: the connection
+/// closes after this response. A CGI body is left to the caller ([`Sent::Done`] once the
+/// out bytes are out).
+pub(crate) fn send_response<Fd: AsFd>(
+    fd: &Fd,
+    out: &[u8],
+    pos: &mut usize,
+    body: &mut Option<Outgoing>,
+    last: bool,
+) -> Sent {
+    if *pos == 0 {
+        cork_before_head(fd, last, body);
+    }
+    let more = file_follows(body);
+    while *pos < out.len() {
+        match send_bytes(fd, &out[*pos..], more) {
+            Ok(n) => *pos += n,
+            Err(Errno::AGAIN) => return Sent::Blocked,
+            Err(Errno::INTR) => {}
+            Err(_) => return Sent::Failed,
+        }
+    }
+    send_body(fd, body)
+}
+
+/// Before the head of the connection's `last` response goes out with a file body after
+/// it: corks the socket (TCP_CORK, tcp(7)), so the body's last partial segment leaves
+/// with the FIN, one packet instead of two (a loopback packet costs the sender the
+/// receiver's processing too), as nginx's `tcp_nopush` does: close(2) sends tail and FIN
+/// at once. With input left unread the driver half-closes first (`Session::linger`),
+/// since a close that resets would drop the corked tail instead of sending it. Call it
+/// once, before the head's first byte; a failure only costs the extra packet.
+pub(crate) fn cork_before_head<Fd: AsFd>(fd: &Fd, last: bool, body: &Option<Outgoing>) {
+    if last && file_follows(body) {
+        let _ = rustix::net::sockopt::set_tcp_cork(fd, true);
+    }
+}
+
+/// Writes buffer bytes to the client socket `fd`: the one place that does (see the module
+/// docs). `more`: more of the response follows at once (MSG_MORE). Never raises SIGPIPE.
+pub(crate) fn send_bytes<Fd: AsFd>(fd: &Fd, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+    let flags = if more { SendFlags::MORE } else { SendFlags::empty() };
+    rustix::net::send(fd, bytes, flags | SendFlags::NOSIGNAL)
+}
+
+/// Moves a file body with sendfile(2) on the non-blocking socket `fd` until it is all out
+/// (the body becomes `None`), the socket is full, or it fails: the peer left, or the file
+/// shrank under us (sendfile moves nothing before the end we framed). Any other body (none,
+/// or a CGI one, which the session pumps) is [`Sent::Done`] at once.
+pub(crate) fn send_body<Fd: AsFd>(fd: &Fd, body: &mut Option<Outgoing>) -> Sent {
+    loop {
+        let Some(Outgoing::File { file, offset, end }) = body else {
+            return Sent::Done;
+        };
+        if *offset >= *end {
+            *body = None;
+            return Sent::Done;
+        }
+        let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
+        match rustix::fs::sendfile(fd, &*file, Some(offset), chunk) {
+            Ok(0) => return Sent::Failed, // the file shrank under us
+            Ok(_) => {}
+            Err(Errno::AGAIN) => return Sent::Blocked,
+            Err(Errno::INTR) => {}
+            Err(_) => return Sent::Failed,
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! One `uring` connection's I/O: the ring operations it has in flight, how its response
+//! goes out (a ring send for the out bytes, then sendfile(2) for a file body, waiting for
+//! room with a ring poll), and what its last read said about input left in the socket.
+//! The loop (`uring/mod.rs`) calls these methods; it does not touch the fields.
+
+use crate::modes::evloop::conns::{ConnId, Op};
+use crate::modes::evloop::{ConnRef, Received, Shared};
+use crate::modes::send::Sent;
+use crate::modes::session::{CgiFlow, Session};
+use spidey_sys::uring::Ring;
+use std::net::TcpStream;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// A completion, detached from the ring's buffers.
+pub(super) enum Event {
+    /// `starved`: no ring buffer was free (ENOBUFS), the input is still there.
+    Received {
+        len: usize,
+        starved: bool,
+        input_left: bool,
+    },
+    Sent(std::io::Result<usize>, Vec<u8>),
+    Polled,
+}
+
+/// What the connection knows of client input left unread in its socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    /// The last read left some (a full read, or a receive flagged
+    /// IORING_CQE_F_SOCK_NONEMPTY).
+    Left,
+    /// The last read drained the socket, and the connection has not waited since.
+    Drained,
+    /// The connection waited since its last read (for socket room, a script, a delay):
+    /// input may have arrived unseen, as no receive is armed while a response goes out.
+    Unknown,
+}
+
+/// One connection's socket and its operations in flight.
+pub(super) struct Io {
+    stream: TcpStream,
+    recv_armed: bool,
+    send_armed: bool,
+    /// Waiting for room in the socket after sendfile found none (EAGAIN).
+    room_armed: bool,
+    /// Polls of a CGI script's pipes in flight.
+    script_polls: u8,
+    input: Input,
+}
+
+impl AsFd for Io {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
+
+fn pollin() -> u32 {
+    rustix::event::PollFlags::IN.bits().into()
+}
+
+fn pollout() -> u32 {
+    rustix::event::PollFlags::OUT.bits().into()
+}
+
+impl Io {
+    /// A new connection. The request has often arrived by the time it is accepted: read
+    /// it now (the socket is non-blocking) rather than after a receive's trip through the
+    /// ring. Nothing there yet: the ring receive is armed as usual.
+    pub(super) fn open(socket: OwnedFd, session: &mut Session, pool: &mut crate::modes::session::Pool) -> Io {
+        let stream = TcpStream::from(socket);
+        let space = session.recv_space(pool);
+        let room = space.len();
+        let n = rustix::io::read(&stream, space).unwrap_or(0);
+        session.received(n, pool);
+        let input = if n == room { Input::Left } else { Input::Drained }; // a full read may have left more
+        Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input }
+    }
+
+    /// Whether an operation that changes the response's progress is in flight.
+    pub(super) fn busy(&self) -> bool {
+        self.send_armed || self.room_armed || self.script_polls > 0
+    }
+
+    /// The connection is about to wait without a receive armed.
+    pub(super) fn forget_input(&mut self) {
+        if self.input == Input::Drained {
+            self.input = Input::Unknown;
+        }
+    }
+
+    /// Whether client input is left unread in the socket, for the lingering close. The last
+    /// read tells, as `event` knows from its edges, unless the connection waited since:
+    /// then the socket is asked (recv MSG_PEEK). Input that arrives between that knowledge
+    /// and the close is missed by every server (nginx's `rev->ready` likewise); a client
+    /// that pipelines after `Connection: close` sends it with the request, in practice.
+    pub(super) fn unread_input(&self) -> bool {
+        match self.input {
+            Input::Left => true,
+            Input::Drained => false,
+            Input::Unknown => crate::net::has_unread_input(&self.stream),
+        }
+    }
+
+    /// Submits the next part of the response, pumping a CGI body first once its last
+    /// output is out. [`Sent::Blocked`]: an operation is in flight.
+    ///
+    /// The out bytes go out as a ring send; a file body follows with sendfile(2) from the
+    /// loop thread once that send has completed, waiting for POLLOUT through the ring
+    /// whenever the socket is full. File bytes never pass through user space. (Linked file
+    /// → pipe → socket splices were tried and measured slower at every size, 1 KiB to
+    /// 1 MiB: io_uring runs splices on its worker threads, and that hand-off costs more
+    /// than the copy-free syscall; see the README's benchmark.)
+    pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
+        let session = conn.session;
+        if session.is_cgi() && session.out().is_empty() {
+            match session.pump_cgi(shared.ex, shared.server, shared.pool) {
+                CgiFlow::Write => {}
+                CgiFlow::Done => return Sent::Done,
+                CgiFlow::NeedRead => return Sent::NeedRead,
+                CgiFlow::Wait => return Sent::WaitScript,
+            }
+        }
+        let head_left = !session.out().is_empty();
+        if head_left {
+            session.cork_before_head(&self.stream);
+            let more = session.file_follows();
+            let (buf, from) = session.lend_out();
+            self.send_armed = true;
+            return match ring.send(self.stream.as_fd(), buf, from, more, conn.id.tag(Op::Send)) {
+                Ok(()) => Sent::Blocked, // the body follows once this completes
+                Err(_) => Sent::Failed,
+            };
+        }
+        match session.send_body(&self.stream) {
+            Sent::Blocked => {
+                self.room_armed = true;
+                self.forget_input();
+                match ring.poll(self.stream.as_fd(), pollout(), conn.id.tag(Op::Room)) {
+                    Ok(()) => Sent::Blocked,
+                    Err(_) => Sent::Failed,
+                }
+            }
+            sent => sent,
+        }
+    }
+
+    /// Arms the socket's receive, if it is not armed yet.
+    pub(super) fn receive(&mut self, ring: &mut Ring, id: ConnId) -> Received {
+        if self.recv_armed {
+            return Received::Wait;
+        }
+        self.recv_armed = true;
+        match ring.recv(self.stream.as_fd(), id.tag(Op::Socket)) {
+            Ok(()) => Received::Wait,
+            Err(_) => Received::Closed,
+        }
+    }
+
+    /// Polls a running script's pipes through the ring; any completion cancels the other,
+    /// and the connection pumps again once both are resolved.
+    pub(super) fn watch_script(&mut self, ring: &mut Ring, conn: ConnRef<'_>) -> bool {
+        self.forget_input();
+        let Some((stdout, stdin, _)) = conn.session.script_fds() else { return false };
+        let mut armed = 0;
+        for (fd, events, op) in [(stdout, pollin(), Op::ScriptOut), (stdin, pollout(), Op::ScriptIn)] {
+            if let Some(fd) = fd {
+                if ring.poll(fd, events, conn.id.tag(op)).is_err() {
+                    return false;
+                }
+                armed += 1;
+            }
+        }
+        self.script_polls = armed;
+        armed > 0
+    }
+
+    /// Cancels the script's polls, if any are in flight; returns whether there were.
+    pub(super) fn unwatch_script(&mut self, ring: &mut Ring, id: ConnId) -> bool {
+        if self.script_polls == 0 {
+            return false;
+        }
+        let _ = ring.cancel(id.tag(Op::ScriptOut));
+        let _ = ring.cancel(id.tag(Op::ScriptIn));
+        true
+    }
+
+    /// Records the completion of one of this connection's operations (`op`); returns
+    /// false if the connection must close.
+    pub(super) fn complete(
+        &mut self,
+        op: Op,
+        event: Event,
+        ring: &mut Ring,
+        id: ConnId,
+        session: &mut Session,
+    ) -> bool {
+        match event {
+            Event::Received { len, starved, input_left } => {
+                self.recv_armed = false;
+                self.input = if input_left || starved { Input::Left } else { Input::Drained };
+                len > 0 || starved // else end of stream or error
+            }
+            Event::Sent(r, buf) => {
+                self.send_armed = false;
+                session.return_out(buf, *r.as_ref().unwrap_or(&0));
+                r.is_ok()
+            }
+            Event::Polled if op == Op::ScriptOut || op == Op::ScriptIn => {
+                self.script_polls = self.script_polls.saturating_sub(1);
+                if self.script_polls > 0 {
+                    let other = if op == Op::ScriptOut { Op::ScriptIn } else { Op::ScriptOut };
+                    let _ = ring.cancel(id.tag(other));
+                }
+                true
+            }
+            Event::Polled => {
+                self.room_armed = false;
+                true
+            }
+        }
+    }
+
+    /// Closes the socket through the ring, batched with the next submission, after
+    /// cancelling the operations in flight; the kernel holds the socket until they
+    /// complete, and their completions find a new generation in the slot.
+    pub(super) fn close(self, ring: &mut Ring, id: ConnId) {
+        let armed = [
+            (self.recv_armed, Op::Socket),
+            (self.send_armed, Op::Send),
+            (self.room_armed, Op::Room),
+            (self.script_polls > 0, Op::ScriptOut),
+            (self.script_polls > 0, Op::ScriptIn),
+        ];
+        for (_, op) in armed.into_iter().filter(|(armed, _)| *armed) {
+            let _ = ring.cancel(id.tag(op));
+        }
+        let _ = ring.close(OwnedFd::from(self.stream)); // on error closed at once
+    }
+}
