@@ -68,9 +68,15 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = Mode::Event)]
     pub mode: Mode,
     /// Workers (threads or processes) for modes that have them: N, or MIN-MAX to adapt
-    /// (pool, prefork). Defaults: pool cores+2-256, prefork cores-256, event/uring cores.
+    /// (pool, prefork). Defaults: pool cores+2-256, prefork cores-256, event/uring/hybrid
+    /// cores (hybrid: its event loops).
     #[arg(long)]
     pub workers: Option<Workers>,
+    /// hybrid: the threads of the pool that answers requests that may block (handlers,
+    /// CGI spawns, --cpu-work, listings); at most 16 jobs per thread wait, beyond that 503.
+    /// Default: 4 per core.
+    #[arg(long, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
+    pub pool_threads: Option<usize>,
     /// The most connections open at once.
     #[arg(long, default_value_t = 4096)]
     pub max_conns: usize,

@@ -95,6 +95,12 @@ pub enum Step {
     /// Not a whole request head yet.
     Partial,
     Respond(Answer),
+    /// A whole head whose answer may block or burn CPU ([`Site::is_heavy`]): only from
+    /// [`Exchanger::step_routed`] asked to offload; nothing was consumed or answered, and
+    /// the caller runs [`Exchanger::step`] on the same bytes elsewhere (`hybrid`'s pool).
+    ///
+    /// [`Site::is_heavy`]: crate::content::Site::is_heavy
+    Offload,
 }
 
 impl Exchanger {
@@ -107,6 +113,19 @@ impl Exchanger {
     /// `must_close` asks for `Connection: close` whatever the client wants (the request cap
     /// was reached, or the server is shutting down).
     pub fn step(&mut self, server: &Server, buf: &[u8], peer: SocketAddr, must_close: bool) -> Step {
+        self.step_routed(server, buf, peer, must_close, false)
+    }
+
+    /// [`Exchanger::step`], but with `offload` a request whose answer may block is not
+    /// answered: [`Step::Offload`] says so, after one parse of the head.
+    pub fn step_routed(
+        &mut self,
+        server: &Server,
+        buf: &[u8],
+        peer: SocketAddr,
+        must_close: bool,
+        offload: bool,
+    ) -> Step {
         let mut slots = HeaderSlots::new();
         let (req, head_len) = match parse(buf, &mut slots, &server.limits) {
             Ok(Parsed::Partial) => return Step::Partial,
@@ -116,6 +135,9 @@ impl Exchanger {
                 return Step::Respond(self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len()));
             }
         };
+        if offload && server.site.is_heavy(&req) {
+            return Step::Offload;
+        }
         if let Some(cpu) = server.site.options().cpu_work {
             burn_cpu(cpu);
         }
@@ -167,11 +189,27 @@ impl Exchanger {
                 answer.delay = None;
                 answer
             }
-            Step::Partial => {
+            // (`step` never offloads.)
+            Step::Partial | Step::Offload => {
                 let response = Response::error(StatusCode::BAD_GATEWAY, "The script redirected to an invalid path.");
                 self.finish(server, response, &Meta::unparsed(request, peer), true, 0)
             }
         }
+    }
+
+    /// The answer when `hybrid`'s worker pool is full: 503 with `Retry-After`, then close
+    /// (the request, and any body it has, is not read further).
+    pub fn busy(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer {
+        let mut response =
+            Response::error(StatusCode::SERVICE_UNAVAILABLE, "The server is too busy; try again shortly.");
+        response.fields.push(("Retry-After", "1".into()));
+        self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len())
+    }
+
+    /// The answer when `hybrid`'s pool did not answer in time: 504, then close.
+    pub fn late(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer {
+        let response = Response::error(StatusCode::GATEWAY_TIMEOUT, "The answer took too long.");
+        self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len())
     }
 
     /// The answer to a request head that did not arrive in time: 408, then close.

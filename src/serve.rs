@@ -43,7 +43,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     writeln!(out, "spidey listening on {url} (mode {})", args.mode.name())?;
     out.flush()?;
     drop(out);
-    let ctx = ModeContext { server, listener, shutdown, workers: args.workers, max_conns: args.max_conns };
+    let ctx = ModeContext {
+        server,
+        listener,
+        shutdown,
+        workers: args.workers,
+        max_conns: args.max_conns,
+        pool_threads: args.pool_threads,
+    };
     entry(ctx)
 }
 

@@ -99,6 +99,21 @@ pub(crate) enum Kind {
     Forbidden,
 }
 
+/// Whether a request for `relative` (decoded) may run a script, by its name alone: under
+/// `cgi-bin/`, or a segment named `*.cgi` or with an interpreter's extension (a script may
+/// take the rest of the path as `PATH_INFO`). False positives only cost `hybrid` a trip
+/// through its pool.
+pub(crate) fn may_run(opts: &CgiOptions, relative: &[u8]) -> bool {
+    if !opts.enabled {
+        return false;
+    }
+    relative.starts_with(b"cgi-bin/")
+        || relative.split(|&b| b == b'/').any(|segment| {
+            let ext = segment.iter().rposition(|&b| b == b'.').map(|i| &segment[i + 1..]);
+            ext.is_some_and(|e| e == b"cgi" || opts.interpreters.iter().any(|(x, _)| x.as_bytes() == e))
+        })
+}
+
 /// Decides what a regular file at `relative` (decoded, relative to ROOT) is.
 pub(crate) fn kind(opts: &CgiOptions, relative: &[u8], meta: &Metadata) -> Kind {
     let name = relative.rsplit(|&b| b == b'/').next().unwrap_or(relative);

@@ -131,6 +131,19 @@ impl Site {
         &self.options
     }
 
+    /// Whether answering `req` may block or burn CPU, so `hybrid` answers it on its worker
+    /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
+    /// may name a CGI script (judged by its name alone, erring towards the pool), or a
+    /// directory (a listing of a large one reads and stats every entry). Cheap: no system
+    /// call, one decode of the path.
+    pub fn is_heavy(&self, req: &Request<'_, '_>) -> bool {
+        if self.options.cpu_work.is_some() || req.target.path.ends_with('/') {
+            return true;
+        }
+        let Ok(relative) = resolve::decode_path(req.target.path) else { return false };
+        handler::find(&self.options.handlers, &relative).is_some() || cgi::may_run(&self.options.cgi, &relative)
+    }
+
     /// Decides the answer to `req` (with no peer address known).
     pub fn respond(&self, req: &Request<'_, '_>) -> Response {
         self.respond_from(req, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), &[])

@@ -30,7 +30,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     loops::run(ctx, "event", event_loop)
 }
 
-fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
+pub(crate) fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
     let poll = Poll::new()?;
     let token = |tag: Tag| Token(tag.encode() as usize);
     let shutdown_fd = lc.shutdown.fd().as_raw_fd();

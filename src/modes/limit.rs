@@ -158,6 +158,13 @@ impl LoopLimit {
         self.wakers[i].as_fd()
     }
 
+    /// Wakes loop `i` through its eventfd (`hybrid`'s pool: an answer is waiting for it).
+    pub(crate) fn wake(&self, i: usize) {
+        if let Some(w) = self.wakers.get(i) {
+            let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+        }
+    }
+
     /// Resets loop `i`'s eventfd after a wake-up.
     pub(crate) fn drain(&self, i: usize) {
         let _ = rustix::io::read(&self.wakers[i], &mut [0u8; 8]);

@@ -7,6 +7,7 @@
 //! Shutdown reaches every loop through the shutdown pipe, which each loop watches.
 
 use super::limit::LoopLimit;
+use super::offload::Offload;
 use super::ModeContext;
 use crate::net::Shutdown;
 use crate::server::Server;
@@ -24,12 +25,54 @@ pub(crate) struct LoopContext {
     pub limit: Arc<LoopLimit>,
     /// This loop's number, which names its waker in `limit`.
     pub index: usize,
+    /// `hybrid`: the worker pool that answers the requests that may block.
+    pub offload: Option<Arc<Offload>>,
+}
+
+/// `hybrid`'s worker pool: `threads` workers and at most `queue` waiting jobs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PoolSize {
+    pub threads: usize,
+    pub queue: usize,
 }
 
 /// Runs `body` on `--workers` threads (default: one per core) and joins them all.
 pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    run_with(ctx, name, body, None)
+}
+
+/// [`run`], with `hybrid`'s worker pool beside the loops when `pool` is given. The pool
+/// starts before the loops and finishes after they have all returned (see `offload.rs`).
+pub(crate) fn run_with(
+    ctx: ModeContext,
+    name: &str,
+    body: fn(LoopContext) -> anyhow::Result<()>,
+    pool: Option<PoolSize>,
+) -> anyhow::Result<()> {
     let n = ctx.workers.map(|w| w.max).unwrap_or_else(super::cores).max(1);
     let limit = LoopLimit::new(ctx.max_conns, n).context("eventfds for the loops")?;
+    let offload = match pool {
+        Some(p) => Some(Arc::new(
+            Offload::start(Arc::clone(&ctx.server), Arc::clone(&limit), n, p.threads, p.queue)
+                .context("start the worker pool")?,
+        )),
+        None => None,
+    };
+    let result = run_loops(ctx, name, body, n, &limit, offload.as_ref());
+    if let Some(offload) = offload {
+        offload.finish();
+    }
+    result
+}
+
+fn run_loops(
+    ctx: ModeContext,
+    name: &str,
+    body: fn(LoopContext) -> anyhow::Result<()>,
+    n: usize,
+    limit: &Arc<LoopLimit>,
+    offload: Option<&Arc<Offload>>,
+) -> anyhow::Result<()> {
     let mut siblings = Vec::with_capacity(n - 1);
     for _ in 1..n {
         siblings.push(ctx.listener.bind_sibling().context("bind a sibling listener")?);
@@ -41,8 +84,8 @@ pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow:
         // setsockopt per loop instead of one per connection. Responses are written whole,
         // and Nagle would only delay their last segment.
         socket2::SockRef::from(&listener).set_nodelay(true).context("TCP_NODELAY on the listener")?;
-        let (server, shutdown, limit) = (Arc::clone(&ctx.server), ctx.shutdown.clone(), Arc::clone(&limit));
-        let lc = LoopContext { server, listener, shutdown, limit, index: i };
+        let (server, shutdown, limit) = (Arc::clone(&ctx.server), ctx.shutdown.clone(), Arc::clone(limit));
+        let lc = LoopContext { server, listener, shutdown, limit, index: i, offload: offload.cloned() };
         let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
             let shutdown = lc.shutdown.clone();
             let result = body(lc);

@@ -28,8 +28,10 @@ mod children;
 pub mod event;
 mod evloop;
 pub mod fork;
+pub mod hybrid;
 mod limit;
 mod loops;
+mod offload;
 pub mod pool;
 pub mod prefork;
 mod send;
@@ -62,6 +64,8 @@ pub enum Mode {
     Event,
     /// io_uring event loops, one per worker thread.
     Uring,
+    /// epoll event loops for every socket, plus a worker pool for answers that may block.
+    Hybrid,
 }
 
 impl Mode {
@@ -74,6 +78,7 @@ impl Mode {
             Mode::Prefork => "prefork",
             Mode::Event => "event",
             Mode::Uring => "uring",
+            Mode::Hybrid => "hybrid",
         }
     }
 
@@ -87,6 +92,7 @@ impl Mode {
             Mode::Prefork => prefork::run,
             Mode::Event => event::run,
             Mode::Uring => uring::run,
+            Mode::Hybrid => hybrid::run,
         }
     }
 
@@ -136,6 +142,8 @@ pub struct ModeContext {
     pub workers: Option<Workers>,
     /// The most connections open at once.
     pub max_conns: usize,
+    /// `hybrid`'s worker pool threads (`--pool-threads`), if given.
+    pub pool_threads: Option<usize>,
 }
 
 /// The most workers `pool` and `prefork` grow to by default (Apache prefork's

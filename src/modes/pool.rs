@@ -59,7 +59,7 @@ struct State {
 }
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, workers, max_conns } = ctx;
+    let ModeContext { server, listener, shutdown, workers, max_conns, .. } = ctx;
     // Default: adapt from cores + 2 up to 256, so a crowd of slow or idle clients (each
     // pins a worker) makes the pool grow rather than queue everyone behind it.
     let workers = workers.unwrap_or(Workers { min: cores() + 2, max: super::DEFAULT_MAX_WORKERS });

@@ -77,7 +77,7 @@ struct Master {
 }
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, workers, max_conns } = ctx;
+    let ModeContext { server, listener, shutdown, workers, max_conns, .. } = ctx;
     // Default: adapt from cores up to 256 processes (Apache prefork's MaxRequestWorkers).
     let range = workers.unwrap_or(Workers { min: cores(), max: super::DEFAULT_MAX_WORKERS });
     // Each worker holds at most one connection, so MAX workers bound the open connections.

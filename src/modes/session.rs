@@ -21,7 +21,7 @@
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
 use super::send::{self, Outgoing, Sent};
-use crate::exchange::{Body, CgiResponse, Exchanger, Step};
+use crate::exchange::{Answer, Body, CgiResponse, Exchanger, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -48,6 +48,21 @@ enum Phase {
     /// After the last response, half-closed: client bytes are read and dropped until the
     /// client closes ([`Session::linger`]).
     Lingering,
+    /// The request at the front of the buffer is being answered elsewhere (`hybrid`'s
+    /// worker pool) until [`Session::offload_done`]; nothing is answered or sent meanwhile.
+    Offloaded,
+}
+
+/// What [`Session::answer_routed`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answered {
+    /// Nothing to answer yet (no whole head, or a response still going out).
+    No,
+    /// A response is ready in [`Session::out`].
+    Ready,
+    /// The request must be answered elsewhere: these are its bytes (from the start of the
+    /// request to the end of what has arrived); the session waits in `Offloaded`.
+    Offload { bytes: Vec<u8>, must_close: bool },
 }
 
 /// One connection's protocol state.
@@ -149,14 +164,63 @@ impl Session {
     ///
     /// `closing`: the server is shutting down, so the answer says `Connection: close`.
     pub(crate) fn answer(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, closing: bool) -> bool {
-        if self.is_sending() || !self.keep_alive || !self.has_partial_request() {
-            return false;
+        self.answer_routed(ex, server, pool, closing, false) == Answered::Ready
+    }
+
+    /// [`Session::answer`], but with `offload` a request whose answer may block is handed
+    /// back to the driver to be answered elsewhere ([`Answered::Offload`]).
+    pub(crate) fn answer_routed(
+        &mut self,
+        ex: &mut Exchanger,
+        server: &Server,
+        pool: &mut Pool,
+        closing: bool,
+        offload: bool,
+    ) -> Answered {
+        if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.phase == Phase::Offloaded {
+            return Answered::No;
         }
         let must_close = closing || self.served + 1 >= server.max_requests;
-        let answer = match ex.step(server, &self.inbuf[self.start..self.end], self.peer, must_close) {
-            Step::Partial => return false,
+        let bytes = &self.inbuf[self.start..self.end];
+        let answer = match ex.step_routed(server, bytes, self.peer, must_close, offload) {
+            Step::Partial => return Answered::No,
             Step::Respond(answer) => answer,
+            Step::Offload => {
+                self.phase = Phase::Offloaded;
+                return Answered::Offload { bytes: bytes.to_vec(), must_close };
+            }
         };
+        self.apply(&ex.head, answer, pool);
+        Answered::Ready
+    }
+
+    /// The answer to the offloaded request came back: frame it as if answered here.
+    /// False (and nothing changes) if the session no longer waits for one.
+    pub(crate) fn offload_done(&mut self, head: &[u8], answer: Answer, pool: &mut Pool) -> bool {
+        if self.phase != Phase::Offloaded {
+            return false;
+        }
+        self.phase = Phase::Open;
+        self.apply(head, answer, pool);
+        true
+    }
+
+    /// The offloaded request cannot be answered (`busy`: the pool is full, 503) or was not
+    /// answered in time (504): frame that instead; the connection then closes.
+    pub(crate) fn offload_failed(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, busy: bool) {
+        let bytes = &self.inbuf[self.start..self.end];
+        let answer = if busy { ex.busy(server, bytes, self.peer) } else { ex.late(server, bytes, self.peer) };
+        self.phase = Phase::Open;
+        self.apply(&ex.head, answer, pool);
+    }
+
+    /// Whether the front request is being answered elsewhere.
+    pub(crate) fn is_offloaded(&self) -> bool {
+        self.phase == Phase::Offloaded
+    }
+
+    /// Takes in an answer to the request at the front of the buffer.
+    fn apply(&mut self, head: &[u8], answer: Answer, pool: &mut Pool) {
         self.served += 1;
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
@@ -164,8 +228,7 @@ impl Session {
             self.phase = Phase::Delayed(delay);
         }
         self.release_inbuf_if_empty(pool);
-        self.frame(&ex.head, answer.body, pool);
-        true
+        self.frame(head, answer.body, pool);
     }
 
     /// The delay the last answer must wait (`--delay`), once: the session is then held
@@ -176,9 +239,10 @@ impl Session {
         Some(delay)
     }
 
-    /// Whether the answer is held by its `--delay` ([`Session::take_delay`]).
+    /// Whether the answer is held: by its `--delay` ([`Session::take_delay`]), or because
+    /// it is being made elsewhere ([`Answered::Offload`]).
     pub(crate) fn is_held(&self) -> bool {
-        self.phase == Phase::Held
+        matches!(self.phase, Phase::Held | Phase::Offloaded)
     }
 
     /// The delay is over: the held answer may be sent.

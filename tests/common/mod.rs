@@ -252,7 +252,7 @@ impl Fixture {
 #[macro_export]
 macro_rules! for_each_mode {
     ($($case:ident),* $(,)?) => {
-        $crate::for_each_mode!(@modes [single, fork, thread, pool, prefork, event, uring] [$($case),*]);
+        $crate::for_each_mode!(@modes [single, fork, thread, pool, prefork, event, uring, hybrid] [$($case),*]);
     };
     (@modes [$($mode:ident),*] $cases:tt) => {
         $( $crate::for_each_mode!(@one $mode $cases); )*

@@ -102,7 +102,7 @@ impl<Io> Conn<Io> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ConnId {
     pub(crate) slot: usize,
-    generation: u64,
+    pub(crate) generation: u64,
 }
 
 impl ConnId {

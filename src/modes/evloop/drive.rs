@@ -3,7 +3,9 @@
 //! the one choice of which deadline to arm afterwards.
 
 use super::{Backend, Loop, Received, Shared};
+use crate::modes::offload::Job;
 use crate::modes::send::Sent;
+use crate::modes::session::Answered;
 use crate::modes::timer::{At, Fixed, Kind};
 use std::time::Instant;
 
@@ -38,11 +40,26 @@ impl<B: Backend> Loop<B> {
                     Sent::Blocked => break true,
                 }
             }
-            if conn.session.answer(&mut self.ex, server, &mut self.pool, closing) {
-                if let Some(delay) = conn.session.take_delay() {
-                    park = Some((At::Delay, self.now + delay));
+            let offloading = self.offload.is_some();
+            match conn.session.answer_routed(&mut self.ex, server, &mut self.pool, closing, offloading) {
+                Answered::Ready => {
+                    if let Some(delay) = conn.session.take_delay() {
+                        park = Some((At::Delay, self.now + delay));
+                    }
+                    continue;
                 }
-                continue;
+                Answered::Offload { bytes, must_close } => {
+                    let peer = conn.session.peer;
+                    let job = Job { loop_index: self.index, conn: conn.id(slot), bytes, peer, must_close };
+                    if self.offload.as_ref().is_some_and(|pool| pool.submit(job)) {
+                        // Held until the pool answers (`Loop::woken`), or 504 at this deadline.
+                        park = Some((At::Delay, self.now + server.site.options().cgi.timeout));
+                        break true;
+                    }
+                    conn.session.offload_failed(&mut self.ex, server, &mut self.pool, true); // 503
+                    continue;
+                }
+                Answered::No => {}
             }
             if closing && conn.session.is_idle() {
                 break false;

@@ -33,6 +33,7 @@ mod drive;
 use super::accept::EXHAUSTED_BACKOFF;
 use super::limit::{Accepted, LoopLimit};
 use super::loops::LoopContext;
+use super::offload::{Done, Offload};
 use super::send::Sent;
 use super::session::{Pool, Session};
 use super::timer::{At, Deadlines, Fixed, Kind};
@@ -135,6 +136,9 @@ pub(crate) struct Loop<B: Backend> {
     limit: Arc<LoopLimit>,
     index: usize,
     deadlines: Deadlines,
+    /// `hybrid`: the worker pool, and a scratch list for the answers it sends back.
+    offload: Option<Arc<Offload>>,
+    answers: Vec<Done>,
     pub(crate) draining: bool,
     now: Instant,
     /// Scratch list of due deadlines, kept to avoid an allocation per wake-up.
@@ -156,6 +160,8 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         backoff_until: None,
         limit: lc.limit,
         index: lc.index,
+        offload: lc.offload,
+        answers: Vec::new(),
         draining: false,
         now: Instant::now(),
         due: Vec::new(),
@@ -191,9 +197,22 @@ impl<B: Backend> Loop<B> {
         self.accept_all();
     }
 
-    /// This loop's waker fired: a place freed up, which `resume_accepting` takes up.
+    /// This loop's waker fired: a place freed up, which `resume_accepting` takes up, or
+    /// (`hybrid`) the worker pool has answers for this loop's connections.
     pub(crate) fn woken(&mut self) {
         self.limit.drain(self.index);
+        let Some(offload) = &self.offload else { return };
+        let mut answers = std::mem::take(&mut self.answers);
+        offload.take(self.index, &mut answers);
+        for done in answers.drain(..) {
+            let slot = done.conn.slot;
+            // A connection closed since (or its slot reused) drops the answer.
+            let Some(conn) = self.conns.live(slot, done.conn.generation) else { continue };
+            if conn.session.offload_done(&done.head, done.answer, &mut self.pool) {
+                self.drive(slot);
+            }
+        }
+        self.answers = answers;
     }
 
     /// Accepts while connections are queued and the shared count has places: each accept
@@ -280,7 +299,13 @@ impl<B: Backend> Loop<B> {
                     self.drive(slot);
                 }
                 Kind::Delay => {
-                    conn.session.end_delay();
+                    if conn.session.is_offloaded() {
+                        // `hybrid`'s pool did not answer in time: 504, and its late answer
+                        // will find the session no longer waiting.
+                        conn.session.offload_failed(&mut self.ex, &self.server, &mut self.pool, false);
+                    } else {
+                        conn.session.end_delay();
+                    }
                     self.drive(slot);
                 }
                 // The pump answers 504 once the pipes are no longer watched, or 408 for a
