@@ -184,6 +184,8 @@ impl Exchanger {
         }
         let mut fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
         fields.extend(extra_fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        // `--header`: on every response written whole, parse errors and timeouts included.
+        fields.extend(server.site.options().response_headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let date = self.dates.get(SystemTime::now());
         let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive: !close, http10: meta.http10 };
         self.head.clear();

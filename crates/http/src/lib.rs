@@ -13,12 +13,14 @@
 //! - [`date`]: IMF-fixdate formatting with a once-per-second cache.
 //! - [`cgi`]: the header block of a CGI script's output (RFC 3875 §6).
 //! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
+//! - [`negotiate`]: `Accept-Encoding` and `Accept` with q-values.
 
 pub mod cgi;
 pub mod chunked;
 pub mod conditional;
 pub mod date;
 pub mod error;
+pub mod negotiate;
 pub mod range;
 pub mod request;
 pub mod response;
