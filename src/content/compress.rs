@@ -15,7 +15,7 @@
 //! in memory into a `Body::Bytes`; so are listings from [`MIN_SIZE`] up. Never for a range
 //! request (its 206 is the identity bytes), never for types already compressed (images,
 //! audio, video, archives, fonts in WOFF). A HEAD is encoded too, so it shows the same
-//! `Content-Length` as the GET. Levels: gzip 6, zstd 3, brotli 5 (fast enough per
+//! `Content-Length` as the GET. Levels: gzip 6 (flate2 on zlib-rs), zstd 3, brotli 5 (fast enough per
 //! request; precompressed siblings are where the slow, high levels belong).
 //!
 //! Either way every response for a file that has a sibling or could be encoded on the fly
@@ -240,6 +240,23 @@ mod tests {
             };
             assert_eq!(back, data, "{coding:?}");
             assert_eq!(encode(coding, &data).unwrap(), enc, "{coding:?} is deterministic, so its ETag may be strong");
+        }
+    }
+
+    /// Blocking modes answer on threads with small stacks (`modes::thread::STACK_SIZE`):
+    /// every encoder must fit in half of one (the driver's frames take the rest), in a
+    /// debug build too. flate2's default backend, miniz_oxide, did not (a stack overflow in
+    /// `thread` and `pool`); its zlib-rs backend keeps its state on the heap.
+    #[test]
+    fn encoders_fit_in_a_connection_threads_stack() {
+        let data: Vec<u8> = (0..100_000u32).flat_map(|i| format!("{i} ").into_bytes()).collect();
+        for coding in Coding::PREFERENCE {
+            let data = data.clone();
+            let t = std::thread::Builder::new()
+                .stack_size(crate::modes::thread::STACK_SIZE / 2)
+                .spawn(move || encode(coding, &data).map(|v| v.len()))
+                .unwrap();
+            assert!(t.join().unwrap().unwrap() > 0, "{coding:?}");
         }
     }
 
