@@ -39,8 +39,16 @@ fn get(path: &str, extra: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n{extra}\r\n")
 }
 
+/// `hi.cgi`, a script that prints `script ran`.
+fn with_script(fx: &Fixture) {
+    let script = fx.root().join("hi.cgi");
+    std::fs::write(&script, "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nscript ran'\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 fn custom_headers_on_every_response(mode: &str) {
     let fx = Fixture::new();
+    with_script(&fx);
     let s = start(
         mode,
         &fx,
@@ -53,6 +61,7 @@ fn custom_headers_on_every_response(mode: &str) {
         (get("/hello.txt", &format!("If-None-Match: {tag}\r\n")), 304),
         (get("/hello.txt", "Range: bytes=0-1\r\n"), 206),
         (get("/list/", ""), 200),
+        (get("/hi.cgi", ""), 200),
         (get("/missing", ""), 404),
         (get("/list", ""), 301),
         (get("/out-file", ""), 403),
@@ -90,6 +99,7 @@ fn cache_control_on_static_files_only(mode: &str) {
 
 fn cors_echoes_listed_origins_and_answers_preflight(mode: &str) {
     let fx = Fixture::new();
+    with_script(&fx);
     let s = start(mode, &fx, &["--cors", "https://a.example, http://b.example:8080"]);
     // Origin → Access-Control-Allow-Origin; Vary: Origin always.
     let cases: &[(Option<&str>, Option<&str>)] = &[
@@ -102,7 +112,7 @@ fn cors_echoes_listed_origins_and_answers_preflight(mode: &str) {
     ];
     for (origin, want) in cases {
         let extra = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
-        for path in ["/hello.txt", "/list/", "/missing"] {
+        for path in ["/hello.txt", "/list/", "/missing", "/hi.cgi"] {
             let (head, _) = fetch(&s, &get(path, &extra));
             assert_eq!(head_field(&head, "access-control-allow-origin"), *want, "{path} {origin:?}: {head}");
             assert!(head_field(&head, "vary").unwrap_or("").contains("Origin"), "{path}: {head}");
@@ -161,9 +171,7 @@ fn basic(user_pass: &str) -> String {
 
 fn basic_auth_guards_files_listings_scripts_and_handlers(mode: &str) {
     let fx = Fixture::new();
-    let script = fx.root().join("hi.cgi");
-    std::fs::write(&script, "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nscript ran'\n").unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    with_script(&fx);
     // What `mkpasswd -m sha-512 -R 1000` makes (fewer rounds than the default 5000, so a
     // debug build checks it quickly); the password holds a colon, which Basic allows.
     let hash = sha_crypt::sha512_simple("pa:ss wörd", &sha_crypt::Sha512Params::new(1000).unwrap()).unwrap();

@@ -99,6 +99,8 @@ pub struct CgiOutput {
     /// Whether a `Location: /path` alone may be followed (once per request).
     pub allow_local_redirect: bool,
     pub conn: ConnInfo,
+    /// Fields added to whatever head this output writes (`--header`, CORS; set by `Site`).
+    pub extra_fields: Vec<(String, String)>,
 }
 
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -137,6 +139,7 @@ impl CgiOutput {
             done: false,
             bytes_out: 0,
             logged: false,
+            extra_fields: Vec::new(),
             allow_local_redirect: true,
             conn: ConnInfo::default(),
         }
@@ -379,7 +382,13 @@ impl CgiOutput {
             keep_alive: self.keep_alive,
             http10: self.conn.http10,
         };
-        spidey_http::write_head(out, status, fields, &opts);
+        if self.extra_fields.is_empty() {
+            spidey_http::write_head(out, status, fields, &opts);
+        } else {
+            let mut all = fields.to_vec();
+            all.extend(self.extra_fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            spidey_http::write_head(out, status, &all, &opts);
+        }
         self.status = Some(status);
         self.head_sent = true;
     }

@@ -162,6 +162,11 @@ impl Site {
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
         }
+        if let Body::Cgi(cgi) = &mut response.body {
+            // A script's head is written by its output, later: it takes the fields along.
+            let own = response.fields.drain(..).map(|(n, v)| (n.to_string(), v));
+            cgi.extra_fields.extend(own.chain(self.options.response_headers.iter().cloned()));
+        }
         response
     }
 
