@@ -276,6 +276,33 @@ fn bad_feature_flags_exit_2_with_one_line() {
     }
 }
 
+/// The README's way of making a hash, `openssl passwd -6`, gives one Spidey accepts.
+#[test]
+fn openssl_made_hash_is_accepted() {
+    let out = Command::new("openssl").args(["passwd", "-6", "-stdin"]).stdin_bytes(b"s3cret:x\n");
+    let hash = String::from_utf8(out).unwrap().trim().to_string();
+    assert!(hash.starts_with("$6$"), "{hash}");
+    let fx = Fixture::new();
+    let s = start("event", &fx, &["--basic-auth", &format!("ann:{hash}")]);
+    assert_eq!(status_of(&fetch(&s, &get("/hello.txt", &basic("ann:s3cret:x"))).0), 200);
+    assert_eq!(status_of(&fetch(&s, &get("/hello.txt", &basic("ann:s3cret"))).0), 401);
+}
+
+trait StdinBytes {
+    fn stdin_bytes(&mut self, input: &[u8]) -> Vec<u8>;
+}
+
+impl StdinBytes for Command {
+    /// Runs the command with `input` on stdin; its stdout, once it succeeded.
+    fn stdin_bytes(&mut self, input: &[u8]) -> Vec<u8> {
+        let mut child = self.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{self:?}");
+        out.stdout
+    }
+}
+
 #[test]
 fn serve_help_names_every_feature_flag() {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(["serve", "--help"]).output().unwrap();
