@@ -10,6 +10,7 @@
 #   python3, perl   CGI scripts in the languages people write them in
 #   gcc             builds the example C handler (tests/handler.rs)
 #   nginx-light     the peer of the differential test (tests/differential_nginx.rs)
+#   openssl         makes a --basic-auth hash as the README says (tests/features_access.rs)
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
 #   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
 #   python3-pip     to install HdrHistogram's Python implementation from PyPI, which decodes
@@ -18,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-pip perl gcc nginx-light coreutils util-linux procps iproute2)
+packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -149,4 +149,27 @@ pub struct ServeArgs {
     /// How long in-flight responses may run after SIGINT or SIGTERM.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,
+    // --- Compression, headers and access (src/content/compress.rs, headers.rs, access.rs) ---
+    /// Serve FILE.br, FILE.zst or FILE.gz beside FILE when the client's Accept-Encoding
+    /// allows (a sibling older than FILE is stale and ignored), with Vary: Accept-Encoding.
+    #[arg(long)]
+    pub precompressed: bool,
+    /// Compress text, JSON, JavaScript, XML and SVG files (1 KiB to 4 MiB) and listings on
+    /// the fly with brotli, zstd or gzip as Accept-Encoding allows (never a 206).
+    #[arg(long)]
+    pub compress: bool,
+    /// Add the field 'Name: value' to every response (repeatable).
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
+    /// Allow cross-origin reads: '*' or a comma-separated list of origins
+    /// (https://a.example,https://b.example); answers OPTIONS preflights with 204.
+    #[arg(long, value_name = "ORIGINS")]
+    pub cors: Option<String>,
+    /// Require HTTP Basic authentication for everything (repeatable). HASH is a SHA-crypt
+    /// hash, e.g. from `mkpasswd -m sha-512` or `openssl passwd -6`; quote it for the shell.
+    #[arg(long, value_name = "USER:HASH")]
+    pub basic_auth: Vec<String>,
+    /// The Cache-Control value for static files (e.g. 'max-age=3600').
+    #[arg(long, value_name = "VALUE")]
+    pub cache_control: Option<String>,
 }

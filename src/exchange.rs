@@ -169,7 +169,12 @@ impl Exchanger {
         let mut answer = match response.body {
             content::Body::Cgi(run) => {
                 self.head.clear();
-                let cgi = CgiResponse::new(run, &meta, req.host, !close, server.quiet, !self.redirected);
+                // The script's head is written later, by its output: it takes along the
+                // fields the content side set (CORS) and `--header`'s.
+                let own = response.fields.into_iter().map(|(n, v)| (n.to_string(), v));
+                let headers = server.site.options().response_headers.iter().cloned();
+                let extra = own.chain(response.extra_fields).chain(headers).collect();
+                let cgi = CgiResponse::new(run, &meta, req.host, !close, server.quiet, !self.redirected, extra);
                 Answer { body: Body::Cgi(Box::new(cgi)), keep_alive: !close, consumed, delay: None }
             }
             _ => self.finish(server, response, &meta, close, consumed),
@@ -221,7 +226,8 @@ impl Exchanger {
     fn finish(&mut self, server: &Server, response: Response, meta: &Meta<'_>, close: bool, consumed: usize) -> Answer {
         let date = self.dates.get(SystemTime::now());
         self.head.clear();
-        let body = match frame(&mut self.head, date, server.quiet, response, meta, !close) {
+        let headers = &server.site.options().response_headers;
+        let body = match frame(&mut self.head, date, server.quiet, response, headers, meta, !close) {
             content::Body::Empty => Body::Empty,
             content::Body::Bytes(bytes) => Body::Bytes(bytes),
             content::Body::File { file, offset, len } => Body::File { file, offset, len },
@@ -233,14 +239,15 @@ impl Exchanger {
     }
 }
 
-/// Appends `response`'s head to `out` (adding `Date`, `Server`, `Content-Length` and
-/// `Connection`), records its access-log line unless `quiet`, and returns its body, emptied
-/// for HEAD and bodiless statuses.
+/// Appends `response`'s head to `out` (adding `Date`, `Server`, `Content-Length`,
+/// `Connection` and `--header`'s `headers`), records its access-log line unless `quiet`,
+/// and returns its body, emptied for HEAD and bodiless statuses.
 fn frame(
     out: &mut Vec<u8>,
     date: &str,
     quiet: bool,
     response: Response,
+    headers: &[(String, String)],
     meta: &Meta<'_>,
     keep_alive: bool,
 ) -> content::Body {
@@ -250,7 +257,7 @@ fn frame(
         body = content::Body::Empty;
     }
     let mut fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    fields.extend(extra_fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    fields.extend(extra_fields.iter().chain(headers).map(|(n, v)| (n.as_str(), v.as_str())));
     let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive, http10: meta.http10 };
     spidey_http::write_head(out, status, &fields, &opts);
     if !quiet {

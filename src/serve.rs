@@ -82,12 +82,39 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
             .map_err(|e| ConfigError(format!("handler {} ({}) {e}", prefix, path.display())))?;
         handlers.push(mount);
     }
-    let options =
-        SiteOptions { show_hidden: args.show_hidden, cgi, handlers, delay: args.delay, cpu_work: args.cpu_work };
+    let options = SiteOptions {
+        show_hidden: args.show_hidden,
+        cgi,
+        handlers,
+        delay: args.delay,
+        cpu_work: args.cpu_work,
+        ..features(args)?
+    };
     let site = Site::open(&args.root, options)
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
     let timeouts = Timeouts { head: args.head_timeout, idle: args.idle_timeout, send: args.send_timeout };
     Ok(Server { site, limits, timeouts, max_body: args.max_body, max_requests: args.max_requests, quiet: args.quiet })
+}
+
+/// The options of `--precompressed`, `--compress`, `--header`, `--cors`, `--basic-auth`
+/// and `--cache-control`, checked.
+fn features(args: &ServeArgs) -> Result<SiteOptions, ConfigError> {
+    use crate::content::{access, compress, headers};
+    let response_headers =
+        args.header.iter().map(|h| headers::parse_header(h)).collect::<Result<_, _>>().map_err(ConfigError)?;
+    Ok(SiteOptions {
+        compress: compress::CompressOptions { precompressed: args.precompressed, on_the_fly: args.compress },
+        auth: access::BasicAuth::parse(&args.basic_auth).map_err(ConfigError)?,
+        cors: args.cors.as_deref().map(access::Cors::parse).transpose().map_err(ConfigError)?,
+        response_headers,
+        cache_control: args
+            .cache_control
+            .as_deref()
+            .map(headers::parse_cache_control)
+            .transpose()
+            .map_err(ConfigError)?,
+        ..SiteOptions::default()
+    })
 }
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit: event-driven modes hold one

@@ -1,28 +1,47 @@
 //! Directory listings: an HTML page people like to read, or the same as JSON.
 //!
+//! JSON is chosen by `?format=json`, or by an `Accept` that weighs `application/json`
+//! above `text/html` (so `Accept: application/json` gets JSON and a browser's `Accept`
+//! HTML); every listing says `Vary: Accept`. The JSON is nginx autoindex's
+//! (`autoindex_format json`, `ngx_http_autoindex_json`), so tools written for nginx read
+//! it: an array of `{"name", "type": "directory"|"file"|"other", "mtime": IMF-fixdate,
+//! "size" (files only)}`. Symlinks are `other` (they are never followed here). With
+//! `--compress` a listing of at least 1 KiB is encoded as the client allows.
+//!
 //! Directories first, then files; `?sort=name|size|time&order=asc|desc`; dotfiles hidden
 //! unless `--show-hidden`. Every name is HTML-escaped where it is text and percent-encoded
 //! where it is a link, byte by byte, so `<script>`, quotes, newlines and non-UTF-8 names
 //! are shown faithfully and link to themselves. Symlinks are listed by their own metadata
 //! (lstat), so a listing never reveals anything about a target outside ROOT.
 
+use super::compress::{self, add_vary};
 use super::page::escape_html;
 use super::resolve::OpenDir;
 use super::{Body, Response, SiteOptions};
 use rustix::fs::{AtFlags, FileType};
 use serde::Serialize;
+use spidey_http::negotiate::media_weight;
 use spidey_http::{Request, StatusCode};
 use std::fmt::Write;
 
+/// What an entry is, by its own metadata (lstat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Directory,
+    File,
+    /// Symlinks, FIFOs, sockets, devices.
+    Other,
+}
+
 /// One listed entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Entry {
     /// The name, with invalid UTF-8 replaced by U+FFFD (the exact bytes are in `href`).
     pub name: String,
     /// The percent-encoded link, relative to the directory (with a trailing `/` for dirs).
     pub href: String,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: Kind,
     pub size: u64,
     /// Modification time, seconds since the epoch.
     pub mtime: i64,
@@ -64,15 +83,29 @@ pub fn respond(req: &Request<'_, '_>, dir: &OpenDir, options: &SiteOptions) -> R
     let Ok(mut entries) = read_entries(dir, options.show_hidden) else {
         return Response::error(StatusCode::FORBIDDEN, "This directory cannot be listed.");
     };
-    let v = view(req.target.query);
+    let mut v = view(req.target.query);
+    v.json |= wants_json(req.header("accept"));
     sort(&mut entries, v);
     let (content_type, body) = if v.json {
-        ("application/json", json(req.target.path, &entries))
+        ("application/json", json(&entries))
     } else {
         ("text/html; charset=utf-8", html(req.target.path, &entries, v).into_bytes())
     };
-    let fields = vec![("Content-Type", content_type.into()), ("Cache-Control", "no-cache".into())];
+    let mut fields = vec![("Content-Type", content_type.into()), ("Cache-Control", "no-cache".into())];
+    add_vary(&mut fields, "Accept");
+    if options.compress.on_the_fly {
+        add_vary(&mut fields, "Accept-Encoding");
+    }
+    let (body, coding) = compress::encode_body(options.compress, req, body);
+    if let Some(coding) = coding {
+        fields.push(("Content-Encoding", coding.token().into()));
+    }
     Response::new(StatusCode::OK, fields, Body::Bytes(body))
+}
+
+/// Whether `Accept` weighs JSON above HTML (no `Accept`, or `*/*`: HTML).
+fn wants_json(accept: Option<&[u8]>) -> bool {
+    accept.is_some() && media_weight(accept, "application", "json") > media_weight(accept, "text", "html")
 }
 
 fn read_entries(dir: &OpenDir, show_hidden: bool) -> rustix::io::Result<Vec<Entry>> {
@@ -87,13 +120,12 @@ fn read_entries(dir: &OpenDir, show_hidden: bool) -> rustix::io::Result<Vec<Entr
             continue;
         };
         let kind = match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => "dir",
-            FileType::RegularFile => "file",
-            FileType::Symlink => "symlink",
-            _ => "other",
+            FileType::Directory => Kind::Directory,
+            FileType::RegularFile => Kind::File,
+            _ => Kind::Other,
         };
         let mut href = percent_encode(raw);
-        if kind == "dir" {
+        if kind == Kind::Directory {
             href.push('/');
         }
         let name = String::from_utf8_lossy(raw).into_owned();
@@ -104,7 +136,7 @@ fn read_entries(dir: &OpenDir, show_hidden: bool) -> rustix::io::Result<Vec<Entr
 
 fn sort(entries: &mut [Entry], v: View) {
     entries.sort_by(|a, b| {
-        let dirs_first = (b.kind == "dir").cmp(&(a.kind == "dir"));
+        let dirs_first = (b.kind == Kind::Directory).cmp(&(a.kind == Kind::Directory));
         let by_key = match v.key {
             SortKey::Name => a.name.cmp(&b.name),
             SortKey::Size => a.size.cmp(&b.size),
@@ -128,15 +160,33 @@ pub fn percent_encode(raw: &[u8]) -> String {
     out
 }
 
-fn json(path: &str, entries: &[Entry]) -> Vec<u8> {
+/// nginx autoindex's JSON: `[{"name", "type", "mtime", "size" (files only)}]`.
+fn json(entries: &[Entry]) -> Vec<u8> {
     #[derive(Serialize)]
-    struct Listing<'a> {
-        path: &'a str,
-        entries: &'a [Entry],
+    struct Item<'a> {
+        name: &'a str,
+        #[serde(rename = "type")]
+        kind: Kind,
+        mtime: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
     }
-    let mut out = serde_json::to_vec_pretty(&Listing { path, entries }).unwrap_or_default();
+    let items: Vec<Item<'_>> = entries
+        .iter()
+        .map(|e| Item {
+            name: &e.name,
+            kind: e.kind,
+            mtime: spidey_http::date::format(system_time(e.mtime)),
+            size: (e.kind == Kind::File).then_some(e.size),
+        })
+        .collect();
+    let mut out = serde_json::to_vec_pretty(&items).unwrap_or_default();
     out.push(b'\n');
     out
+}
+
+fn system_time(unix_seconds: i64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_seconds.max(0) as u64)
 }
 
 fn html(path: &str, entries: &[Entry], v: View) -> String {
@@ -157,10 +207,9 @@ fn html(path: &str, entries: &[Entry], v: View) -> String {
         out.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
     }
     for e in entries {
-        let slash = if e.kind == "dir" { "/" } else { "" };
-        let size = if e.kind == "dir" { "-".to_string() } else { human_size(e.size) };
-        let time =
-            spidey_http::date::format(std::time::UNIX_EPOCH + std::time::Duration::from_secs(e.mtime.max(0) as u64));
+        let slash = if e.kind == Kind::Directory { "/" } else { "" };
+        let size = if e.kind == Kind::Directory { "-".to_string() } else { human_size(e.size) };
+        let time = spidey_http::date::format(system_time(e.mtime));
         let _ = writeln!(
             out,
             "<tr><td><a href=\"{}\">{}{slash}</a></td><td title=\"{} bytes\">{size}</td><td>{time}</td></tr>",
@@ -249,6 +298,36 @@ mod tests {
     }
 
     #[test]
+    fn json_is_nginx_autoindex_schema() {
+        let e =
+            |name: &str, kind, size| Entry { name: name.into(), href: String::new(), kind, size, mtime: 784_111_777 };
+        let entries = [e("d", Kind::Directory, 4096), e("<f\"'>", Kind::File, 3), e("l", Kind::Other, 9)];
+        let v: serde_json::Value = serde_json::from_slice(&json(&entries)).unwrap();
+        let want = serde_json::json!([
+            {"name": "d", "type": "directory", "mtime": "Sun, 06 Nov 1994 08:49:37 GMT"},
+            {"name": "<f\"'>", "type": "file", "mtime": "Sun, 06 Nov 1994 08:49:37 GMT", "size": 3},
+            {"name": "l", "type": "other", "mtime": "Sun, 06 Nov 1994 08:49:37 GMT"},
+        ]);
+        assert_eq!(v, want);
+    }
+
+    #[test]
+    fn wants_json_table() {
+        let cases: &[(Option<&str>, bool)] = &[
+            (None, false),
+            (Some("*/*"), false),
+            (Some("application/json"), true),
+            (Some("application/json, text/html;q=0.9"), true),
+            (Some("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), false),
+            (Some("application/json;q=0.5, text/html"), false),
+            (Some("application/*"), true),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(wants_json(accept.map(str::as_bytes)), *want, "{accept:?}");
+        }
+    }
+
+    #[test]
     fn sizes_table() {
         for (n, want) in [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (1 << 30, "1.0 GiB")] {
             assert_eq!(human_size(n), want);
@@ -258,7 +337,7 @@ mod tests {
     #[test]
     fn directories_sort_first_in_either_order() {
         let e = |name: &str, kind, size| Entry { name: name.into(), href: name.into(), kind, size, mtime: 0 };
-        let mut entries = vec![e("b", "file", 1), e("z", "dir", 0), e("a", "file", 9)];
+        let mut entries = vec![e("b", Kind::File, 1), e("z", Kind::Directory, 0), e("a", Kind::File, 9)];
         sort(&mut entries, View { key: SortKey::Size, descending: true, json: false });
         let names: Vec<_> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["z", "a", "b"]);

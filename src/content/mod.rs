@@ -7,19 +7,24 @@
 //!
 //! - [`resolve`]: request path → an open file or directory beneath ROOT, never outside it.
 //! - [`static_file`]: conditional GET, ranges and the fields of a file response.
+//! - [`compress`]: precompressed siblings and on-the-fly gzip/zstd/brotli.
 //! - [`listing`]: directory listings in HTML and JSON.
+//! - [`access`]: `--basic-auth` and `--cors`; [`headers`]: `--header`, `--cache-control`.
 //! - [`page`]: the small HTML bodies of error responses.
 //! - [`cgi`], [`cgi_env`], [`cgi_intake`], [`cgi_run`], [`cgi_process`]: CGI/1.1 scripts,
 //!   a body source ([`Body::Cgi`]) whose events the exchanger frames.
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
+pub mod access;
 pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_intake;
 pub mod cgi_process;
 pub mod cgi_run;
+pub mod compress;
 mod file_cache;
 pub mod handler;
+pub mod headers;
 pub mod listing;
 pub mod page;
 pub mod resolve;
@@ -106,6 +111,16 @@ pub struct SiteOptions {
     pub delay: Option<Duration>,
     /// `--cpu-work`: how much CPU every request burns before it is answered.
     pub cpu_work: Option<Duration>,
+    /// `--precompressed`, `--compress`.
+    pub compress: compress::CompressOptions,
+    /// `--basic-auth`.
+    pub auth: Option<access::BasicAuth>,
+    /// `--cors`.
+    pub cors: Option<access::Cors>,
+    /// `--header`: added to every response written whole (see `Exchanger`).
+    pub response_headers: Vec<(String, String)>,
+    /// `--cache-control`: for static files.
+    pub cache_control: Option<String>,
 }
 
 /// The served tree: a directory handle for ROOT and the rules for answering from it.
@@ -151,7 +166,25 @@ impl Site {
 
     /// Decides the answer to `req` from `peer`. `body` is the request body when it is
     /// already whole in the receive buffer (only handlers look at it).
+    ///
+    /// Access comes first: a CORS preflight is answered before authentication (browsers
+    /// send it without credentials), then `--basic-auth` guards everything else.
     pub fn respond_from(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
+        let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
+        let mut response = match (preflight, &self.options.auth) {
+            (Some(preflight), _) => preflight,
+            (None, Some(auth)) if !auth.allows(req.header("authorization")) => access::BasicAuth::challenge(),
+            (None, _) => self.answer(req, peer, body),
+        };
+        if let Some(cors) = &self.options.cors {
+            cors.decorate(req, &mut response);
+        }
+        // (A script's response keeps its fields: the exchanger hands them, with
+        // `--header`'s, to the head the script's output writes later.)
+        response
+    }
+
+    fn answer(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
         // Decoded once: handler mounts, static files and scripts are all found by this path.
         let relative = resolve::decode_path(req.target.path);
         if let Ok(relative) = &relative {
@@ -191,9 +224,7 @@ impl Site {
         }
         match resolved {
             // The content type comes from the name that was opened, decoded.
-            resolve::Resolved::File(file, meta) => {
-                static_file::respond(req, file, &meta, relative.as_deref().unwrap_or_default())
-            }
+            resolve::Resolved::File(file, meta) => self.file(req, file, &meta, relative.as_deref().unwrap_or_default()),
             resolve::Resolved::Dir(dir) => self.directory(req, dir),
         }
     }
@@ -210,9 +241,16 @@ impl Site {
             return redirect_to_slash(req);
         }
         match self.root.index(&dir) {
-            Some((file, meta)) => static_file::respond(req, file, &meta, b"index.html"),
+            Some((file, meta, path)) => self.file(req, file, &meta, &path),
             None => listing::respond(req, &dir, &self.options),
         }
+    }
+
+    /// A regular file at `relative` (decoded): its representation is negotiated, then sent.
+    fn file(&self, req: &Request<'_, '_>, file: Arc<File>, meta: &std::fs::Metadata, relative: &[u8]) -> Response {
+        let content_type = static_file::content_type(relative);
+        let choice = compress::choose(&self.root, self.options.compress, req, relative, meta, content_type);
+        static_file::respond(req, file, meta, content_type, choice, self.options.cache_control.as_deref())
     }
 }
 

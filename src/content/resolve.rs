@@ -125,7 +125,8 @@ impl Root {
 
     /// `index.html` in `dir`, if it is a regular file, looked up from ROOT: an index that
     /// is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
-    pub fn index(&self, dir: &OpenDir) -> Option<(Arc<File>, Metadata)> {
+    /// Also returns the index's path relative to ROOT (its precompressed siblings are found by it).
+    pub fn index(&self, dir: &OpenDir) -> Option<(Arc<File>, Metadata, Vec<u8>)> {
         let mut path = dir.relative.clone();
         if path == b"." {
             path.clear();
@@ -134,7 +135,7 @@ impl Root {
         }
         path.extend_from_slice(b"index.html");
         match self.resolve_decoded(&path) {
-            Ok(Resolved::File(file, meta)) => Some((file, meta)),
+            Ok(Resolved::File(file, meta)) => Some((file, meta, path)),
             _ => None,
         }
     }

@@ -1,10 +1,12 @@
-//! A regular file's response: validators, conditional GET, single ranges.
+//! A regular file's response: validators, conditional GET, single ranges, and the
+//! representation [`compress`] negotiated (its ETag carries the coding).
 //!
 //! The media type is the opened file's: `name` is the decoded path that was opened (or
 //! `index.html` for a directory's index), never the raw request path, so `/dir/` served
 //! from its index is HTML and `/a%2Ehtml` is typed by the `.html` it decodes to. A
 //! symlink is typed by its own name, as nginx and Apache do.
 
+use super::compress::{self, Choice, Encoding};
 use super::{Body, Response};
 use spidey_http::conditional::{etag, if_range_holds, not_modified};
 use spidey_http::range::{self, RangeOutcome};
@@ -13,22 +15,52 @@ use std::fs::{File, Metadata};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// Answers GET or HEAD for an open regular file, opened as `name` (a decoded path).
-pub fn respond(req: &Request<'_, '_>, file: Arc<File>, meta: &Metadata, name: &[u8]) -> Response {
+/// Answers GET or HEAD for an open regular file of type `content_type`, sending the
+/// representation `choice` negotiated (the file, a precompressed sibling, or the file
+/// encoded now). `cache_control` is `--cache-control`.
+pub fn respond(
+    req: &Request<'_, '_>,
+    file: Arc<File>,
+    meta: &Metadata,
+    content_type: &str,
+    choice: Choice,
+    cache_control: Option<&str>,
+) -> Response {
+    // `on_the_fly`: the coding to apply now (never for a range request: see `compress::choose`).
+    let (file, meta, coding, on_the_fly) = match choice.encoding {
+        Encoding::Identity => (file, meta.clone(), None, None),
+        Encoding::Sibling { coding, file, meta } => (file, meta, Some(coding), None),
+        Encoding::OnTheFly(coding) => (file, meta.clone(), Some(coding), Some(coding)),
+    };
     let len = meta.len();
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    let tag = etag(mtime, len);
+    let tag = compress::tag_with(etag(mtime, len), coding);
     let last_modified = spidey_http::date::format(mtime);
     let now = SystemTime::now();
+    let mut fields = Vec::with_capacity(8);
+    if choice.vary {
+        fields.push(("Vary", "Accept-Encoding".to_string()));
+    }
+    if let Some(value) = cache_control {
+        fields.push(("Cache-Control", value.to_string()));
+    }
     if not_modified(req.header("if-none-match"), req.header("if-modified-since"), &tag, mtime, now) {
-        let fields = vec![("ETag", tag), ("Last-Modified", last_modified)];
+        fields.extend([("ETag", tag), ("Last-Modified", last_modified)]);
         return Response::new(StatusCode::NOT_MODIFIED, fields, Body::Empty);
     }
-    let mut fields = vec![
-        ("Content-Type", content_type(name).to_string()),
-        ("Last-Modified", last_modified),
-        ("Accept-Ranges", "bytes".to_string()),
-    ];
+    fields.push(("Content-Type", content_type.to_string()));
+    if let Some(coding) = coding {
+        fields.push(("Content-Encoding", coding.token().to_string()));
+    }
+    fields.push(("Last-Modified", last_modified));
+    if let Some(coding) = on_the_fly {
+        fields.push(("ETag", tag));
+        return match compress::encode_file(coding, &file) {
+            Ok(bytes) => Response::new(StatusCode::OK, fields, Body::Bytes(bytes)),
+            Err(_) => Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The server failed to read this file."),
+        };
+    }
+    fields.push(("Accept-Ranges", "bytes".to_string()));
     let wanted = match req.header("range") {
         Some(value) if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime) => {
             range::resolve(value, len)

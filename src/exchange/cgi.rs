@@ -74,6 +74,8 @@ struct Request {
     quiet: bool,
     /// Whether a `Location: /path` alone may be followed (once per request).
     may_redirect: bool,
+    /// Fields added to whatever head this answer writes (CORS, `--header`).
+    extra: Vec<(String, String)>,
 }
 
 /// A script's answer being framed. Dropping it kills and reaps the script, and logs a
@@ -99,6 +101,7 @@ impl CgiResponse {
         keep_alive: bool,
         quiet: bool,
         may_redirect: bool,
+        extra: Vec<(String, String)>,
     ) -> Self {
         let request = Request {
             peer: meta.peer,
@@ -111,6 +114,7 @@ impl CgiResponse {
             keep_alive,
             quiet,
             may_redirect,
+            extra,
         };
         CgiResponse { run, output: Output::Pending, request, bytes_out: 0 }
     }
@@ -224,7 +228,7 @@ impl CgiResponse {
         let keep_alive = self.request.keep_alive && !failure.close;
         let date = spidey_http::date::format(SystemTime::now());
         let response = Response::error(failure.status, failure.detail);
-        let body = frame(out, &date, self.request.quiet, response, &self.meta(), keep_alive);
+        let body = frame(out, &date, self.request.quiet, response, &self.request.extra, &self.meta(), keep_alive);
         if let Body::Bytes(page) = body {
             out.extend_from_slice(&page);
         }
@@ -270,7 +274,7 @@ fn head_output(request: &Request, head: &CgiHead, out: &mut Vec<u8>) -> Output {
     if let Some(loc) = &head.location {
         fields.push(("Location", loc));
     }
-    fields.extend(head.fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    fields.extend(head.fields.iter().chain(&request.extra).map(|(n, v)| (n.as_str(), v.as_str())));
     let framing = if status.forbids_body() {
         Framing::None
     } else if request.http10 {
@@ -315,6 +319,7 @@ mod tests {
             keep_alive: true,
             quiet: true,
             may_redirect: true,
+            extra: Vec::new(),
         }
     }
 

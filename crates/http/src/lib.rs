@@ -15,6 +15,7 @@
 //! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
 //! - [`encoder`]: the framing of a response body as it is written (length, chunked,
 //!   close-delimited).
+//! - [`negotiate`]: `Accept-Encoding` and `Accept` with q-values.
 
 pub mod cgi;
 pub mod chunked;
@@ -22,6 +23,7 @@ pub mod conditional;
 pub mod date;
 pub mod encoder;
 pub mod error;
+pub mod negotiate;
 pub mod range;
 pub mod request;
 pub mod response;
