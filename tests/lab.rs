@@ -9,10 +9,11 @@ use std::process::Command;
 /// Experiments the test runs: they need only what every build has (single mode).
 const EXPERIMENTS: [&str; 2] = ["000", "001"];
 
-/// Runs the lab with `tmp` as its temporary directory (where its scratch directory goes).
+/// Runs the lab with `tmp` as its temporary directory (where its scratch directory goes),
+/// from `tmp` as its current directory too: the experiments are built into the binary.
 fn lab(out: &Path, tmp: &Path, extra: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(tmp)
         .env("TMPDIR", tmp)
         .args(["lab", "--quick", "--out"])
         .arg(out)
@@ -97,6 +98,32 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let mut want: BTreeSet<String> = dropped.iter().map(|&i| id(&first[i])).collect();
     want.extend(kept.iter().filter(|v| v["outcome"] != "measured").map(|v| id(v)));
     assert_eq!(rerun, want, "--resume reran exactly the missing points");
+}
+
+/// Regression: `spidey lab` read `experiments/` from the current directory. From an empty
+/// one it must still find (and here, with a bad id, refuse) the built-in experiments, and
+/// `--experiments-dir` must still read a directory of its own.
+#[test]
+fn experiments_are_built_in_and_a_directory_overrides_them() {
+    let cwd = tempfile::tempdir().unwrap();
+    let run =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_spidey")).current_dir(cwd.path()).args(args).output().unwrap();
+    // A prefix only the built-in set has: matched (the lab then fails on the bad --out).
+    let out = run(&["lab", "--quick", "--out", "/proc/no-such-dir/lab-out", "003"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no experiment matches"), "built-in 003 not found: {stderr}");
+    assert!(stderr.contains("cannot create /proc/no-such-dir/lab-out"), "{stderr}");
+    // A directory of our own replaces them: 003 is not in it.
+    let dir = cwd.path().join("mine");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/001-delay.toml"), dir.join("900-mine.toml"))
+        .unwrap();
+    let dir_s = dir.to_str().unwrap();
+    let out = run(&["lab", "--quick", "--experiments-dir", dir_s, "--out", "/proc/no-such-dir/x", "003"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment matches '003'"));
+    let out = run(&["lab", "--quick", "--experiments-dir", dir_s, "--out", "/proc/no-such-dir/x", "900"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create /proc/no-such-dir/x"));
 }
 
 #[test]

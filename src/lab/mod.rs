@@ -1,6 +1,6 @@
 //! `spidey lab`: reproduces the seed studies on this machine and reports them.
 //!
-//! An experiment file (`experiments/*.toml`, [`experiment`]) is expanded into points
+//! An experiment file (`experiments/*.toml`, built into the binary, [`experiment`]) is expanded into points
 //! ([`plan`]); for each server configuration the [`runner`] generates a document root
 //! ([`docroot`]), starts the server as a child ([`server`]), measures each point through
 //! the load seam ([`load`]) and appends it to `results.jsonl` ([`results`]) at once, so
@@ -28,9 +28,9 @@ use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
-    let paths = experiment::find(&args.experiments_dir, &args.experiments)?;
-    anyhow::ensure!(!paths.is_empty(), "no experiments in {}", args.experiments_dir.display());
-    let exps: Vec<Experiment> = paths.iter().map(|p| Experiment::load(p)).collect::<anyhow::Result<_>>()?;
+    let sources = experiment::find(args.experiments_dir.as_deref(), &args.experiments)?;
+    anyhow::ensure!(!sources.is_empty(), "no experiments found");
+    let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;

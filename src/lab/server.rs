@@ -39,7 +39,7 @@ pub(crate) enum Started {
 
 /// Starts the server a spec describes over `root`.
 pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot) -> anyhow::Result<Started> {
-    if let Some(missing) = spec.requires.iter().find(|r| !Path::new(r).exists()) {
+    if let Some(missing) = spec.requires.iter().find(|r| !root.sources().join(r).exists()) {
         return Ok(Started::Unavailable(format!("{}: needs {missing}, not found", spec.label)));
     }
     if let Err(e) = prepare(spec, root) {
@@ -57,10 +57,9 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot) -> anyhow
 
 /// The placeholders a server spec's commands may use.
 fn vars(root: &DocRoot) -> Vec<(&'static str, String)> {
-    let repo = std::env::current_dir().unwrap_or_default();
     vec![
         ("root", root.root().display().to_string()),
-        ("repo", repo.display().to_string()),
+        ("repo", root.sources().display().to_string()),
         ("dir", root.scratch().display().to_string()),
     ]
 }
