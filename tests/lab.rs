@@ -61,7 +61,10 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     // A measured row: the single server's static file at one connection has a number here
     // and the seed's 0.006 beside it.
     let row = md.lines().find(|l| l.starts_with("| static | single | 1 |")).expect("static/single/1 row");
-    let here: f64 = row.split('|').nth(4).unwrap().trim().parse().expect("a measured number");
+    // The median and its interval from three repeats: `0.0061 [0.0059–0.0064]`.
+    let cell = row.split('|').nth(4).unwrap().trim();
+    let here: f64 = cell.split(' ').next().unwrap().parse().expect("a measured number");
+    assert!(cell.contains(" [") && cell.ends_with(']'), "an interval: {row}");
     assert!(here > 0.0, "{row}");
     assert!(row.ends_with("| 0.006000 |"), "{row}");
     assert!(md.contains("## Machine") && md.contains("| Cores |"), "machine section");

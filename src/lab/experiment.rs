@@ -96,8 +96,9 @@ pub(crate) struct Sweep {
     pub servers: Vec<ServerSpec>,
     pub workloads: Vec<String>,
     pub clients: Vec<ClientSpec>,
-    /// Times each point is measured; tables show the median.
-    #[serde(default = "one")]
+    /// Times each point is measured in a full run (at least 5); tables show the median and
+    /// its bootstrap interval.
+    #[serde(default = "five")]
     pub repeats: u32,
     /// Requests sent before the first point of each server, to warm it up.
     #[serde(default = "ten")]
@@ -281,8 +282,8 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     Ok(n * mult)
 }
 
-fn one() -> u32 {
-    1
+fn five() -> u32 {
+    5
 }
 fn ten() -> u64 {
     10
@@ -306,6 +307,9 @@ impl Experiment {
     /// Every name a sweep uses must be defined, and every seed row must fit its table.
     fn check(&self) -> anyhow::Result<()> {
         for sweep in &self.sweeps {
+            anyhow::ensure!(sweep.repeats >= 5, "sweep {}: a full run needs at least 5 repeats", sweep.name);
+            let quick = sweep.quick.repeats.unwrap_or(crate::lab::plan::QUICK_REPEATS);
+            anyhow::ensure!(quick >= 3, "sweep {}: a quick run needs at least 3 repeats", sweep.name);
             let names = sweep.workloads.iter().chain(sweep.quick.workloads.iter().flatten());
             for w in names {
                 anyhow::ensure!(self.workload(w).is_some(), "sweep {}: unknown workload '{w}'", sweep.name);

@@ -20,6 +20,7 @@ mod report;
 mod results;
 mod runner;
 mod server;
+mod stats;
 mod table;
 
 use crate::cli::LabArgs;

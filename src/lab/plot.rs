@@ -1,5 +1,6 @@
 //! SVG line charts (plotters): a metric against concurrency or rate, one line per server
-//! (and per metric when a chart shows two, like p50 and p99).
+//! (and per metric when a chart shows two, like p50 and p99), through the medians of the
+//! repeats, with each median's bootstrap 95% interval as an error bar.
 
 use crate::lab::experiment::PlotSpec;
 use crate::lab::table::{dim_header, Sample};
@@ -21,7 +22,8 @@ struct Series {
     name: String,
     color: RGBColor,
     bold: bool,
-    points: Vec<(f64, f64)>,
+    /// (x, median, low, high): the bounds are NaN without an interval.
+    points: Vec<(f64, f64, f64, f64)>,
 }
 
 /// The chart as an SVG document, or None when nothing was measured for it.
@@ -49,11 +51,14 @@ fn series(spec: &PlotSpec, samples: &[Sample]) -> Vec<Series> {
     let mut out = Vec::new();
     for (i, server) in servers.iter().enumerate() {
         for (j, metric) in spec.y.iter().enumerate() {
-            let mut points: Vec<(f64, f64)> = chosen
+            let mut points: Vec<(f64, f64, f64, f64)> = chosen
                 .iter()
                 .filter(|s| s.server == *server)
-                .map(|s| (x_of(spec, s.coord(spec.x)), s.value(*metric)))
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .map(|s| {
+                    let i = s.interval(*metric);
+                    (x_of(spec, s.coord(spec.x)), i.median, i.lo, i.hi)
+                })
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             let name = if spec.y.len() > 1 { format!("{server} {}", metric.name()) } else { server.to_string() };
@@ -75,7 +80,7 @@ fn x_of(spec: &PlotSpec, x: f64) -> f64 {
 fn draw(spec: &PlotSpec, series: &[Series], out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = all().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
-    let y1 = all().fold(0.0f64, |hi, p| hi.max(p.1)) * 1.1;
+    let y1 = all().fold(0.0f64, |hi, p| hi.max(p.1).max(if p.3.is_finite() { p.3 } else { 0.0 })) * 1.1;
     let (x0, x1) = if x1 > x0 { (x0, x1) } else { (x0 - 1.0, x0 + 1.0) };
     let y1 = if y1 > 0.0 { y1 } else { 1.0 };
     let root = SVGBackend::with_string(out, (760, 420)).into_drawing_area();
@@ -98,10 +103,14 @@ fn draw(spec: &PlotSpec, series: &[Series], out: &mut String) -> Result<(), Box<
         .draw()?;
     for s in series.iter().filter(|s| !s.points.is_empty()) {
         let style = ShapeStyle { color: s.color.to_rgba(), filled: true, stroke_width: if s.bold { 2 } else { 1 } };
+        let line = s.points.iter().map(|p| (p.0, p.1));
         chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), style).point_size(if s.bold { 3 } else { 2 }))?
+            .draw_series(LineSeries::new(line, style).point_size(if s.bold { 3 } else { 2 }))?
             .label(s.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        let bars = s.points.iter().filter(|p| p.2.is_finite() && p.3.is_finite());
+        let thin = ShapeStyle { stroke_width: 1, ..style };
+        chart.draw_series(bars.map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, thin, 8)))?;
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
     root.present()?;

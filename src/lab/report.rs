@@ -65,7 +65,8 @@ fn intro(quick: bool, machine: &Machine) -> Vec<Block> {
     vec![
         Block::Heading(1, "Spidey lab report".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\", the median of repeats) and the seed's published numbers beside them. Findings are computed from the numbers here."
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise.",
+            repeats = if quick { "3" } else { "5 (or more)" }
         )),
         Block::Heading(2, "Machine".into()),
         Block::Table(vec!["".into(), "".into()], machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect()),

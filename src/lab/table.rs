@@ -5,6 +5,7 @@ use crate::lab::experiment::{ClientSpec, Dim, SeedRow};
 use crate::lab::metric::{self, Measurement, Metric};
 use crate::lab::plan::{point_id, Active};
 use crate::lab::results::{Outcome, Record};
+use crate::lab::stats::{self, Interval};
 use std::collections::HashMap;
 
 /// One server × workload × client of a sweep, with every repeat measured so far.
@@ -19,7 +20,17 @@ pub(crate) struct Sample {
 impl Sample {
     /// The median over repeats; NaN when nothing was measured.
     pub fn value(&self, m: Metric) -> f64 {
-        metric::median(self.runs.iter().map(|r| m.value(r)).collect())
+        metric::median(self.values(m))
+    }
+
+    /// The metric in each repeat.
+    pub fn values(&self, m: Metric) -> Vec<f64> {
+        self.runs.iter().map(|r| m.value(r)).filter(|v| !v.is_nan()).collect()
+    }
+
+    /// The median over repeats with its bootstrap 95% interval.
+    pub fn interval(&self, m: Metric) -> Interval {
+        stats::median_interval(&self.values(m))
     }
 
     /// The point's coordinate along a dimension, as a number (NaN for names).
@@ -30,6 +41,19 @@ impl Sample {
             Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
             Dim::Server | Dim::Workload => f64::NAN,
         }
+    }
+
+    /// Where the point is, in words: its client settings.
+    pub fn place(&self) -> String {
+        let c = &self.client;
+        let mut parts = vec![phrase(Dim::Connections, f64::from(c.c))];
+        if let Some(n) = c.n {
+            parts.push(phrase(Dim::Requests, n as f64));
+        }
+        if let Some(r) = c.rate {
+            parts.push(phrase(Dim::Rate, r));
+        }
+        parts.join(", ")
     }
 
     /// The point's coordinate along a dimension, as the table shows it.
@@ -89,7 +113,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
             let seed = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
             let mut row: Vec<String> = spec.dims.iter().map(|d| s.label(*d)).collect();
             for (i, col) in spec.columns.iter().enumerate() {
-                row.push(if s.runs.is_empty() { "–".into() } else { metric::format(s.value(col.metric)) });
+                row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(col.metric)) });
                 if has_seed {
                     row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
                 }
@@ -100,7 +124,16 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
     (headers, rows)
 }
 
-fn seed_matches(r: &SeedRow, s: &Sample) -> bool {
+/// `median [lo–hi]`, or the median alone when there is no interval.
+pub(crate) fn with_interval(i: Interval) -> String {
+    if i.known() {
+        format!("{} [{}–{}]", metric::format(i.median), metric::format(i.lo), metric::format(i.hi))
+    } else {
+        metric::format(i.median)
+    }
+}
+
+pub(crate) fn seed_matches(r: &SeedRow, s: &Sample) -> bool {
     r.server.as_ref().map_or(true, |x| *x == s.server)
         && r.workload.as_ref().map_or(true, |x| *x == s.workload)
         && r.c.map_or(true, |x| x == s.client.c)
