@@ -66,7 +66,8 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let here: f64 = cell.split(' ').next().unwrap().parse().expect("a measured number");
     assert!(cell.contains(" [") && cell.ends_with(']'), "an interval: {row}");
     assert!(here > 0.0, "{row}");
-    assert!(row.ends_with("| 0.006000 |"), "{row}");
+    assert!(row.contains("| 0.006000 |"), "{row}");
+    assert!(md.contains("| Pinning |"), "the machine table records the pinning");
     assert!(md.contains("## Machine") && md.contains("| Cores |"), "machine section");
     assert!(md.contains("- Finding: "), "findings");
 
@@ -79,6 +80,18 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let results = dir.path().join("results.jsonl");
     let first = lines(&results);
     assert!(first.iter().any(|v| v["outcome"] == "measured"), "some point measured");
+    // The server's CPU, reaped children included: fork's CGI points cost CPU time in
+    // processes the server has reaped by the end of the point.
+    let cgi_fork_cpu: f64 = first
+        .iter()
+        .filter(|v| v["server"] == "fork" && v["workload"] == "cgi" && v["outcome"] == "measured")
+        .map(|v| v["measurement"]["cpu"]["server_cpu_us"].as_f64().unwrap())
+        .sum();
+    assert!(cgi_fork_cpu > 0.0, "fork's CGI children's CPU time is counted");
+    for v in first.iter().filter(|v| v["outcome"] == "measured") {
+        let cpu = &v["measurement"]["cpu"];
+        assert!(cpu["load1"].is_f64() && cpu["steal_pct"].is_f64() && cpu["disturbed"].is_boolean(), "{cpu}");
+    }
     let ids: BTreeSet<String> = first.iter().map(id).collect();
     assert_eq!(ids.len(), first.len(), "one line per point");
 

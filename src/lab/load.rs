@@ -80,5 +80,7 @@ fn measurement(r: &BenchResult) -> Measurement {
         p90_us: r.latency.p90_us as f64,
         p99_us: r.latency.p99_us as f64,
         max_us: r.latency.max_us as f64,
+        // Filled in by the runner, which sees the server process.
+        cpu: Default::default(),
     }
 }

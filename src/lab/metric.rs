@@ -20,6 +20,9 @@ pub(crate) struct Measurement {
     pub p90_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// The server's CPU time and the machine's state during the point.
+    #[serde(default)]
+    pub cpu: crate::lab::cpu::PointCpu,
 }
 
 /// A number read from a [`Measurement`], with its unit.
@@ -36,6 +39,8 @@ pub(crate) enum Metric {
     MbS,
     GbS,
     ErrorPct,
+    /// Server CPU time (process tree, reaped children included) per response, µs.
+    CpuUs,
 }
 
 /// Whether larger values of a metric are better.
@@ -58,6 +63,8 @@ impl Metric {
             Metric::MbS => m.bytes_per_s / 1e6,
             Metric::GbS => m.bytes_per_s / 1e9,
             Metric::ErrorPct => error_pct(m),
+            Metric::CpuUs if m.responses == 0 => f64::NAN,
+            Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
         }
     }
 
@@ -81,6 +88,7 @@ impl Metric {
             Metric::MbS => "MB/s",
             Metric::GbS => "GB/s",
             Metric::ErrorPct => "errors (%)",
+            Metric::CpuUs => "server CPU per request (µs)",
         }
     }
 }

@@ -8,6 +8,7 @@
 //! in the seeds' shapes ([`table`]), plots ([`plot`]), computed findings ([`finding`]) and
 //! the machine's description ([`machine`]).
 
+mod cpu;
 mod docroot;
 mod experiment;
 mod finding;
@@ -34,6 +35,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
+    let pinning = cpu::pin();
     let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
@@ -43,7 +45,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe())?;
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe(pinning))?;
     println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
     Ok(())
 }

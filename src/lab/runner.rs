@@ -1,6 +1,7 @@
 //! Runs an experiment's points: per server configuration, start the server over the
 //! generated root, warm it up, measure each point still missing from the journal, stop it.
 
+use crate::lab::cpu;
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{ClientSpec, Experiment};
 use crate::lab::load::{measure, Load};
@@ -58,7 +59,7 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
         run.bar.set_message(point.id.clone());
         let check = checked.entry(&point.workload).or_insert_with(|| probe(server.port, root, &point.workload));
         let record = match check {
-            Ok(()) => measure_point(exp, point, server.port, root),
+            Ok(()) => measure_point(exp, point, &server, root),
             Err(why) => {
                 let mut r = Record::new(&exp.id, point, Outcome::Skipped);
                 r.note = Some(format!("{}: does not serve {} here ({why})", sr.server.label, point.workload));
@@ -109,10 +110,16 @@ fn probe(port: u16, root: &DocRoot, workload: &str) -> Result<(), String> {
     }
 }
 
-fn measure_point(exp: &Experiment, point: &Point, port: u16, root: &DocRoot) -> Record {
+/// One point, with the server tree's CPU time and the machine's state around it.
+fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
-    match measure(&Load { port, paths: &paths, client: &point.client }) {
-        Ok((m, raw)) => {
+    let load1 = cpu::load1();
+    let before = cpu::Snapshot::take(server.pid());
+    let measured = measure(&Load { port: server.port, paths: &paths, client: &point.client });
+    let after = cpu::Snapshot::take(server.pid());
+    match measured {
+        Ok((mut m, raw)) => {
+            m.cpu = before.until(&after, load1);
             let mut r = Record::new(&exp.id, point, Outcome::Measured);
             r.measurement = Some(m);
             r.raw = raw;

@@ -8,7 +8,7 @@
 //! server with processes of its own stops them too: a SIGKILLed nginx master leaves its
 //! worker running, holding the port. The death signal follows the thread that spawned the
 //! server; that is the lab's main thread (`lab::run` runs on it), which lives as long as
-//! the lab.
+//! the lab. A server is spawned on the server's CPUs when the lab pins ([`crate::lab::cpu`]).
 
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Peer, ServerSpec};
@@ -176,7 +176,8 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
 /// kills the processes it starts too (nginx's workers), with the death signal above.
 fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
-    die_with_parent(command, Signal::TERM).process_group(0).spawn()
+    let command = die_with_parent(command, Signal::TERM).process_group(0);
+    crate::lab::cpu::spawn_as_server(|| command.spawn())
 }
 
 /// Waits until the server answers a request, or fails.
@@ -202,6 +203,11 @@ fn answers(port: u16) -> bool {
 }
 
 impl Running {
+    /// The server process (the root of its process tree).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then wait; SIGKILL if it has not stopped within the limit.
     pub fn stop(mut self) -> anyhow::Result<()> {
         self.terminate()

@@ -107,6 +107,10 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
             headers.push(format!("{} (seed)", col.header));
         }
     }
+    // In every table: the server's CPU per request (steadier than rates on a shared
+    // machine), and how many repeats ran on a disturbed machine.
+    headers.push("Server CPU/request (µs, here)".into());
+    headers.push("Disturbed repeats".into());
     let rows = samples
         .iter()
         .map(|s| {
@@ -118,6 +122,9 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
                     row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
                 }
             }
+            row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(Metric::CpuUs)) });
+            let disturbed = s.runs.iter().filter(|r| r.cpu.disturbed).count();
+            row.push(if s.runs.is_empty() { "–".into() } else { format!("{disturbed}/{}", s.runs.len()) });
             row
         })
         .collect();
