@@ -22,6 +22,15 @@ pub(crate) fn pin() -> &'static Pinning {
     PINNING.get_or_init(Pinning::apply)
 }
 
+/// How many CPUs a server runs on (all the lab's when it does not pin).
+pub(crate) fn server_cores() -> usize {
+    match PINNING.get() {
+        Some(Pinning::Split { server, .. }) => server.len(),
+        Some(Pinning::Shared(all)) if !all.is_empty() => all.len(),
+        _ => crate::modes::cores(),
+    }
+}
+
 /// Spawns a server on the server's CPUs, when [`pin`] split them.
 pub(crate) fn spawn_as_server<T>(spawn: impl FnOnce() -> T) -> T {
     match PINNING.get() {

@@ -49,6 +49,9 @@ pub(crate) struct Experiment {
     #[serde(default)]
     pub peers: Vec<Peer>,
     pub sweeps: Vec<Sweep>,
+    /// The seed's claims, each checked against one sweep ([`crate::lab::verdict`]).
+    #[serde(default)]
+    pub claims: Vec<crate::lab::claim::Claim>,
 }
 
 /// What the clients request: resolved to URL paths over the generated document root.
@@ -139,7 +142,8 @@ pub(crate) struct ServerSpec {
     pub workers: Option<String>,
     pub delay: Option<String>,
     pub cpu_work: Option<String>,
-    /// Extra `spidey serve` arguments; `{root}`, `{repo}` and `{dir}` are replaced.
+    /// Extra `spidey serve` arguments; `{root}`, `{repo}`, `{dir}` and `{cores_plus_2}` (the
+    /// server's CPUs + 2) are replaced.
     #[serde(default)]
     pub args: Vec<String>,
     /// Files (relative to `{repo}`, the built-in sources) that must exist, else the server is skipped.
@@ -170,10 +174,28 @@ pub(crate) struct ClientSpec {
     pub rate: Option<f64>,
     #[serde(default = "yes")]
     pub keepalive: bool,
+    /// With a rate: wrk2's pool of `c` connections, or httperf's connection per request.
+    #[serde(default, skip_serializing_if = "Model::is_pool")]
+    pub model: Model,
+}
+
+/// How an open-loop client gets a connection for each request ([`crate::bench::OpenModel`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Model {
+    #[default]
+    Pool,
+    PerRequest,
+}
+
+impl Model {
+    fn is_pool(&self) -> bool {
+        *self == Model::Pool
+    }
 }
 
 impl ClientSpec {
-    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`.
+    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`, `c1-d1s-r500-close-per-request`.
     pub fn label(&self) -> String {
         let mut s = format!("c{}", self.c);
         if let Some(n) = self.n {
@@ -187,6 +209,9 @@ impl ClientSpec {
         }
         if !self.keepalive {
             s += "-close";
+        }
+        if self.model == Model::PerRequest {
+            s += "-per-request";
         }
         s
     }
@@ -322,6 +347,19 @@ impl Experiment {
             }
             for row in &sweep.seed_rows {
                 anyhow::ensure!(row.values.len() == sweep.table.columns.len(), "sweep {}: seed row width", sweep.name);
+            }
+        }
+        for claim in &self.claims {
+            let sweep = self.sweeps.iter().find(|s| s.name == claim.sweep());
+            let sweep =
+                sweep.with_context(|| format!("claim '{}': unknown sweep '{}'", claim.text(), claim.sweep()))?;
+            for server in claim.servers() {
+                anyhow::ensure!(
+                    sweep.servers.iter().any(|s| s.label == server),
+                    "claim '{}': sweep {} has no server '{server}'",
+                    claim.text(),
+                    sweep.name
+                );
             }
         }
         Ok(())

@@ -1,9 +1,11 @@
 //! One-line findings computed from a sweep's numbers (never written by hand).
 
+use crate::lab::claim::Select;
 use crate::lab::experiment::{Dim, FindingSpec};
-use crate::lab::metric::{self, Better, Metric};
+use crate::lab::metric::{Better, Metric};
 use crate::lab::stats::{self, Call, Interval};
 use crate::lab::table::{phrase, Sample};
+use crate::lab::verdict;
 use std::collections::BTreeMap;
 
 /// The sentence a finding spec yields for these samples.
@@ -133,37 +135,50 @@ fn best(m: Metric, samples: &[&Sample]) -> String {
     format!("Best on {} over {contested} points: {}.", m.name(), parts.join(", "))
 }
 
+/// Per server (and workload), the series' shape along `over`: each step up or down only
+/// where neighbouring intervals are apart, the maximum and whether it is an interior peak,
+/// and for rates against clients how much of the per-client rate is kept (linearity).
 fn trend(m: Metric, over: Dim, samples: &[&Sample]) -> String {
-    let mut servers: Vec<&str> = Vec::new();
+    let mut keys: Vec<(&str, &str)> = Vec::new();
     for s in samples {
-        if !servers.contains(&s.server.as_str()) {
-            servers.push(s.server.as_str());
+        if !keys.contains(&(s.server.as_str(), s.workload.as_str())) {
+            keys.push((s.server.as_str(), s.workload.as_str()));
         }
     }
-    let parts: Vec<String> = servers
+    let several = keys.iter().any(|k| k.1 != keys[0].1);
+    let owned: Vec<Sample> = samples.iter().map(|s| (*s).clone()).collect();
+    let linear = (m == Metric::Rps && matches!(over, Dim::Connections | Dim::Clients)).then_some(0.0);
+    let parts: Vec<String> = keys
         .iter()
-        .filter_map(|server| {
-            let mut pts: Vec<(f64, f64)> =
-                samples.iter().filter(|s| s.server == *server).map(|s| (s.coord(over), s.value(m))).collect();
-            pts.sort_by(|x, y| x.0.total_cmp(&y.0));
-            let (&(x0, y0), &(x1, y1)) = (pts.first()?, pts.last()?);
-            (pts.len() > 1).then(|| {
-                let factor = if y0 != 0.0 { format!(" ({:.2}×)", y1 / y0) } else { String::new() };
-                format!(
-                    "{server}: {} goes from {} at {} to {} at {}{factor}",
-                    m.name(),
-                    metric::format(y0),
-                    phrase(over, x0),
-                    metric::format(y1),
-                    phrase(over, x1),
-                )
+        .filter_map(|(server, workload)| {
+            let at =
+                Select { server: Some(server.to_string()), workload: Some(workload.to_string()), ..Default::default() };
+            let series = verdict::series(&owned, &at, m, over);
+            (series.len() > 1).then(|| {
+                let name = if several { format!("{server} ({workload})") } else { server.to_string() };
+                format!("{name}: {}", verdict::shape(&series, over, linear, None).text)
             })
         })
         .collect();
     if parts.is_empty() {
         return format!("Too few points measured to show how {} changes.", m.name());
     }
-    parts.join("; ") + "."
+    format!(
+        "{} along {} (↑/↓ a step whose intervals are apart, = otherwise): {}.",
+        m.name(),
+        dim_name(over),
+        parts.join("; ")
+    )
+}
+
+fn dim_name(d: Dim) -> &'static str {
+    match d {
+        Dim::Connections | Dim::Clients => "connections",
+        Dim::Requests => "requests",
+        Dim::Rate => "offered rate",
+        Dim::Server => "servers",
+        Dim::Workload => "workloads",
+    }
 }
 
 #[cfg(test)]
@@ -174,7 +189,8 @@ mod tests {
 
     /// A sample with three repeats spread ±2% around `mean_us`.
     pub(crate) fn sample(server: &str, c: u32, mean_us: f64) -> Sample {
-        let client = ClientSpec { c, n: Some(100), duration: None, rate: None, keepalive: true };
+        let client =
+            ClientSpec { c, n: Some(100), duration: None, rate: None, keepalive: true, model: Default::default() };
         let runs = [0.98, 1.0, 1.02]
             .iter()
             .map(|f| Measurement { mean_us: mean_us * f, responses: 100, ..Default::default() })
@@ -218,5 +234,24 @@ mod tests {
         let refs: Vec<&Sample> = v.iter().collect();
         let want = "handler beats cgi on mean latency (ms) everywhere (1 connection: 4.00× [3.84–4.16]).";
         assert_eq!(compare(Metric::MeanMs, "handler", "cgi", Dim::Connections, &refs), want);
+    }
+
+    /// Regression: a trend compared only its first and last points, so a rise that
+    /// collapsed in between read as a plain rise.
+    #[test]
+    fn a_trend_shows_every_step_and_an_interior_peak() {
+        let v = [
+            sample("a", 1, 1000.0),
+            sample("a", 2, 4000.0),
+            sample("a", 4, 2000.0),
+            sample("b", 1, 5000.0),
+            sample("b", 2, 5050.0),
+            sample("b", 4, 10000.0),
+        ];
+        let refs: Vec<&Sample> = v.iter().collect();
+        let want = "mean latency (ms) along connections (↑/↓ a step whose intervals are apart, = otherwise): \
+                    a: 1.000 1 connection → 2.000 4 connections: ↑↓; max 4.000 at 2 connections (then falls); \
+                    b: 5.000 1 connection → 10.00 4 connections: =↑; max 10.00 at 4 connections.";
+        assert_eq!(trend(Metric::MeanMs, Dim::Connections, &refs), want);
     }
 }

@@ -3,7 +3,7 @@
 //! [`Measurement`] plus bench's full result, kept in `results.jsonl` as it reported it.
 
 use crate::bench::{run_bench, BenchConfig, BenchResult, OpenModel, Stop, Target, LATE_AFTER};
-use crate::lab::experiment::ClientSpec;
+use crate::lab::experiment::{ClientSpec, Model};
 use crate::lab::metric::Measurement;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -51,7 +51,10 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
         threads: 1,
         stop,
         rate: c.rate,
-        open_model: OpenModel::Pool,
+        open_model: match c.model {
+            Model::Pool => OpenModel::Pool,
+            Model::PerRequest => OpenModel::PerRequest,
+        },
         late_after: LATE_AFTER,
         keepalive: c.keepalive,
         warmup: Duration::ZERO,

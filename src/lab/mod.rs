@@ -8,6 +8,7 @@
 //! in the seeds' shapes ([`table`]), plots ([`plot`]), computed findings ([`finding`]) and
 //! the machine's description ([`machine`]).
 
+mod claim;
 mod cpu;
 mod docroot;
 mod experiment;
@@ -23,6 +24,7 @@ mod runner;
 mod server;
 mod stats;
 mod table;
+mod verdict;
 
 use crate::cli::LabArgs;
 use anyhow::Context;

@@ -82,7 +82,8 @@ fn warm_up(port: u16, sr: &ServerRun, root: &DocRoot) {
     if sr.warmup == 0 {
         return;
     }
-    let client = ClientSpec { c: 1, n: Some(sr.warmup), duration: None, rate: None, keepalive: true };
+    let client =
+        ClientSpec { c: 1, n: Some(sr.warmup), duration: None, rate: None, keepalive: true, model: Default::default() };
     let paths = root.urls.get(&first.workload).cloned().unwrap_or_default();
     let _ = measure(&Load { port, paths: &paths, client: &client });
 }

@@ -61,6 +61,8 @@ fn vars(root: &DocRoot) -> Vec<(&'static str, String)> {
         ("root", root.root().display().to_string()),
         ("repo", root.sources().display().to_string()),
         ("dir", root.scratch().display().to_string()),
+        // The server's CPUs + 2: seed 004's cap on threads (hardware_concurrency() + 2).
+        ("cores_plus_2", (crate::lab::cpu::server_cores() + 2).to_string()),
     ]
 }
 
