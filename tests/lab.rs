@@ -67,6 +67,17 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     assert!(cell.contains(" [") && cell.ends_with(']'), "an interval: {row}");
     assert!(here > 0.0, "{row}");
     assert!(row.contains("| 0.006000 |"), "{row}");
+    // Shapes: each row divided by its baseline (single at one client), ours and the seed's.
+    assert!(md.contains("| Time (s) ÷ baseline (here) | Time (s) ÷ baseline (seed) |"), "normalised columns");
+    assert!(row.contains("| 1.00× | 1.00× |"), "the baseline row is 1 for both: {row}");
+    let cgi4 = md.lines().find(|l| l.starts_with("| cgi | fork | 4 |")).expect("cgi/fork/4 row");
+    assert!(cgi4.contains("| 2.37× |"), "the seed's 0.0344 / 0.0145: {cgi4}");
+    // The verdict table: a verdict for every claim of the two experiments.
+    assert!(md.contains("## Verdicts on the seeds' claims"), "verdict table");
+    let verdicts = md.lines().filter(|l| l.starts_with("| 000 |") || l.starts_with("| 001 |")).count();
+    assert_eq!(verdicts, 8, "one row per claim");
+    let svg = std::fs::read_to_string(dir.path().join("plots/001-delay-pool-1.svg")).unwrap();
+    assert!(svg.contains("stroke-dasharray") || svg.contains("(seed)"), "the seed's series drawn dashed");
     assert!(md.contains("| Pinning |"), "the machine table records the pinning");
     assert!(md.contains("## Machine") && md.contains("| Cores |"), "machine section");
     assert!(md.contains("- Finding: "), "findings");

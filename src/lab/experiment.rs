@@ -223,6 +223,20 @@ impl ClientSpec {
 pub(crate) struct TableSpec {
     pub dims: Vec<Dim>,
     pub columns: Vec<Column>,
+    /// Normalise one column by a baseline point, for the seed and for us (shapes, not
+    /// absolute numbers).
+    pub baseline: Option<Baseline>,
+}
+
+/// The point each row is divided by: the row's coordinates with those `at` names
+/// replaced (`{ server = "single", c = 1 }`: single at one client, same workload).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Baseline {
+    /// Index of the column to normalise.
+    #[serde(default)]
+    pub column: usize,
+    pub at: crate::lab::claim::Select,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -344,6 +358,9 @@ impl Experiment {
                 if let Some(p) = &s.peer {
                     anyhow::ensure!(self.peers.iter().any(|x| &x.name == p), "server {}: unknown peer '{p}'", s.label);
                 }
+            }
+            if let Some(b) = &sweep.table.baseline {
+                anyhow::ensure!(b.column < sweep.table.columns.len(), "sweep {}: baseline column", sweep.name);
             }
             for row in &sweep.seed_rows {
                 anyhow::ensure!(row.values.len() == sweep.table.columns.len(), "sweep {}: seed row width", sweep.name);

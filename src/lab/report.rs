@@ -95,7 +95,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             doc.push(Block::Bullets(findings));
         }
         for (i, spec) in a.sweep.plots.iter().enumerate() {
-            if let Some(svg) = plot::svg(spec, &samples) {
+            if let Some(svg) = plot::svg(spec, &samples, a.sweep) {
                 let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
                 doc.push(Block::Plot { file, title: spec.title.clone(), svg });
             }

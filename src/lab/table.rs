@@ -107,6 +107,13 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
             headers.push(format!("{} (seed)", col.header));
         }
     }
+    if let Some(b) = &spec.baseline {
+        let header = &spec.columns[b.column].header;
+        headers.push(format!("{header} ÷ baseline (here)"));
+        if has_seed {
+            headers.push(format!("{header} ÷ baseline (seed)"));
+        }
+    }
     // In every table: the server's CPU per request (steadier than rates on a shared
     // machine), and how many repeats ran on a disturbed machine.
     headers.push("Server CPU/request (µs, here)".into());
@@ -122,6 +129,18 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
                     row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
                 }
             }
+            if let Some(b) = &spec.baseline {
+                let m = spec.columns[b.column].metric;
+                let base = crate::lab::claim::twin(s, &b.at, samples);
+                let here = base.map(|t| s.value(m) / t.value(m)).filter(|_| !s.runs.is_empty());
+                row.push(here.map(ratio).unwrap_or_else(|| "–".into()));
+                if has_seed {
+                    let own = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
+                    let base = own.and_then(|o| a.sweep.seed_rows.iter().find(|r| seed_twin(o, r, &b.at)));
+                    let v = own.zip(base).map(|(o, r)| o.values[b.column] / r.values[b.column]);
+                    row.push(v.map(ratio).unwrap_or_else(|| "–".into()));
+                }
+            }
             row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(Metric::CpuUs)) });
             let disturbed = s.runs.iter().filter(|r| r.cpu.disturbed).count();
             row.push(if s.runs.is_empty() { "–".into() } else { format!("{disturbed}/{}", s.runs.len()) });
@@ -129,6 +148,29 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
         })
         .collect();
     (headers, rows)
+}
+
+/// Whether seed row `r` is the baseline of seed row `own`: it fits `at`, and has `own`'s
+/// coordinates where `at` names none (a client count frees the request count).
+fn seed_twin(own: &SeedRow, r: &SeedRow, at: &crate::lab::claim::Select) -> bool {
+    fn same<T: PartialEq>(x: &Option<T>, y: &Option<T>) -> bool {
+        x.is_none() || y.is_none() || x == y
+    }
+    at.matches_seed(r)
+        && (at.server.is_some() || same(&own.server, &r.server))
+        && (at.workload.is_some() || same(&own.workload, &r.workload))
+        && (at.c.is_some() || same(&own.c, &r.c))
+        && (at.c.is_some() || at.n.is_some() || same(&own.n, &r.n))
+        && (at.rate.is_some() || same(&own.rate, &r.rate))
+}
+
+/// A normalised value: `1.23×`.
+fn ratio(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2}×")
+    } else {
+        "–".into()
+    }
 }
 
 /// `median [lo–hi]`, or the median alone when there is no interval.
