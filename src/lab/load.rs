@@ -75,6 +75,7 @@ fn measurement(r: &BenchResult) -> Measurement {
         // result's `backlog`) and `late` (sent after --late-after), so a server that cannot
         // keep up with the rate shows as errors, not as a quietly lighter load.
         errors: r.errors.total(),
+        late_or_unsent: r.errors.late + r.errors.unsent,
         duration_s: r.duration_s,
         rps: finite(r.requests_per_sec),
         bytes_per_s: finite(r.wire_bytes_per_sec),

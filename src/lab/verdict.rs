@@ -8,7 +8,8 @@
 //!   reproduced when one lies wholly outside, inconclusive otherwise.
 //! - `trend`: the series' shape ([`shape`]): steps up or down only where neighbouring
 //!   intervals do not overlap, first against last the same way, an interior peak when its
-//!   interval lies above both ends', linearity from the rate per client.
+//!   interval lies above both ends', linearity from the rate per client; with
+//!   `onset_above`, the first coordinate past it must be within 1.5× of the seed's.
 //! - `at_most`: every point's interval at or below the limit; not when one lies above it.
 //! - `best`: as `beats`, with the claimed server against the best of the others.
 
@@ -81,7 +82,18 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             let seed_series = seed_series(a, at, *metric, *over);
             let here = shape(&here_series, *over, *linear_min, *onset_above);
             let seed = shape(&seed_series, *over, *linear_min, *onset_above);
-            let outcome = if here_series.len() < 2 { Outcome::NotMeasured } else { judge(&here, *expect, *linear_min) };
+            let mut outcome =
+                if here_series.len() < 2 { Outcome::NotMeasured } else { judge(&here, *expect, *linear_min) };
+            // The onset is part of the claim ("errors rise from 2000 req/s"): ours must lie
+            // within a factor of 1.5 of the seed's.
+            if let (Some(limit), Outcome::Reproduced) = (onset_above, outcome) {
+                let first = |s: &[(f64, Interval)]| s.iter().find(|p| p.1.median > *limit).map(|p| p.0);
+                if let (Some(seed_x), here_x) = (first(&seed_series), first(&here_series)) {
+                    if here_x.map_or(true, |x| x / seed_x > 1.5 || seed_x / x > 1.5) {
+                        outcome = Outcome::NotReproduced;
+                    }
+                }
+            }
             verdict(claim, seed.text, here.text, outcome)
         }
         Claim::AtMost { metric, at, limit, .. } => {
@@ -136,11 +148,13 @@ fn pairs(
         .filter(|s| !s.runs.is_empty() && a.matches(s) && at.matches(s))
         .filter_map(|sa| {
             let sb = twin(sa, b, samples)?;
-            let place = if several && sa.workload == sb.workload {
-                format!("{}, {}", sa.workload, sa.place())
-            } else {
-                sa.place()
-            };
+            let mut place = sa.place();
+            if several && sa.workload == sb.workload {
+                place = format!("{}, {place}", sa.workload);
+            }
+            if a.server.is_none() {
+                place = format!("{}, {place}", sa.server);
+            }
             let seed = seed(sa, m).zip(seed(sb, m)).map(|(x, y)| advantage(m, x, y));
             Some(Pair { place, here: advantage_interval(m, sa, sb), seed })
         })
