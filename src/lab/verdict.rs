@@ -295,6 +295,8 @@ fn judge(r: &ShapeReport, expect: Shape, linear_min: Option<f64>) -> Outcome {
                 _ => (Call::Loss, Call::Win, r.ups),
             };
             match r.overall {
+                // A rise that peaks inside and falls back is not a rise.
+                _ if expect == Shape::Rising && r.peak => Outcome::NotReproduced,
                 o if o == good && against == 0 && linear_ok => Outcome::Reproduced,
                 o if o == good && against == 0 => Outcome::NotReproduced,
                 o if o == bad => Outcome::NotReproduced,
@@ -386,9 +388,10 @@ mod tests {
     #[test]
     fn shapes_follow_every_step_not_the_ends() {
         let s = |ys: &[f64]| ys.iter().enumerate().map(|(i, y)| ((i + 1) as f64, around(*y))).collect::<Vec<_>>();
-        let cases: [(&[f64], Shape, Outcome); 6] = [
+        let cases: [(&[f64], Shape, Outcome); 7] = [
             (&[10.0, 20.0, 40.0], Shape::Rising, Outcome::Reproduced),
-            (&[10.0, 40.0, 20.0], Shape::Rising, Outcome::Inconclusive),
+            (&[10.0, 40.0, 20.0], Shape::Rising, Outcome::NotReproduced),
+            (&[10.0, 40.0, 39.0], Shape::Rising, Outcome::Reproduced),
             (&[10.0, 40.0, 20.0], Shape::Peak, Outcome::Reproduced),
             (&[10.0, 20.0, 40.0], Shape::Peak, Outcome::NotReproduced),
             (&[40.0, 20.0, 10.0], Shape::Rising, Outcome::NotReproduced),
