@@ -50,7 +50,7 @@ impl DocRoot {
         for sub in ["root", "root/cgi-bin", "data", "scratch"] {
             std::fs::create_dir_all(dir.path().join(sub))?;
         }
-        for (name, text) in crate::lab::experiment::SOURCES {
+        for (name, text) in crate::lab::sources::SOURCES {
             let path = dir.path().join("src").join(name);
             std::fs::create_dir_all(path.parent().unwrap_or(dir.path()))?;
             std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;

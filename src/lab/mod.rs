@@ -22,6 +22,7 @@ mod report;
 mod results;
 mod runner;
 mod server;
+mod sources;
 mod stats;
 mod table;
 mod verdict;
@@ -32,7 +33,7 @@ use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
-    let sources = experiment::find(args.experiments_dir.as_deref(), &args.experiments)?;
+    let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
     anyhow::ensure!(!sources.is_empty(), "no experiments found");
     let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
