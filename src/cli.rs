@@ -42,9 +42,9 @@ pub struct LabArgs {
     /// Keep OUT/results.jsonl and measure only the points missing from it.
     #[arg(long)]
     pub resume: bool,
-    /// Where the experiment files are.
-    #[arg(long, default_value = "experiments")]
-    pub experiments_dir: PathBuf,
+    /// Read the experiment files from this directory instead of the built-in ones.
+    #[arg(long)]
+    pub experiments_dir: Option<PathBuf>,
     /// Where the server and the load run (default: here, on loopback).
     #[command(flatten)]
     pub hosts: crate::lab::HostArgs,

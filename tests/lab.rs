@@ -9,10 +9,11 @@ use std::process::Command;
 /// Experiments the test runs: they need only what every build has (single mode).
 const EXPERIMENTS: [&str; 2] = ["000", "001"];
 
-/// Runs the lab with `tmp` as its temporary directory (where its scratch directory goes).
+/// Runs the lab with `tmp` as its temporary directory (where its scratch directory goes),
+/// from `tmp` as its current directory too: the experiments are built into the binary.
 fn lab(out: &Path, tmp: &Path, extra: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(tmp)
         .env("TMPDIR", tmp)
         .args(["lab", "--quick", "--out"])
         .arg(out)
@@ -60,9 +61,24 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     // A measured row: the single server's static file at one connection has a number here
     // and the seed's 0.006 beside it.
     let row = md.lines().find(|l| l.starts_with("| static | single | 1 |")).expect("static/single/1 row");
-    let here: f64 = row.split('|').nth(4).unwrap().trim().parse().expect("a measured number");
+    // The median and its interval from three repeats: `0.0061 [0.0059–0.0064]`.
+    let cell = row.split('|').nth(4).unwrap().trim();
+    let here: f64 = cell.split(' ').next().unwrap().parse().expect("a measured number");
+    assert!(cell.contains(" [") && cell.ends_with(']'), "an interval: {row}");
     assert!(here > 0.0, "{row}");
-    assert!(row.ends_with("| 0.006000 |"), "{row}");
+    assert!(row.contains("| 0.006000 |"), "{row}");
+    // Shapes: each row divided by its baseline (single at one client), ours and the seed's.
+    assert!(md.contains("| Time (s) ÷ baseline (here) | Time (s) ÷ baseline (seed) |"), "normalised columns");
+    assert!(row.contains("| 1.00× | 1.00× |"), "the baseline row is 1 for both: {row}");
+    let cgi4 = md.lines().find(|l| l.starts_with("| cgi | fork | 4 |")).expect("cgi/fork/4 row");
+    assert!(cgi4.contains("| 2.37× |"), "the seed's 0.0344 / 0.0145: {cgi4}");
+    // The verdict table: a verdict for every claim of the two experiments.
+    assert!(md.contains("## Verdicts on the seeds' claims"), "verdict table");
+    let verdicts = md.lines().filter(|l| l.starts_with("| 000 |") || l.starts_with("| 001 |")).count();
+    assert_eq!(verdicts, 8, "one row per claim");
+    let svg = std::fs::read_to_string(dir.path().join("plots/001-delay-pool-1.svg")).unwrap();
+    assert!(svg.contains("stroke-dasharray") || svg.contains("(seed)"), "the seed's series drawn dashed");
+    assert!(md.contains("| Pinning |"), "the machine table records the pinning");
     assert!(md.contains("## Machine") && md.contains("| Cores |"), "machine section");
     assert!(md.contains("- Finding: "), "findings");
 
@@ -75,6 +91,18 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let results = dir.path().join("results.jsonl");
     let first = lines(&results);
     assert!(first.iter().any(|v| v["outcome"] == "measured"), "some point measured");
+    // The server's CPU, reaped children included: fork's CGI points cost CPU time in
+    // processes the server has reaped by the end of the point.
+    let cgi_fork_cpu: f64 = first
+        .iter()
+        .filter(|v| v["server"] == "fork" && v["workload"] == "cgi" && v["outcome"] == "measured")
+        .map(|v| v["measurement"]["cpu"]["server_cpu_us"].as_f64().unwrap())
+        .sum();
+    assert!(cgi_fork_cpu > 0.0, "fork's CGI children's CPU time is counted");
+    for v in first.iter().filter(|v| v["outcome"] == "measured") {
+        let cpu = &v["measurement"]["cpu"];
+        assert!(cpu["load1"].is_f64() && cpu["steal_pct"].is_f64() && cpu["disturbed"].is_boolean(), "{cpu}");
+    }
     let ids: BTreeSet<String> = first.iter().map(id).collect();
     assert_eq!(ids.len(), first.len(), "one line per point");
 
@@ -97,6 +125,32 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     let mut want: BTreeSet<String> = dropped.iter().map(|&i| id(&first[i])).collect();
     want.extend(kept.iter().filter(|v| v["outcome"] != "measured").map(|v| id(v)));
     assert_eq!(rerun, want, "--resume reran exactly the missing points");
+}
+
+/// Regression: `spidey lab` read `experiments/` from the current directory. From an empty
+/// one it must still find (and here, with a bad id, refuse) the built-in experiments, and
+/// `--experiments-dir` must still read a directory of its own.
+#[test]
+fn experiments_are_built_in_and_a_directory_overrides_them() {
+    let cwd = tempfile::tempdir().unwrap();
+    let run =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_spidey")).current_dir(cwd.path()).args(args).output().unwrap();
+    // A prefix only the built-in set has: matched (the lab then fails on the bad --out).
+    let out = run(&["lab", "--quick", "--out", "/proc/no-such-dir/lab-out", "003"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no experiment matches"), "built-in 003 not found: {stderr}");
+    assert!(stderr.contains("cannot create /proc/no-such-dir/lab-out"), "{stderr}");
+    // A directory of our own replaces them: 003 is not in it.
+    let dir = cwd.path().join("mine");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/001-delay.toml"), dir.join("900-mine.toml"))
+        .unwrap();
+    let dir_s = dir.to_str().unwrap();
+    let out = run(&["lab", "--quick", "--experiments-dir", dir_s, "--out", "/proc/no-such-dir/x", "003"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment matches '003'"));
+    let out = run(&["lab", "--quick", "--experiments-dir", dir_s, "--out", "/proc/no-such-dir/x", "900"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create /proc/no-such-dir/x"));
 }
 
 #[test]

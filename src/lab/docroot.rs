@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime};
 /// The start of a scratch directory's name; the lab's pid and `-` follow.
 const PREFIX: &str = "spidey-lab-";
 
-/// A scratch directory with `root/` (served) and `data/` (read by CGI scripts); removed on drop.
+/// A scratch directory with `root/` (served), `data/` (read by CGI scripts) and `src/` (the
+/// built-in sources); removed on drop.
 pub(crate) struct DocRoot {
     dir: tempfile::TempDir,
     /// The URL paths each workload requests (one picked at random per request).
@@ -35,6 +36,11 @@ impl DocRoot {
         self.dir.path().join("scratch")
     }
 
+    /// The built-in source files (`{repo}` in a server's commands), written at generation.
+    pub fn sources(&self) -> PathBuf {
+        self.dir.path().join("src")
+    }
+
     /// Generates what the named workloads need.
     pub fn generate(exp: &Experiment, names: &[String], quick: bool) -> anyhow::Result<DocRoot> {
         let dir = tempfile::Builder::new()
@@ -43,6 +49,11 @@ impl DocRoot {
             .context("cannot create a scratch directory")?;
         for sub in ["root", "root/cgi-bin", "data", "scratch"] {
             std::fs::create_dir_all(dir.path().join(sub))?;
+        }
+        for (name, text) in crate::lab::sources::SOURCES {
+            let path = dir.path().join("src").join(name);
+            std::fs::create_dir_all(path.parent().unwrap_or(dir.path()))?;
+            std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         }
         let (mut urls, mut expect) = (BTreeMap::new(), BTreeMap::new());
         for name in names {

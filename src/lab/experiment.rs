@@ -7,7 +7,6 @@
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +26,9 @@ pub(crate) struct Experiment {
     pub sweeps: Vec<Sweep>,
     /// The robustness experiment's table (`006-robustness`), run by [`crate::lab::robustness`].
     pub robustness: Option<crate::lab::robustness::Spec>,
+    /// The seed's claims, each checked against one sweep ([`crate::lab::verdict`]).
+    #[serde(default)]
+    pub claims: Vec<crate::lab::claim::Claim>,
 }
 
 /// What the clients request: resolved to URL paths over the generated document root.
@@ -74,8 +76,9 @@ pub(crate) struct Sweep {
     pub servers: Vec<ServerSpec>,
     pub workloads: Vec<String>,
     pub clients: Vec<ClientSpec>,
-    /// Times each point is measured; tables show the median.
-    #[serde(default = "one")]
+    /// Times each point is measured in a full run (at least 5); tables show the median and
+    /// its bootstrap interval.
+    #[serde(default = "five")]
     pub repeats: u32,
     /// Requests sent before the first point of each server, to warm it up.
     #[serde(default = "ten")]
@@ -116,10 +119,11 @@ pub(crate) struct ServerSpec {
     pub workers: Option<String>,
     pub delay: Option<String>,
     pub cpu_work: Option<String>,
-    /// Extra `spidey serve` arguments; `{root}`, `{repo}` and `{dir}` are replaced.
+    /// Extra `spidey serve` arguments; `{root}`, `{repo}`, `{dir}` and `{cores_plus_2}` (the
+    /// server's CPUs + 2) are replaced.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Files (relative to the current directory) that must exist, else the server is skipped.
+    /// Files (relative to `{repo}`, the built-in sources) that must exist, else the server is skipped.
     #[serde(default)]
     pub requires: Vec<String>,
     /// A command run before the server starts (e.g. building a handler); `{repo}`, `{root}`
@@ -147,10 +151,28 @@ pub(crate) struct ClientSpec {
     pub rate: Option<f64>,
     #[serde(default = "yes")]
     pub keepalive: bool,
+    /// With a rate: wrk2's pool of `c` connections, or httperf's connection per request.
+    #[serde(default, skip_serializing_if = "Model::is_pool")]
+    pub model: Model,
+}
+
+/// How an open-loop client gets a connection for each request ([`crate::bench::OpenModel`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Model {
+    #[default]
+    Pool,
+    PerRequest,
+}
+
+impl Model {
+    fn is_pool(&self) -> bool {
+        *self == Model::Pool
+    }
 }
 
 impl ClientSpec {
-    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`.
+    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`, `c1-d1s-r500-close-per-request`.
     pub fn label(&self) -> String {
         let mut s = format!("c{}", self.c);
         if let Some(n) = self.n {
@@ -165,6 +187,9 @@ impl ClientSpec {
         if !self.keepalive {
             s += "-close";
         }
+        if self.model == Model::PerRequest {
+            s += "-per-request";
+        }
         s
     }
 }
@@ -175,6 +200,20 @@ impl ClientSpec {
 pub(crate) struct TableSpec {
     pub dims: Vec<Dim>,
     pub columns: Vec<Column>,
+    /// Normalise one column by a baseline point, for the seed and for us (shapes, not
+    /// absolute numbers).
+    pub baseline: Option<Baseline>,
+}
+
+/// The point each row is divided by: the row's coordinates with those `at` names
+/// replaced (`{ server = "single", c = 1 }`: single at one client, same workload).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Baseline {
+    /// Index of the column to normalise.
+    #[serde(default)]
+    pub column: usize,
+    pub at: crate::lab::claim::Select,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -259,8 +298,8 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     Ok(n * mult)
 }
 
-fn one() -> u32 {
-    1
+fn five() -> u32 {
+    5
 }
 fn ten() -> u64 {
     10
@@ -270,11 +309,10 @@ fn yes() -> bool {
 }
 
 impl Experiment {
-    pub fn load(path: &Path) -> anyhow::Result<Experiment> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    pub fn parse(source: &crate::lab::sources::Source) -> anyhow::Result<Experiment> {
         let exp: Experiment =
-            toml::from_str(&text).with_context(|| format!("invalid experiment {}", path.display()))?;
-        exp.check().with_context(|| format!("invalid experiment {}", path.display()))?;
+            toml::from_str(&source.text).with_context(|| format!("invalid experiment {}", source.name))?;
+        exp.check().with_context(|| format!("invalid experiment {}", source.name))?;
         Ok(exp)
     }
 
@@ -285,6 +323,9 @@ impl Experiment {
     /// Every name a sweep uses must be defined, and every seed row must fit its table.
     fn check(&self) -> anyhow::Result<()> {
         for sweep in &self.sweeps {
+            anyhow::ensure!(sweep.repeats >= 5, "sweep {}: a full run needs at least 5 repeats", sweep.name);
+            let quick = sweep.quick.repeats.unwrap_or(crate::lab::plan::QUICK_REPEATS);
+            anyhow::ensure!(quick >= 3, "sweep {}: a quick run needs at least 3 repeats", sweep.name);
             let names = sweep.workloads.iter().chain(sweep.quick.workloads.iter().flatten());
             for w in names {
                 anyhow::ensure!(self.workload(w).is_some(), "sweep {}: unknown workload '{w}'", sweep.name);
@@ -294,6 +335,9 @@ impl Experiment {
                 if let Some(p) = &s.peer {
                     anyhow::ensure!(self.peers.iter().any(|x| &x.name == p), "server {}: unknown peer '{p}'", s.label);
                 }
+            }
+            if let Some(b) = &sweep.table.baseline {
+                anyhow::ensure!(b.column < sweep.table.columns.len(), "sweep {}: baseline column", sweep.name);
             }
             for row in &sweep.seed_rows {
                 anyhow::ensure!(row.values.len() == sweep.table.columns.len(), "sweep {}: seed row width", sweep.name);
@@ -309,36 +353,20 @@ impl Experiment {
                 anyhow::ensure!(s.mode.is_some() != s.peer.is_some(), "server {}: give mode or peer", s.label);
             }
         }
+        for claim in &self.claims {
+            let sweep = self.sweeps.iter().find(|s| s.name == claim.sweep());
+            let sweep =
+                sweep.with_context(|| format!("claim '{}': unknown sweep '{}'", claim.text(), claim.sweep()))?;
+            for server in claim.servers() {
+                anyhow::ensure!(
+                    sweep.servers.iter().any(|s| s.label == server),
+                    "claim '{}': sweep {} has no server '{server}'",
+                    claim.text(),
+                    sweep.name
+                );
+            }
+        }
         Ok(())
-    }
-}
-
-/// The experiment files to run: all of `dir/*.toml` when `wanted` is empty, else each
-/// argument as a path or as an id prefix (`000` finds `dir/000-fork.toml`).
-pub(crate) fn find(dir: &Path, wanted: &[String]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut all: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read experiment directory {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    all.sort();
-    if wanted.is_empty() {
-        return Ok(all);
-    }
-    wanted.iter().map(|w| pick(&all, w)).collect()
-}
-
-fn pick(all: &[PathBuf], wanted: &str) -> anyhow::Result<PathBuf> {
-    let path = Path::new(wanted);
-    if path.is_file() {
-        return Ok(path.to_path_buf());
-    }
-    let stem = |p: &PathBuf| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let hits: Vec<&PathBuf> = all.iter().filter(|p| stem(p).starts_with(wanted)).collect();
-    match hits.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => Err(crate::config::ConfigError(format!("no experiment matches '{wanted}'")).into()),
-        _ => Err(crate::config::ConfigError(format!("'{wanted}' matches several experiments")).into()),
     }
 }
 

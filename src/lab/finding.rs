@@ -1,8 +1,11 @@
 //! One-line findings computed from a sweep's numbers (never written by hand).
 
+use crate::lab::claim::Select;
 use crate::lab::experiment::{Dim, FindingSpec};
-use crate::lab::metric::{self, Better, Metric};
+use crate::lab::metric::{Better, Metric};
+use crate::lab::stats::{self, Call, Interval};
 use crate::lab::table::{phrase, Sample};
+use crate::lab::verdict;
 use std::collections::BTreeMap;
 
 /// The sentence a finding spec yields for these samples.
@@ -21,16 +24,31 @@ fn filter<'a>(samples: &'a [Sample], workload: Option<&str>) -> Vec<&'a Sample> 
 }
 
 /// How many times better `x` is than `y` on `m` (above 1: `x` wins).
-fn advantage(m: Metric, x: f64, y: f64) -> f64 {
+pub(crate) fn advantage(m: Metric, x: f64, y: f64) -> f64 {
     match m.better() {
         Better::Higher => x / y,
         Better::Lower => y / x,
     }
 }
 
-/// Per coordinate along `over`, the median advantage of `a` over `b` across matching points.
-fn ratios(m: Metric, a: &str, b: &str, over: Dim, samples: &[&Sample]) -> Vec<(f64, f64)> {
-    let mut by_x: BTreeMap<i64, (f64, Vec<f64>)> = BTreeMap::new();
+/// The advantage of `x` over `y` on `m` with its bootstrap interval (above 1: `x` wins).
+pub(crate) fn advantage_interval(m: Metric, x: &Sample, y: &Sample) -> Interval {
+    stats::ratio_interval(&x.values(m), &y.values(m), |a, b| advantage(m, a, b))
+}
+
+/// `1.31× [1.20–1.42]` (or `1.31×` without an interval).
+pub(crate) fn ratio_text(i: Interval) -> String {
+    if i.known() {
+        format!("{:.2}× [{:.2}–{:.2}]", i.median, i.lo, i.hi)
+    } else {
+        format!("{:.2}×", i.median)
+    }
+}
+
+/// For each point of `a` along `over`, the advantage of `a` over its twin `b`.
+fn ratios(m: Metric, a: &str, b: &str, over: Dim, samples: &[&Sample]) -> Vec<(f64, String, Interval)> {
+    let several = samples.iter().any(|s| s.workload != samples[0].workload);
+    let mut out = Vec::new();
     for sa in samples.iter().filter(|s| s.server == a) {
         // The same client settings on the same workload; failing that (each server has a
         // workload of its own, like CGI's script and the handler's path), the same client.
@@ -41,96 +59,126 @@ fn ratios(m: Metric, a: &str, b: &str, over: Dim, samples: &[&Sample]) -> Vec<(f
             .or_else(|| samples.iter().find(|s| same_client(s)));
         if let Some(sb) = twin {
             let x = sa.coord(over);
-            let r = advantage(m, sa.value(m), sb.value(m));
-            if r.is_finite() && x.is_finite() {
-                by_x.entry((x * 1000.0) as i64).or_insert((x, Vec::new())).1.push(r);
+            let i = advantage_interval(m, sa, sb);
+            if i.median.is_finite() && x.is_finite() {
+                let place = if several && sa.workload == sb.workload {
+                    format!("{} ({})", phrase(over, x), sa.workload)
+                } else {
+                    phrase(over, x)
+                };
+                out.push((x, place, i));
             }
         }
     }
-    by_x.into_values().map(|(x, rs)| (x, metric::median(rs))).collect()
+    out.sort_by(|p, q| p.0.total_cmp(&q.0));
+    out
 }
 
+/// Where `a` beats `b` (the ratio's interval above 1), where it loses, and where they are level.
 fn compare(m: Metric, a: &str, b: &str, over: Dim, samples: &[&Sample]) -> String {
     let rs = ratios(m, a, b, over, samples);
-    let Some(&(last_x, last_r)) = rs.last() else {
+    if rs.is_empty() {
         return format!("{a} vs {b}: not measured here (one of them did not run).");
+    }
+    let group = |call: Call| -> Vec<String> {
+        rs.iter().filter(|r| r.2.call() == call).map(|(_, place, i)| format!("{place}: {}", ratio_text(*i))).collect()
     };
-    let wins: Vec<f64> = rs.iter().filter(|(_, r)| *r > 1.0).map(|(x, _)| *x).collect();
-    let at_last = format!("{last_r:.2}× at {}", phrase(over, last_x));
-    let first_win = rs.iter().position(|(_, r)| *r > 1.0);
-    match first_win {
-        None => {
-            let (bx, br) = rs.iter().copied().fold((f64::NAN, 0.0), |acc, (x, r)| if r > acc.1 { (x, r) } else { acc });
-            format!("{a} never beats {b} on {} (closest: {br:.2}× at {}).", m.name(), phrase(over, bx))
-        }
-        Some(0) if wins.len() == rs.len() => format!("{a} beats {b} on {} everywhere, by {at_last}.", m.name()),
-        Some(i) if rs[i..].iter().all(|(_, r)| *r > 1.0) => {
-            format!("{a} beats {b} on {} from {} on, by {at_last}.", m.name(), phrase(over, rs[i].0))
-        }
-        Some(_) => {
-            let list: Vec<String> = wins.iter().map(|x| phrase(over, *x)).collect();
-            let (won, of) = (wins.len(), rs.len());
-            format!("{a} beats {b} on {} at {won} of {of} points ({}); {at_last}.", m.name(), list.join(", "))
+    let (wins, losses, level) = (group(Call::Win), group(Call::Loss), group(Call::Level));
+    let name = m.name();
+    if wins.len() == rs.len() {
+        return format!("{a} beats {b} on {name} everywhere ({}).", wins.join("; "));
+    }
+    if losses.len() == rs.len() {
+        return format!("{b} beats {a} on {name} everywhere ({a}'s advantage {}).", losses.join("; "));
+    }
+    if level.len() == rs.len() {
+        return format!("{a} and {b} are level on {name} (intervals include 1: {}).", level.join("; "));
+    }
+    let mut parts = Vec::new();
+    for (list, what) in [(wins, format!("{a} better")), (level, "level".into()), (losses, format!("{b} better"))] {
+        if !list.is_empty() {
+            parts.push(format!("{what} at {}", list.join("; ")));
         }
     }
+    format!("{a} vs {b} on {name} ({a}'s advantage): {}.", parts.join(" | "))
 }
 
+/// Per point (workload and client settings), the best server when its advantage over the
+/// runner-up has an interval above 1; a point where it does not is level.
 fn best(m: Metric, samples: &[&Sample]) -> String {
     let mut groups: BTreeMap<String, Vec<&Sample>> = BTreeMap::new();
     for s in samples {
         groups.entry(format!("{}/{}", s.workload, s.client.label())).or_default().push(s);
     }
-    let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut contested = 0;
+    let mut wins: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let (mut contested, mut level) = (0, 0);
     for group in groups.values().filter(|g| g.len() > 1) {
         contested += 1;
-        let top = group.iter().copied().reduce(|x, y| if advantage(m, y.value(m), x.value(m)) > 1.0 { y } else { x });
-        if let Some(top) = top {
-            *wins.entry(top.server.as_str()).or_default() += 1;
+        let mut sorted = group.clone();
+        sorted.sort_by(|x, y| advantage(m, y.value(m), x.value(m)).total_cmp(&1.0));
+        let (top, second) = (sorted[0], sorted[1]);
+        match advantage_interval(m, top, second).call() {
+            Call::Win => wins.entry(top.server.as_str()).or_default().push(top.place()),
+            _ => level += 1,
         }
     }
-    let Some((server, n)) = wins.iter().max_by_key(|(_, n)| **n) else {
+    if contested == 0 {
         return format!("Fewer than two servers ran, so none can be called best on {}.", m.name());
-    };
-    let peak = samples.iter().copied().reduce(|x, y| if advantage(m, y.value(m), x.value(m)) > 1.0 { y } else { x });
-    let peak = peak.map(|p| {
-        let at = phrase(Dim::Connections, f64::from(p.client.c));
-        format!("; the best single point is {} {} with {} at {at}", metric::format(p.value(m)), m.name(), p.server)
-    });
-    format!("{server} is best on {} at {n} of {contested} points{}.", m.name(), peak.unwrap_or_default())
+    }
+    let mut ranked: Vec<(&str, Vec<String>)> = wins.into_iter().collect();
+    ranked.sort_by_key(|(_, places)| std::cmp::Reverse(places.len()));
+    let mut parts: Vec<String> =
+        ranked.iter().map(|(server, places)| format!("{server} at {} ({})", places.len(), places.join("; "))).collect();
+    if level > 0 {
+        parts.push(format!("no clear best at {level} (the top two's interval includes 1)"));
+    }
+    format!("Best on {} over {contested} points: {}.", m.name(), parts.join(", "))
 }
 
+/// Per server (and workload), the series' shape along `over`: each step up or down only
+/// where neighbouring intervals are apart, the maximum and whether it is an interior peak,
+/// and for rates against clients how much of the per-client rate is kept (linearity).
 fn trend(m: Metric, over: Dim, samples: &[&Sample]) -> String {
-    let mut servers: Vec<&str> = Vec::new();
+    let mut keys: Vec<(&str, &str)> = Vec::new();
     for s in samples {
-        if !servers.contains(&s.server.as_str()) {
-            servers.push(s.server.as_str());
+        if !keys.contains(&(s.server.as_str(), s.workload.as_str())) {
+            keys.push((s.server.as_str(), s.workload.as_str()));
         }
     }
-    let parts: Vec<String> = servers
+    let several = keys.iter().any(|k| k.1 != keys[0].1);
+    let owned: Vec<Sample> = samples.iter().map(|s| (*s).clone()).collect();
+    let linear = (m == Metric::Rps && matches!(over, Dim::Connections | Dim::Clients)).then_some(0.0);
+    let parts: Vec<String> = keys
         .iter()
-        .filter_map(|server| {
-            let mut pts: Vec<(f64, f64)> =
-                samples.iter().filter(|s| s.server == *server).map(|s| (s.coord(over), s.value(m))).collect();
-            pts.sort_by(|x, y| x.0.total_cmp(&y.0));
-            let (&(x0, y0), &(x1, y1)) = (pts.first()?, pts.last()?);
-            (pts.len() > 1).then(|| {
-                let factor = if y0 != 0.0 { format!(" ({:.2}×)", y1 / y0) } else { String::new() };
-                format!(
-                    "{server}: {} goes from {} at {} to {} at {}{factor}",
-                    m.name(),
-                    metric::format(y0),
-                    phrase(over, x0),
-                    metric::format(y1),
-                    phrase(over, x1),
-                )
+        .filter_map(|(server, workload)| {
+            let at =
+                Select { server: Some(server.to_string()), workload: Some(workload.to_string()), ..Default::default() };
+            let series = verdict::series(&owned, &at, m, over);
+            (series.len() > 1).then(|| {
+                let name = if several { format!("{server} ({workload})") } else { server.to_string() };
+                format!("{name}: {}", verdict::shape(&series, over, linear, None).text)
             })
         })
         .collect();
     if parts.is_empty() {
         return format!("Too few points measured to show how {} changes.", m.name());
     }
-    parts.join("; ") + "."
+    format!(
+        "{} along {} (↑/↓ a step whose intervals are apart, = otherwise): {}.",
+        m.name(),
+        dim_name(over),
+        parts.join("; ")
+    )
+}
+
+fn dim_name(d: Dim) -> &'static str {
+    match d {
+        Dim::Connections | Dim::Clients => "connections",
+        Dim::Requests => "requests",
+        Dim::Rate => "offered rate",
+        Dim::Server => "servers",
+        Dim::Workload => "workloads",
+    }
 }
 
 #[cfg(test)]
@@ -139,25 +187,24 @@ mod tests {
     use crate::lab::experiment::ClientSpec;
     use crate::lab::metric::Measurement;
 
-    fn sample(server: &str, c: u32, mean_us: f64) -> Sample {
-        let client = ClientSpec { c, n: Some(100), duration: None, rate: None, keepalive: true };
-        let runs = vec![Measurement { mean_us, responses: 100, ..Default::default() }];
+    /// A sample with three repeats spread ±2% around `mean_us`.
+    pub(crate) fn sample(server: &str, c: u32, mean_us: f64) -> Sample {
+        let client =
+            ClientSpec { c, n: Some(100), duration: None, rate: None, keepalive: true, model: Default::default() };
+        let runs = [0.98, 1.0, 1.02]
+            .iter()
+            .map(|f| Measurement { mean_us: mean_us * f, responses: 100, ..Default::default() })
+            .collect();
         Sample { server: server.into(), workload: "w".into(), client, runs }
     }
 
     #[test]
-    fn compare_sentences_follow_the_numbers() {
+    fn compare_sentences_follow_the_intervals() {
         let cases: [(&[f64; 3], &str); 4] = [
-            (&[90.0, 40.0, 50.0], "fork beats single on mean latency (ms) everywhere, by 2.00× at 4 connections."),
-            (
-                &[110.0, 40.0, 50.0],
-                "fork beats single on mean latency (ms) from 2 connections on, by 2.00× at 4 connections.",
-            ),
-            (&[200.0, 300.0, 400.0], "fork never beats single on mean latency (ms) (closest: 0.67× at 2 connections)."),
-            (
-                &[90.0, 300.0, 50.0],
-                "fork beats single on mean latency (ms) at 2 of 3 points (1 connection, 4 connections); 2.00× at 4 connections.",
-            ),
+            (&[50.0, 100.0, 50.0], "fork beats single on mean latency (ms) everywhere (1 connection: 2.00× [1.92–2.08]; 2 connections: 2.00× [1.92–2.08]; 4 connections: 2.00× [1.92–2.08])."),
+            (&[101.0, 100.0, 50.0], "fork vs single on mean latency (ms) (fork's advantage): fork better at 2 connections: 2.00× [1.92–2.08]; 4 connections: 2.00× [1.92–2.08] | level at 1 connection: 0.99× [0.95–1.03]."),
+            (&[200.0, 400.0, 200.0], "single beats fork on mean latency (ms) everywhere (fork's advantage 1 connection: 0.50× [0.48–0.52]; 2 connections: 0.50× [0.48–0.52]; 4 connections: 0.50× [0.48–0.52])."),
+            (&[100.0, 201.0, 100.0], "fork and single are level on mean latency (ms) (intervals include 1: 1 connection: 1.00× [0.96–1.04]; 2 connections: 1.00× [0.96–1.04]; 4 connections: 1.00× [0.96–1.04])."),
         ];
         for (fork, want) in cases {
             let mut v = Vec::new();
@@ -171,11 +218,11 @@ mod tests {
     }
 
     #[test]
-    fn best_counts_wins() {
+    fn best_counts_only_clear_wins_and_names_the_point() {
         let v =
-            [(1, 10.0, 20.0), (2, 10.0, 5.0), (4, 1.0, 2.0)].map(|(c, a, b)| [sample("a", c, a), sample("b", c, b)]);
+            [(1, 10.0, 20.0), (2, 10.0, 5.0), (4, 1.0, 1.01)].map(|(c, a, b)| [sample("a", c, a), sample("b", c, b)]);
         let refs: Vec<&Sample> = v.iter().flatten().collect();
-        let want = "a is best on mean latency (ms) at 2 of 3 points; the best single point is 0.001000 mean latency (ms) with a at 4 connections.";
+        let want = "Best on mean latency (ms) over 3 points: a at 1 (1 connection, N = 100), b at 1 (2 connections, N = 100), no clear best at 1 (the top two's interval includes 1).";
         assert_eq!(best(Metric::MeanMs, &refs), want);
     }
 
@@ -185,16 +232,26 @@ mod tests {
         v[0].workload = "cgi page".into();
         v[1].workload = "handler page".into();
         let refs: Vec<&Sample> = v.iter().collect();
-        let want = "handler beats cgi on mean latency (ms) everywhere, by 4.00× at 1 connection.";
+        let want = "handler beats cgi on mean latency (ms) everywhere (1 connection: 4.00× [3.84–4.16]).";
         assert_eq!(compare(Metric::MeanMs, "handler", "cgi", Dim::Connections, &refs), want);
     }
 
+    /// Regression: a trend compared only its first and last points, so a rise that
+    /// collapsed in between read as a plain rise.
     #[test]
-    fn a_trend_names_each_server_once_and_no_factor_from_zero() {
-        let v = [sample("a", 1, 0.0), sample("b", 1, 5.0), sample("a", 4, 0.0), sample("b", 4, 10.0)];
+    fn a_trend_shows_every_step_and_an_interior_peak() {
+        let v = [
+            sample("a", 1, 1000.0),
+            sample("a", 2, 4000.0),
+            sample("a", 4, 2000.0),
+            sample("b", 1, 5000.0),
+            sample("b", 2, 5050.0),
+            sample("b", 4, 10000.0),
+        ];
         let refs: Vec<&Sample> = v.iter().collect();
-        let want = "a: mean latency (ms) goes from 0 at 1 connection to 0 at 4 connections; \
-                    b: mean latency (ms) goes from 0.005000 at 1 connection to 0.01000 at 4 connections (2.00×).";
+        let want = "mean latency (ms) along connections (↑/↓ a step whose intervals are apart, = otherwise): \
+                    a: 1.000 1 connection → 2.000 4 connections: ↑↓; max 4.000 at 2 connections (then falls); \
+                    b: 5.000 1 connection → 10.00 4 connections: =↑; max 10.00 at 4 connections.";
         assert_eq!(trend(Metric::MeanMs, Dim::Connections, &refs), want);
     }
 }

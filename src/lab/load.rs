@@ -4,7 +4,7 @@
 //! reported it.
 
 use crate::bench::{run_bench, BenchConfig, BenchResult, OpenModel, Stop, Target, LATE_AFTER};
-use crate::lab::experiment::ClientSpec;
+use crate::lab::experiment::{ClientSpec, Model};
 use crate::lab::hosts::Hosts;
 use crate::lab::metric::Measurement;
 use std::net::SocketAddr;
@@ -59,7 +59,10 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
         threads: 1,
         stop,
         rate: c.rate,
-        open_model: OpenModel::Pool,
+        open_model: match c.model {
+            Model::Pool => OpenModel::Pool,
+            Model::PerRequest => OpenModel::PerRequest,
+        },
         late_after: LATE_AFTER,
         keepalive: c.keepalive,
         warmup: Duration::ZERO,
@@ -80,6 +83,7 @@ fn measurement(r: &BenchResult) -> Measurement {
         // result's `backlog`) and `late` (sent after --late-after), so a server that cannot
         // keep up with the rate shows as errors, not as a quietly lighter load.
         errors: r.errors.total(),
+        late_or_unsent: r.errors.late + r.errors.unsent,
         duration_s: r.duration_s,
         rps: finite(r.requests_per_sec),
         bytes_per_s: finite(r.wire_bytes_per_sec),
@@ -88,5 +92,7 @@ fn measurement(r: &BenchResult) -> Measurement {
         p90_us: r.latency.p90_us as f64,
         p99_us: r.latency.p99_us as f64,
         max_us: r.latency.max_us as f64,
+        // Filled in by the runner, which sees the server process.
+        cpu: Default::default(),
     }
 }

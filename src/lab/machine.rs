@@ -15,12 +15,15 @@ pub(crate) struct Machine {
     pub nginx: String,
     /// When the report was written: other load on the machine skews every number.
     pub load: String,
+    /// Which CPUs the servers and the load generator ran on.
+    pub pinning: String,
 }
 
 impl Machine {
-    pub fn describe() -> Machine {
+    pub fn describe(pinning: &crate::lab::cpu::Pinning) -> Machine {
         Machine {
-            cores: crate::modes::cores(),
+            // All the machine's CPUs: the lab's own thread is pinned to some of them.
+            cores: online_cpus().unwrap_or_else(crate::modes::cores),
             cpu: cpu_model().unwrap_or_else(unknown),
             memory: memory().unwrap_or_else(unknown),
             kernel: kernel().unwrap_or_else(unknown),
@@ -29,6 +32,7 @@ impl Machine {
             rustc: first_line("rustc", &["--version"]).unwrap_or_else(unknown),
             nginx: first_line("nginx", &["-v"]).unwrap_or_else(|| "not installed".into()),
             load: load_average().unwrap_or_else(unknown),
+            pinning: pinning.describe(),
         }
     }
 
@@ -44,12 +48,18 @@ impl Machine {
             ("rustc", self.rustc.clone()),
             ("nginx", self.nginx.clone()),
             ("Load average (1, 5, 15 min) at report time", self.load.clone()),
+            ("Pinning", self.pinning.clone()),
         ]
     }
 }
 
 fn unknown() -> String {
     "unknown".into()
+}
+
+fn online_cpus() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    Some(info.lines().filter(|l| l.starts_with("processor")).count()).filter(|n| *n > 0)
 }
 
 fn cpu_model() -> Option<String> {

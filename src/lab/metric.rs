@@ -9,8 +9,14 @@ pub(crate) struct Measurement {
     pub responses: u64,
     /// Answers that were not 2xx or 3xx.
     pub non_success: u64,
-    /// Requests that got no answer (connect, reset, timeout, malformed).
+    /// Requests that got no answer (connect, reset, timeout, malformed), and the open
+    /// loop's own classes: `unsent` and `late`.
     pub errors: u64,
+    /// Of `errors`, the open loop's own classes: scheduled but never sent, or sent more
+    /// than bench's `--late-after` after the slot (the server's backlog, or the generator's
+    /// own lateness on a busy machine: the two look alike).
+    #[serde(default)]
+    pub late_or_unsent: u64,
     pub duration_s: f64,
     pub rps: f64,
     /// Response bytes (head and body) per second.
@@ -20,6 +26,9 @@ pub(crate) struct Measurement {
     pub p90_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// The server's CPU time and the machine's state during the point.
+    #[serde(default)]
+    pub cpu: crate::lab::cpu::PointCpu,
 }
 
 /// A number read from a [`Measurement`], with its unit.
@@ -36,6 +45,13 @@ pub(crate) enum Metric {
     MbS,
     GbS,
     ErrorPct,
+    /// Server CPU time (process tree, reaped children included) per response, µs.
+    CpuUs,
+    /// The errors the seeds counted: non-2xx answers, timeouts and connection failures,
+    /// without the open loop's late and unsent classes.
+    SeedErrorPct,
+    /// Requests sent late or never sent, % of those scheduled.
+    LatePct,
 }
 
 /// Whether larger values of a metric are better.
@@ -58,6 +74,10 @@ impl Metric {
             Metric::MbS => m.bytes_per_s / 1e6,
             Metric::GbS => m.bytes_per_s / 1e9,
             Metric::ErrorPct => error_pct(m),
+            Metric::SeedErrorPct => pct(m.errors.saturating_sub(m.late_or_unsent) + m.non_success, m),
+            Metric::LatePct => pct(m.late_or_unsent, m),
+            Metric::CpuUs if m.responses == 0 => f64::NAN,
+            Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
         }
     }
 
@@ -81,8 +101,20 @@ impl Metric {
             Metric::MbS => "MB/s",
             Metric::GbS => "GB/s",
             Metric::ErrorPct => "errors (%)",
+            Metric::CpuUs => "server CPU per request (µs)",
+            Metric::SeedErrorPct => "errors as the seed counted them (%)",
+            Metric::LatePct => "late or unsent (%)",
         }
     }
+}
+
+/// `n` as a share of the requests attempted (answered or failed).
+fn pct(n: u64, m: &Measurement) -> f64 {
+    let attempted = m.responses + m.errors;
+    if attempted == 0 {
+        return 0.0;
+    }
+    100.0 * n as f64 / attempted as f64
 }
 
 fn error_pct(m: &Measurement) -> f64 {
@@ -158,6 +190,10 @@ mod tests {
     fn error_pct_counts_non_success_and_failures() {
         let m = Measurement { responses: 90, non_success: 5, errors: 10, ..Default::default() };
         assert_eq!(Metric::ErrorPct.value(&m), 15.0);
+        // Of the 10 failures, 4 were the open loop's late or unsent requests.
+        let m = Measurement { late_or_unsent: 4, ..m };
+        assert_eq!(Metric::SeedErrorPct.value(&m), 11.0);
+        assert_eq!(Metric::LatePct.value(&m), 4.0);
     }
 
     #[test]

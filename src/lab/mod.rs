@@ -1,6 +1,6 @@
 //! `spidey lab`: reproduces the seed studies on this machine and reports them.
 //!
-//! An experiment file (`experiments/*.toml`, [`experiment`]) is expanded into points
+//! An experiment file (`experiments/*.toml`, built into the binary, [`experiment`]) is expanded into points
 //! ([`plan`]); for each server configuration the [`runner`] generates a document root
 //! ([`docroot`]), starts the server as a child ([`server`]), measures each point through
 //! the load seam ([`load`]) and appends it to `results.jsonl` ([`results`]) at once, so
@@ -9,6 +9,8 @@
 //! the machine's description ([`machine`]).
 
 mod adversary;
+mod claim;
+mod cpu;
 mod docroot;
 mod experiment;
 mod finding;
@@ -24,7 +26,10 @@ mod robustness;
 mod robustness_report;
 mod runner;
 mod server;
+mod sources;
+mod stats;
 mod table;
+mod verdict;
 
 use crate::cli::LabArgs;
 use anyhow::Context;
@@ -34,12 +39,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub use hosts::HostArgs;
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
-    let paths = experiment::find(&args.experiments_dir, &args.experiments)?;
-    anyhow::ensure!(!paths.is_empty(), "no experiments in {}", args.experiments_dir.display());
+    let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
+    anyhow::ensure!(!sources.is_empty(), "no experiments found");
     let hosts = hosts::Hosts::from_args(&args.hosts)?;
-    let exps: Vec<Experiment> = paths.iter().map(|p| Experiment::load(p)).collect::<anyhow::Result<_>>()?;
+    let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
+    let pinning = cpu::pin();
     let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
@@ -49,7 +55,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe())?;
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe(pinning))?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {

@@ -1,5 +1,7 @@
 //! Expands experiments into points: every server × workload × client × repeat of each
-//! sweep, in run order (grouped by server, so each server starts once per sweep).
+//! sweep, in run order: repeat by repeat, and within a repeat server by server in an order
+//! rotated by one each repeat (as `bench/vs-nginx.sh` does), so a slow drift of the machine
+//! does not always fall on the same server. Each server starts afresh for each repeat.
 
 use crate::lab::experiment::{ClientSpec, Experiment, ServerSpec, Sweep};
 
@@ -15,7 +17,7 @@ pub(crate) struct Point {
     pub repeat: u32,
 }
 
-/// The points of one server configuration within a sweep.
+/// The points of one server configuration within one repeat of a sweep.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerRun {
     pub server: ServerSpec,
@@ -52,20 +54,36 @@ fn apply(sweep: &Sweep, quick: bool) -> Active<'_> {
         (Some(v), true) => v.clone(),
         _ => sweep.clients.clone(),
     };
-    let repeats = if quick { q.repeats.unwrap_or(1) } else { sweep.repeats };
+    let repeats = if quick { q.repeats.unwrap_or(QUICK_REPEATS) } else { sweep.repeats };
     Active { sweep, servers, workloads: pick(&q.workloads), clients, repeats }
 }
 
-/// The server runs of one experiment, in order.
+/// Repeats of each point in a quick run (a sweep's `quick.repeats` may ask for more).
+pub(crate) const QUICK_REPEATS: u32 = 3;
+
+/// The server runs of one experiment, in order: per sweep, per repeat, servers rotated.
 pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {
     let mut runs = Vec::new();
     for a in active(exp, quick) {
-        for server in &a.servers {
-            let points = points_of(exp, &a, server, quick);
-            runs.push(ServerRun { server: (*server).clone(), warmup: a.sweep.warmup, points });
+        for repeat in 0..a.repeats {
+            for server in rotated(&a.servers, repeat) {
+                let points = points_of(exp, &a, server, quick, repeat);
+                if !points.is_empty() {
+                    runs.push(ServerRun { server: server.clone(), warmup: a.sweep.warmup, points });
+                }
+            }
         }
     }
     runs
+}
+
+/// `items` starting at `repeat` (mod its length), wrapping around.
+pub(crate) fn rotated<T: Copy>(items: &[T], repeat: u32) -> Vec<T> {
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let k = repeat as usize % items.len();
+    items[k..].iter().chain(&items[..k]).copied().collect()
 }
 
 /// The stable id of a point. Quick points get their own (`quick/...`): their files may be smaller.
@@ -82,22 +100,35 @@ pub(crate) fn point_id(
     format!("{prefix}{exp}/{sweep}/{server}/{workload}/{}/r{repeat}", client.label())
 }
 
-fn points_of(exp: &Experiment, a: &Active<'_>, server: &ServerSpec, quick: bool) -> Vec<Point> {
+fn points_of(exp: &Experiment, a: &Active<'_>, server: &ServerSpec, quick: bool, repeat: u32) -> Vec<Point> {
     let mut points = Vec::new();
     for workload in a.workloads.iter().filter(|w| server.runs(w)) {
         for client in &a.clients {
-            for repeat in 0..a.repeats {
-                let id = point_id(quick, &exp.id, &a.sweep.name, &server.label, workload, client, repeat);
-                points.push(Point {
-                    id,
-                    sweep: a.sweep.name.clone(),
-                    server: server.label.clone(),
-                    workload: workload.clone(),
-                    client: client.clone(),
-                    repeat,
-                });
-            }
+            let id = point_id(quick, &exp.id, &a.sweep.name, &server.label, workload, client, repeat);
+            points.push(Point {
+                id,
+                sweep: a.sweep.name.clone(),
+                server: server.label.clone(),
+                workload: workload.clone(),
+                client: client.clone(),
+                repeat,
+            });
         }
     }
     points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rotated;
+
+    #[test]
+    fn servers_rotate_by_one_each_repeat() {
+        let servers = ["a", "b", "c"];
+        let cases: [(u32, [&str; 3]); 4] =
+            [(0, ["a", "b", "c"]), (1, ["b", "c", "a"]), (2, ["c", "a", "b"]), (3, ["a", "b", "c"])];
+        for (repeat, want) in cases {
+            assert_eq!(rotated(&servers, repeat), want, "repeat {repeat}");
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! SVG line charts (plotters): a metric against concurrency or rate, one line per server
-//! (and per metric when a chart shows two, like p50 and p99).
+//! (and per metric when a chart shows two, like p50 and p99), through the medians of the
+//! repeats, with each median's bootstrap 95% interval as an error bar, and the seed's
+//! published series for the same server and metric dashed in the same colour on the same axes.
 
-use crate::lab::experiment::PlotSpec;
+use crate::lab::experiment::{PlotSpec, Sweep};
 use crate::lab::table::{dim_header, Sample};
 use plotters::prelude::*;
 
@@ -21,12 +23,15 @@ struct Series {
     name: String,
     color: RGBColor,
     bold: bool,
-    points: Vec<(f64, f64)>,
+    /// The seed's published numbers (dashed, no error bars).
+    seed: bool,
+    /// (x, median, low, high): the bounds are NaN without an interval.
+    points: Vec<(f64, f64, f64, f64)>,
 }
 
 /// The chart as an SVG document, or None when nothing was measured for it.
-pub(crate) fn svg(spec: &PlotSpec, samples: &[Sample]) -> Option<String> {
-    let series = series(spec, samples);
+pub(crate) fn svg(spec: &PlotSpec, samples: &[Sample], sweep: &Sweep) -> Option<String> {
+    let series = series(spec, samples, sweep);
     if series.iter().all(|s| s.points.is_empty()) {
         return None;
     }
@@ -35,7 +40,7 @@ pub(crate) fn svg(spec: &PlotSpec, samples: &[Sample]) -> Option<String> {
     Some(out)
 }
 
-fn series(spec: &PlotSpec, samples: &[Sample]) -> Vec<Series> {
+fn series(spec: &PlotSpec, samples: &[Sample], sweep: &Sweep) -> Vec<Series> {
     let chosen: Vec<&Sample> = samples
         .iter()
         .filter(|s| !s.runs.is_empty() && spec.workload.as_ref().map_or(true, |w| *w == s.workload))
@@ -49,18 +54,49 @@ fn series(spec: &PlotSpec, samples: &[Sample]) -> Vec<Series> {
     let mut out = Vec::new();
     for (i, server) in servers.iter().enumerate() {
         for (j, metric) in spec.y.iter().enumerate() {
-            let mut points: Vec<(f64, f64)> = chosen
+            let mut points: Vec<(f64, f64, f64, f64)> = chosen
                 .iter()
                 .filter(|s| s.server == *server)
-                .map(|s| (x_of(spec, s.coord(spec.x)), s.value(*metric)))
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .map(|s| {
+                    let i = s.interval(*metric);
+                    (x_of(spec, s.coord(spec.x)), i.median, i.lo, i.hi)
+                })
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             let name = if spec.y.len() > 1 { format!("{server} {}", metric.name()) } else { server.to_string() };
-            out.push(Series { name, color: PALETTE[i % PALETTE.len()], bold: j == 0, points });
+            let color = PALETTE[i % PALETTE.len()];
+            let seed = seed_points(spec, sweep, server, *metric);
+            out.push(Series { name: name.clone(), color, bold: j == 0, seed: false, points });
+            if !seed.is_empty() {
+                out.push(Series { name: format!("{name} (seed)"), color, bold: j == 0, seed: true, points: seed });
+            }
         }
     }
     out
+}
+
+/// The seed's rows for `server` (and the plot's workload) in the table column of `metric`.
+fn seed_points(
+    spec: &PlotSpec,
+    sweep: &Sweep,
+    server: &str,
+    metric: crate::lab::metric::Metric,
+) -> Vec<(f64, f64, f64, f64)> {
+    let Some(col) = sweep.table.columns.iter().position(|c| c.metric == metric) else { return Vec::new() };
+    let mut points: Vec<(f64, f64, f64, f64)> = sweep
+        .seed_rows
+        .iter()
+        .filter(|r| r.server.as_deref().map_or(true, |s| s == server))
+        .filter(|r| match (&spec.workload, &r.workload) {
+            (Some(w), Some(rw)) => w == rw,
+            _ => true,
+        })
+        .map(|r| (x_of(spec, crate::lab::claim::seed_coord(r, spec.x)), r.values[col], f64::NAN, f64::NAN))
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
 }
 
 /// Log axes are drawn as linear axes over log10(x), labelled with x.
@@ -75,7 +111,7 @@ fn x_of(spec: &PlotSpec, x: f64) -> f64 {
 fn draw(spec: &PlotSpec, series: &[Series], out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = all().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
-    let y1 = all().fold(0.0f64, |hi, p| hi.max(p.1)) * 1.1;
+    let y1 = all().fold(0.0f64, |hi, p| hi.max(p.1).max(if p.3.is_finite() { p.3 } else { 0.0 })) * 1.1;
     let (x0, x1) = if x1 > x0 { (x0, x1) } else { (x0 - 1.0, x0 + 1.0) };
     let y1 = if y1 > 0.0 { y1 } else { 1.0 };
     let root = SVGBackend::with_string(out, (760, 420)).into_drawing_area();
@@ -98,10 +134,22 @@ fn draw(spec: &PlotSpec, series: &[Series], out: &mut String) -> Result<(), Box<
         .draw()?;
     for s in series.iter().filter(|s| !s.points.is_empty()) {
         let style = ShapeStyle { color: s.color.to_rgba(), filled: true, stroke_width: if s.bold { 2 } else { 1 } };
+        let line = s.points.iter().map(|p| (p.0, p.1));
+        if s.seed {
+            let dashed = ShapeStyle { stroke_width: 1, ..style };
+            chart
+                .draw_series(DashedLineSeries::new(line, 6, 4, dashed))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], dashed));
+            continue;
+        }
         chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), style).point_size(if s.bold { 3 } else { 2 }))?
+            .draw_series(LineSeries::new(line, style).point_size(if s.bold { 3 } else { 2 }))?
             .label(s.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        let bars = s.points.iter().filter(|p| p.2.is_finite() && p.3.is_finite());
+        let thin = ShapeStyle { stroke_width: 1, ..style };
+        chart.draw_series(bars.map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, thin, 8)))?;
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
     root.present()?;

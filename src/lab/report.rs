@@ -5,7 +5,7 @@ use crate::lab::experiment::Experiment;
 use crate::lab::machine::Machine;
 use crate::lab::plan;
 use crate::lab::results::{Outcome, Record};
-use crate::lab::{finding, plot, table};
+use crate::lab::{finding, plot, table, verdict};
 use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -35,6 +35,7 @@ pub(crate) fn write(
 ) -> anyhow::Result<()> {
     clear_plots(&out.join("plots"))?;
     let mut doc = intro(quick, machine);
+    doc.extend(verdicts(exps, quick, records));
     for exp in exps {
         doc.extend(experiment(exp, quick, records));
     }
@@ -65,7 +66,10 @@ fn intro(quick: bool, machine: &Machine) -> Vec<Block> {
     vec![
         Block::Heading(1, "Spidey lab report".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\", the median of repeats) and the seed's published numbers beside them. Findings are computed from the numbers here."
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise. Every table adds the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point).",
+            other = crate::lab::cpu::OTHER_BUSY_LIMIT_PCT,
+            steal = crate::lab::cpu::STEAL_LIMIT_PCT,
+            repeats = if quick { "3" } else { "5 (or more)" }
         )),
         Block::Heading(2, "Machine".into()),
         Block::Table(vec!["".into(), "".into()], machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect()),
@@ -91,7 +95,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             doc.push(Block::Bullets(findings));
         }
         for (i, spec) in a.sweep.plots.iter().enumerate() {
-            if let Some(svg) = plot::svg(spec, &samples) {
+            if let Some(svg) = plot::svg(spec, &samples, a.sweep) {
                 let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
                 doc.push(Block::Plot { file, title: spec.title.clone(), svg });
             }
@@ -102,6 +106,36 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         }
     }
     doc
+}
+
+/// The verdict table: every claim of every experiment, checked against its sweep.
+pub(crate) fn verdict_rows(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        let sweeps: Vec<(&plan::Active<'_>, Vec<table::Sample>)> =
+            active.iter().map(|a| (a, table::samples(&exp.id, a, quick, records))).collect();
+        for claim in &exp.claims {
+            let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
+            let v = verdict::check(claim, sweep);
+            let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
+            rows.push(vec![id, v.claim, v.seed, v.here, v.outcome.label().to_string()]);
+        }
+    }
+    rows
+}
+
+fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records);
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let headers = ["Seed", "Claim", "Seed's number", "Here (median [95% interval])", "Verdict"];
+    vec![
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+        Block::Para("Each claim a seed study made, checked against this run's numbers. A ratio is the claimed winner's advantage (above 1: it wins); a verdict is \"reproduced\" only where the intervals say so, \"inconclusive\" where they are too wide to tell (few repeats, a noisy machine), \"not measured\" where the sweep did not run (quick runs skip some).".into()),
+        Block::Table(headers.map(String::from).to_vec(), rows),
+    ]
 }
 
 /// Why points are missing: skipped servers and failures, each reason once.

@@ -1,6 +1,7 @@
 //! Runs an experiment's points: per server configuration, start the server over the
 //! generated root, warm it up, measure each point still missing from the journal, stop it.
 
+use crate::lab::cpu;
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{ClientSpec, Experiment};
 use crate::lab::hosts::Hosts;
@@ -61,7 +62,7 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
         run.bar.set_message(point.id.clone());
         let check = checked.entry(&point.workload).or_insert_with(|| probe(server.addr(), root, &point.workload));
         let record = match check {
-            Ok(()) => measure_point(exp, point, server.port, root, run.hosts),
+            Ok(()) => measure_point(exp, point, &server, root, run.hosts),
             Err(why) => {
                 let mut r = Record::new(&exp.id, point, Outcome::Skipped);
                 r.note = Some(format!("{}: does not serve {} here ({why})", sr.server.label, point.workload));
@@ -84,7 +85,8 @@ fn warm_up(port: u16, sr: &ServerRun, root: &DocRoot, hosts: &Hosts) {
     if sr.warmup == 0 {
         return;
     }
-    let client = ClientSpec { c: 1, n: Some(sr.warmup), duration: None, rate: None, keepalive: true };
+    let client =
+        ClientSpec { c: 1, n: Some(sr.warmup), duration: None, rate: None, keepalive: true, model: Default::default() };
     let paths = root.urls.get(&first.workload).cloned().unwrap_or_default();
     let _ = measure(&Load { port, paths: &paths, client: &client, hosts });
 }
@@ -112,10 +114,16 @@ fn probe(server: std::net::SocketAddr, root: &DocRoot, workload: &str) -> Result
     }
 }
 
-fn measure_point(exp: &Experiment, point: &Point, port: u16, root: &DocRoot, hosts: &Hosts) -> Record {
+/// One point, with the server tree's CPU time and the machine's state around it.
+fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot, hosts: &Hosts) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
-    match measure(&Load { port, paths: &paths, client: &point.client, hosts }) {
-        Ok((m, raw)) => {
+    let load1 = cpu::load1();
+    let before = cpu::Snapshot::take(server.pid());
+    let measured = measure(&Load { port: server.port, paths: &paths, client: &point.client, hosts });
+    let after = cpu::Snapshot::take(server.pid());
+    match measured {
+        Ok((mut m, raw)) => {
+            m.cpu = before.until(&after, load1);
             let mut r = Record::new(&exp.id, point, Outcome::Measured);
             r.measurement = Some(m);
             r.raw = raw;

@@ -8,7 +8,7 @@
 //! server with processes of its own stops them too: a SIGKILLed nginx master leaves its
 //! worker running, holding the port. The death signal follows the thread that spawned the
 //! server; that is the lab's main thread (`lab::run` runs on it), which lives as long as
-//! the lab.
+//! the lab. A server is spawned on the server's CPUs when the lab pins ([`crate::lab::cpu`]).
 
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Peer, ServerSpec};
@@ -41,7 +41,7 @@ pub(crate) enum Started {
 
 /// Starts the server a spec describes over `root`.
 pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &Hosts) -> anyhow::Result<Started> {
-    if let Some(missing) = spec.requires.iter().find(|r| !Path::new(r).exists()) {
+    if let Some(missing) = spec.requires.iter().find(|r| !root.sources().join(r).exists()) {
         return Ok(Started::Unavailable(format!("{}: needs {missing}, not found", spec.label)));
     }
     if let Err(e) = prepare(spec, root) {
@@ -62,11 +62,12 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &H
 
 /// The placeholders a server spec's commands may use.
 fn vars(root: &DocRoot) -> Vec<(&'static str, String)> {
-    let repo = std::env::current_dir().unwrap_or_default();
     vec![
         ("root", root.root().display().to_string()),
-        ("repo", repo.display().to_string()),
+        ("repo", root.sources().display().to_string()),
         ("dir", root.scratch().display().to_string()),
+        // The server's CPUs + 2: seed 004's cap on threads (hardware_concurrency() + 2).
+        ("cores_plus_2", (crate::lab::cpu::server_cores() + 2).to_string()),
     ]
 }
 
@@ -182,7 +183,8 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
 /// kills the processes it starts too (nginx's workers), with the death signal above.
 fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
-    die_with_parent(command, Signal::TERM).process_group(0).spawn()
+    let command = die_with_parent(command, Signal::TERM).process_group(0);
+    crate::lab::cpu::spawn_as_server(|| command.spawn())
 }
 
 /// Waits until the server answers a request, or fails.
@@ -211,6 +213,11 @@ impl Running {
     /// Where the server answers.
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::new(self.ip, self.port)
+    }
+
+    /// The server process (the root of its process tree).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGTERM, then wait; SIGKILL if it has not stopped within the limit.

@@ -5,6 +5,7 @@ use crate::lab::experiment::{ClientSpec, Dim, SeedRow};
 use crate::lab::metric::{self, Measurement, Metric};
 use crate::lab::plan::{point_id, Active};
 use crate::lab::results::{Outcome, Record};
+use crate::lab::stats::{self, Interval};
 use std::collections::HashMap;
 
 /// One server × workload × client of a sweep, with every repeat measured so far.
@@ -19,7 +20,17 @@ pub(crate) struct Sample {
 impl Sample {
     /// The median over repeats; NaN when nothing was measured.
     pub fn value(&self, m: Metric) -> f64 {
-        metric::median(self.runs.iter().map(|r| m.value(r)).collect())
+        metric::median(self.values(m))
+    }
+
+    /// The metric in each repeat.
+    pub fn values(&self, m: Metric) -> Vec<f64> {
+        self.runs.iter().map(|r| m.value(r)).filter(|v| !v.is_nan()).collect()
+    }
+
+    /// The median over repeats with its bootstrap 95% interval.
+    pub fn interval(&self, m: Metric) -> Interval {
+        stats::median_interval(&self.values(m))
     }
 
     /// The point's coordinate along a dimension, as a number (NaN for names).
@@ -30,6 +41,19 @@ impl Sample {
             Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
             Dim::Server | Dim::Workload => f64::NAN,
         }
+    }
+
+    /// Where the point is, in words: its client settings.
+    pub fn place(&self) -> String {
+        let c = &self.client;
+        let mut parts = vec![phrase(Dim::Connections, f64::from(c.c))];
+        if let Some(n) = c.n {
+            parts.push(phrase(Dim::Requests, n as f64));
+        }
+        if let Some(r) = c.rate {
+            parts.push(phrase(Dim::Rate, r));
+        }
+        parts.join(", ")
     }
 
     /// The point's coordinate along a dimension, as the table shows it.
@@ -83,24 +107,82 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
             headers.push(format!("{} (seed)", col.header));
         }
     }
+    if let Some(b) = &spec.baseline {
+        let header = &spec.columns[b.column].header;
+        headers.push(format!("{header} ÷ baseline (here)"));
+        if has_seed {
+            headers.push(format!("{header} ÷ baseline (seed)"));
+        }
+    }
+    // In every table: the server's CPU per request (steadier than rates on a shared
+    // machine), and how many repeats ran on a disturbed machine.
+    headers.push("Server CPU/request (µs, here)".into());
+    headers.push("Disturbed repeats".into());
     let rows = samples
         .iter()
         .map(|s| {
             let seed = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
             let mut row: Vec<String> = spec.dims.iter().map(|d| s.label(*d)).collect();
             for (i, col) in spec.columns.iter().enumerate() {
-                row.push(if s.runs.is_empty() { "–".into() } else { metric::format(s.value(col.metric)) });
+                row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(col.metric)) });
                 if has_seed {
                     row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
                 }
             }
+            if let Some(b) = &spec.baseline {
+                let m = spec.columns[b.column].metric;
+                let base = crate::lab::claim::twin(s, &b.at, samples);
+                let here = base.map(|t| s.value(m) / t.value(m)).filter(|_| !s.runs.is_empty());
+                row.push(here.map(ratio).unwrap_or_else(|| "–".into()));
+                if has_seed {
+                    let own = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
+                    let base = own.and_then(|o| a.sweep.seed_rows.iter().find(|r| seed_twin(o, r, &b.at)));
+                    let v = own.zip(base).map(|(o, r)| o.values[b.column] / r.values[b.column]);
+                    row.push(v.map(ratio).unwrap_or_else(|| "–".into()));
+                }
+            }
+            row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(Metric::CpuUs)) });
+            let disturbed = s.runs.iter().filter(|r| r.cpu.disturbed).count();
+            row.push(if s.runs.is_empty() { "–".into() } else { format!("{disturbed}/{}", s.runs.len()) });
             row
         })
         .collect();
     (headers, rows)
 }
 
-fn seed_matches(r: &SeedRow, s: &Sample) -> bool {
+/// Whether seed row `r` is the baseline of seed row `own`: it fits `at`, and has `own`'s
+/// coordinates where `at` names none (a client count frees the request count).
+fn seed_twin(own: &SeedRow, r: &SeedRow, at: &crate::lab::claim::Select) -> bool {
+    fn same<T: PartialEq>(x: &Option<T>, y: &Option<T>) -> bool {
+        x.is_none() || y.is_none() || x == y
+    }
+    at.matches_seed(r)
+        && (at.server.is_some() || same(&own.server, &r.server))
+        && (at.workload.is_some() || same(&own.workload, &r.workload))
+        && (at.c.is_some() || same(&own.c, &r.c))
+        && (at.c.is_some() || at.n.is_some() || same(&own.n, &r.n))
+        && (at.rate.is_some() || same(&own.rate, &r.rate))
+}
+
+/// A normalised value: `1.23×`.
+fn ratio(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2}×")
+    } else {
+        "–".into()
+    }
+}
+
+/// `median [lo–hi]`, or the median alone when there is no interval.
+pub(crate) fn with_interval(i: Interval) -> String {
+    if i.known() {
+        format!("{} [{}–{}]", metric::format(i.median), metric::format(i.lo), metric::format(i.hi))
+    } else {
+        metric::format(i.median)
+    }
+}
+
+pub(crate) fn seed_matches(r: &SeedRow, s: &Sample) -> bool {
     r.server.as_ref().map_or(true, |x| *x == s.server)
         && r.workload.as_ref().map_or(true, |x| *x == s.workload)
         && r.c.map_or(true, |x| x == s.client.c)
