@@ -34,6 +34,7 @@ fn buffer_size(server: &Server) -> usize {
 /// Serves one connection until it closes, times out, or shutdown is asked between
 /// requests. Returns when the connection is done; the stream is closed on drop.
 pub fn serve(mut stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
+    let _counted = crate::metrics::serving();
     crate::net::tune_stream(&stream);
     let _ = stream.set_write_timeout(Some(server.timeouts.send));
     let mut exchanger = Exchanger::new();

@@ -188,6 +188,7 @@ impl Exchanger {
         let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive: !close, http10: meta.http10 };
         self.head.clear();
         spidey_http::write_head(&mut self.head, status, &fields, &opts);
+        crate::metrics::answered(status.0, body.len());
         if !server.quiet {
             log::record(&log::Record {
                 peer: meta.peer,

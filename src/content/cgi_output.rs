@@ -266,6 +266,7 @@ impl CgiOutput {
         let stdin = child.stdin.take().map(OwnedFd::from);
         let stdout = child.stdout.take().map(OwnedFd::from);
         running.child = Some(child);
+        crate::metrics::add(crate::metrics::Counter::CgiRunning, 1); // taken back when `Running` drops
         for fd in stdin.iter().chain(stdout.iter()) {
             rustix::fs::fcntl_setfl(fd, rustix::fs::OFlags::NONBLOCK)?;
         }
@@ -445,11 +446,15 @@ impl CgiOutput {
     }
 
     fn log(&mut self) {
-        if self.logged || self.conn.quiet {
+        if self.logged {
             return;
         }
         self.logged = true;
         let (Some(status), Some(peer)) = (self.status, self.conn.peer) else { return };
+        crate::metrics::answered(status.0, self.bytes_out);
+        if self.conn.quiet {
+            return;
+        }
         crate::log::record(&crate::log::Record {
             peer,
             request_line: &self.conn.request_line,

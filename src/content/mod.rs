@@ -135,6 +135,9 @@ impl Site {
     /// Decides the answer to `req` from `peer`. `body` is the request body when it is
     /// already whole in the receive buffer (only handlers look at it).
     pub fn respond_from(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
+        if let Some(metrics) = crate::metrics::endpoint(req) {
+            return metrics; // `--metrics PATH`, before any lookup
+        }
         // Decoded once: handler mounts, static files and scripts are all found by this path.
         let relative = resolve::decode_path(req.target.path);
         if let Ok(relative) = &relative {

@@ -146,6 +146,7 @@ fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
             Err(e) => return Err(e.into()),
         }
         lp.now = Instant::now();
+        let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
         for event in events.iter() {
             match event.token() {
                 LISTENER => lp.accept_all(),

@@ -120,6 +120,7 @@ fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
         let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()).max(Duration::from_micros(1)));
         lp.ring.submit_and_wait(timeout)?;
         lp.now = Instant::now();
+        let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
         lp.reap()?;
         lp.expire();
         lp.resume_accepting();
