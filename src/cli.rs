@@ -55,12 +55,15 @@ pub struct ServeArgs {
     /// The directory to serve.
     #[arg(default_value = ".")]
     pub root: PathBuf,
-    /// The address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub addr: IpAddr,
-    /// The port to listen on; 0 picks a free one (the startup line names it).
-    #[arg(long, default_value_t = 8080)]
-    pub port: u16,
+    /// The address to listen on [default: 127.0.0.1]: `::1` for IPv6 loopback, `::` for
+    /// every address, IPv6 and IPv4 alike (dual-stack: IPV6_V6ONLY off). Not with socket
+    /// activation: a socket passed by systemd (LISTEN_FDS/LISTEN_PID, at fd 3) is served
+    /// instead of binding, and --addr or --port is then an error.
+    #[arg(long)]
+    pub addr: Option<IpAddr>,
+    /// The port to listen on [default: 8080]; 0 picks a free one (the startup line names it).
+    #[arg(long)]
+    pub port: Option<u16>,
     /// The listen queue length (listen(2) backlog).
     #[arg(long, default_value_t = 1024)]
     pub backlog: i32,
@@ -87,6 +90,17 @@ pub struct ServeArgs {
     /// No access log on stdout.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Append the access log to FILE instead of stdout. SIGHUP reopens it (for logrotate:
+    /// rename the file, send SIGHUP, new lines go to a new FILE), in every worker process.
+    #[arg(long, value_name = "FILE", conflicts_with = "quiet")]
+    pub access_log: Option<PathBuf>,
+    /// Serve the server's counters at PATH (e.g. `/-/metrics`) in Prometheus text format:
+    /// responses by status class, body bytes, open connections, busy workers, pool queue,
+    /// CGI scripts running, handler calls, errors by kind; across all worker processes.
+    /// Answered before any file lookup; GET and HEAD only (else 405). SIGUSR1 prints the
+    /// same counters to stderr, with or without this flag.
+    #[arg(long, value_name = "PATH", value_parser = metrics_path)]
+    pub metrics: Option<String>,
     /// The longest request line, in bytes (beyond: 414).
     #[arg(long, default_value_t = 8192)]
     pub max_request_line: usize,
@@ -172,4 +186,14 @@ pub struct ServeArgs {
     /// The Cache-Control value for static files (e.g. 'max-age=3600').
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
+}
+
+/// A `--metrics` path: absolute, without query or fragment, as requests name it.
+fn metrics_path(s: &str) -> Result<String, String> {
+    let ok = s.starts_with('/') && !s.contains(['?', '#']) && s.bytes().all(|b| b.is_ascii_graphic());
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("invalid metrics path '{s}': expected /SOMETHING, printable ASCII, no '?' or '#'"))
+    }
 }

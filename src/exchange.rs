@@ -260,6 +260,7 @@ fn frame(
     fields.extend(extra_fields.iter().chain(headers).map(|(n, v)| (n.as_str(), v.as_str())));
     let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive, http10: meta.http10 };
     spidey_http::write_head(out, status, &fields, &opts);
+    crate::metrics::answered(status.0, body.len());
     if !quiet {
         log_line(meta, status, body.len());
     }

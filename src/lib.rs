@@ -8,6 +8,7 @@
 //!
 //! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
 
+mod activation;
 pub mod bench;
 pub mod cli;
 pub mod config;
@@ -15,8 +16,11 @@ pub mod content;
 pub mod exchange;
 pub mod lab;
 pub mod log;
+mod log_sink;
+pub mod metrics;
 pub mod modes;
 pub mod net;
 pub mod serve;
 pub mod server;
+mod signals;
 pub mod software;

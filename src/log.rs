@@ -1,8 +1,13 @@
-//! The access log: one line per request in Combined Log Format, on stdout.
+//! The access log: one line per request in Combined Log Format, on stdout or in the
+//! `--access-log` file ([`crate::log_sink`]).
 //!
 //! ```text
 //! 127.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /a.gif HTTP/1.0" 200 2326 "http://ref/" "Mozilla/4.08"
 //! ```
+//! The client's address is printed as nginx's `$remote_addr` is: IPv6 without brackets
+//! (`::1`), and an IPv4 client of a dual-stack `--addr ::` as its IPv4 address (`127.0.0.1`,
+//! where nginx would print `::ffff:127.0.0.1`).
+//!
 //! Lines are gathered in a per-thread buffer and written with one `write` when the buffer
 //! passes 16 KiB or when the caller is about to wait ([`flush`]: before a blocking read,
 //! before `epoll_wait`, before a forked child exits), so a busy loop pays a memcpy per
@@ -10,7 +15,6 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::SystemTime;
 
@@ -49,7 +53,7 @@ pub fn record(r: &Record<'_>) {
             b.stamp = clf_time(second);
         }
         let LogBuffer { text, stamp, .. } = &mut *b;
-        let _ = write!(text, "{} - - [{stamp}] \"", r.peer.ip());
+        let _ = write!(text, "{} - - [{stamp}] \"", r.peer.ip().to_canonical());
         escape_into(text, r.request_line);
         let _ = write!(text, "\" {} {} \"", r.status, r.bytes);
         escape_into(text, r.referer.unwrap_or(b"-"));
@@ -71,9 +75,7 @@ fn write_out(text: &mut String) {
     if text.is_empty() {
         return;
     }
-    let mut out = std::io::stdout().lock();
-    // A closed stdout must not take the server down; the lines are dropped.
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    crate::log_sink::write(text.as_bytes());
     text.clear();
 }
 

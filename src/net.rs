@@ -15,12 +15,23 @@ use std::time::{Duration, Instant};
 /// Every listener is bound with SO_REUSEPORT, so modes that want one listener per worker
 /// (`event`, `uring`) bind siblings with [`Listener::bind_sibling`] and the kernel
 /// spreads new connections across them. Only processes of the same user can join the group.
+/// An IPv6 listener is dual-stack (IPV6_V6ONLY off): `--addr ::` takes IPv4 clients too.
 #[derive(Debug)]
 pub struct Listener {
     pub socket: TcpListener,
     /// The bound address, with the real port when `--port 0` was asked.
     pub addr: SocketAddr,
     pub backlog: i32,
+    pub origin: Origin,
+}
+
+/// Where a [`Listener`] came from, which decides what a sibling is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Bound here with SO_REUSEPORT: siblings are new sockets on the same port.
+    Bound,
+    /// Passed by a service manager (`crate::activation`): siblings share its one queue.
+    Inherited,
 }
 
 impl Listener {
@@ -34,17 +45,23 @@ impl Listener {
         }
         let socket = bind_reuseport(addr, backlog).with_context(|| format!("failed to bind {addr}"))?;
         let addr = socket.local_addr()?;
-        Ok(Listener { socket, addr, backlog })
+        Ok(Listener { socket, addr, backlog, origin: Origin::Bound })
     }
 
-    /// Another non-blocking listener on the same address and port.
+    /// Another non-blocking listener on the same address and port: a new SO_REUSEPORT
+    /// socket, or for a passed socket a duplicate of it (close-on-exec, as dup(2) with
+    /// F_DUPFD_CLOEXEC makes it).
     pub fn bind_sibling(&self) -> io::Result<TcpListener> {
-        bind_reuseport(self.addr, self.backlog)
+        match self.origin {
+            Origin::Bound => bind_reuseport(self.addr, self.backlog),
+            Origin::Inherited => self.socket.try_clone(),
+        }
     }
 }
 
 fn probe_free(addr: SocketAddr) -> io::Result<()> {
     let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    dual_stack(&probe, addr)?;
     probe.set_reuse_address(true)?;
     probe.bind(&addr.into())
 }
@@ -54,10 +71,20 @@ fn bind_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
+    dual_stack(&socket, addr)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     socket.listen(backlog)?;
     Ok(socket.into())
+}
+
+/// Turns IPV6_V6ONLY off on an IPv6 socket (whatever the sysctl `net.ipv6.bindv6only`
+/// says), so `::` also accepts IPv4 clients, seen as `::ffff:a.b.c.d`.
+fn dual_stack(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
+    if addr.is_ipv6() {
+        socket.set_only_v6(false)?;
+    }
+    Ok(())
 }
 
 /// Sets the per-connection socket options every mode wants.

@@ -10,17 +10,32 @@ use crate::content::{Site, SiteOptions};
 use crate::modes::ModeContext;
 use crate::net::{Listener, Shutdown};
 use crate::server::{Server, Timeouts};
+use crate::signals::Watcher;
+use anyhow::Context;
 use spidey_http::Limits;
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // First, before anything opens a descriptor or starts a thread.
+    let activated = crate::activation::take(args.addr.is_some() || args.port.is_some())?;
     args.mode.preflight()?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
-    let listener = Listener::bind(SocketAddr::new(args.addr, args.port), args.backlog)?;
+    crate::metrics::init(args.mode.name(), args.metrics.clone()).context("cannot map the shared counters")?;
+    if let Some(path) = &args.access_log {
+        crate::log_sink::open(path)
+            .map_err(|e| ConfigError(format!("cannot open the access log {}: {e}", path.display())))?;
+    }
+    let listener = match activated {
+        Some(listener) => listener,
+        None => {
+            let addr = SocketAddr::new(args.addr.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)), args.port.unwrap_or(8080));
+            Listener::bind(addr, args.backlog)?
+        }
+    };
     let server = Arc::new(server(&args, listener.addr.port())?);
     if matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork) {
         // fork(2) is sound only while single-threaded; a --handler library's initialisers
@@ -35,6 +50,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let shutdown = Shutdown::install(args.grace)?;
+    let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
+    crate::signals::install(if forks { Watcher::ForkingMaster } else { Watcher::Thread })?;
     let url = match listener.addr {
         SocketAddr::V4(a) => format!("http://{a}"),
         SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),

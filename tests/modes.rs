@@ -31,10 +31,12 @@ fn children_of(pid: u32) -> Vec<(u32, char)> {
     out
 }
 
-/// The `Threads:` count of `pid`, from /proc/PID/status.
+/// The threads of `pid` that serve (from /proc/PID/task), leaving out the one that waits
+/// for SIGHUP and SIGUSR1 (`spidey-signals`), which every non-forking mode has.
 fn threads_of(pid: u32) -> usize {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find_map(|l| l.strip_prefix("Threads:")).unwrap().trim().parse().unwrap()
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().filter_map(Result::ok);
+    let names = tasks.map(|t| std::fs::read_to_string(t.path().join("comm")).unwrap_or_default());
+    names.filter(|name| name.trim() != "spidey-signals").count()
 }
 
 /// Connections waiting in the kernel's accept queue of the listener on `port` (the

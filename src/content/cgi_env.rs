@@ -45,7 +45,7 @@ pub(crate) fn build(
     set("SCRIPT_FILENAME", script.filename.clone().into());
     set("DOCUMENT_ROOT", document_root.into());
     set("QUERY_STRING", req.target.query.unwrap_or("").into());
-    set("REMOTE_ADDR", peer.ip().to_string().into());
+    set("REMOTE_ADDR", peer.ip().to_canonical().to_string().into()); // `::1`, no brackets
     set("REMOTE_PORT", peer.port().to_string().into());
     set("REDIRECT_STATUS", "200".into());
     set("PATH", SAFE_PATH.into());

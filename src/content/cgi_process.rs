@@ -36,6 +36,7 @@ impl Drop for Running {
         self.stdin = None;
         self.stdout = None;
         if let Some(mut child) = self.child.take() {
+            crate::metrics::sub(crate::metrics::Counter::CgiRunning);
             // The pid and the group outlive the script while it is unreaped, so neither
             // kill can hit a recycled process or group.
             let pid = rustix::process::Pid::from_child(&child);

@@ -183,6 +183,7 @@ impl CgiRun {
         let stdin = if self.intake.body().is_empty() { Stdio::null() } else { Stdio::piped() };
         let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
         let mut running = Running { stdin: None, stdout: None, child: None };
+        crate::metrics::add(crate::metrics::Counter::CgiRunning, 1); // taken back when `Running` drops
         let stdin = child.stdin.take().map(OwnedFd::from);
         let stdout = child.stdout.take().map(OwnedFd::from);
         running.child = Some(child);

@@ -91,6 +91,7 @@ impl Mount {
             body,
             peer: peer.as_bytes(),
         };
+        crate::metrics::add(crate::metrics::Counter::HandlerCalls, 1);
         let (rc, out) = self.lib.call(&call);
         let status = u16::try_from(out.status).ok().filter(|s| (200..=599).contains(s));
         let Some(status) = status.filter(|_| rc == 0 && !out.invalid) else {

@@ -170,6 +170,9 @@ impl Site {
     /// Access comes first: a CORS preflight is answered before authentication (browsers
     /// send it without credentials), then `--basic-auth` guards everything else.
     pub fn respond_from(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
+        if let Some(metrics) = crate::metrics::endpoint(req) {
+            return metrics; // `--metrics PATH`, before any lookup
+        }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
         let mut response = match (preflight, &self.options.auth) {
             (Some(preflight), _) => preflight,

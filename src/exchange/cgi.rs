@@ -251,8 +251,11 @@ impl CgiResponse {
     /// The access-log line of a response whose head went out (none for one that never
     /// had a head: a client gone before the script answered).
     fn log(&self) {
-        if let (Output::Body { status, .. }, false) = (&self.output, self.request.quiet) {
-            super::log_line(&self.meta(), *status, self.bytes_out);
+        if let Output::Body { status, .. } = &self.output {
+            crate::metrics::answered(status.0, self.bytes_out);
+            if !self.request.quiet {
+                super::log_line(&self.meta(), *status, self.bytes_out);
+            }
         }
     }
 }

@@ -30,12 +30,13 @@ pub fn next(listener: &TcpListener, shutdown: &Shutdown) -> Option<(TcpStream, S
                 _ => continue,
             },
             Err(e) if is_exhaustion(&e) => {
+                crate::metrics::accept_failed(true);
                 if pause(shutdown, EXHAUSTED_BACKOFF) {
                     return None;
                 }
             }
             // ECONNABORTED, EINTR, EPROTO and friends: that connection is gone, take the next.
-            Err(_) => continue,
+            Err(_) => crate::metrics::accept_failed(false),
         }
     }
 }

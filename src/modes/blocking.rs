@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 /// Serves one connection until it closes, times out, or shutdown is asked between
 /// requests. Returns when the connection is done; the stream is closed on drop.
 pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
+    let _counted = crate::metrics::serving(); // an open connection and a busy worker, until it ends
     crate::net::tune_stream(&stream);
     if stream.set_nonblocking(true).is_err() {
         return;

@@ -31,6 +31,7 @@ impl Children {
     pub(crate) fn watch() -> io::Result<Children> {
         let (read, write) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)?;
+        crate::signals::wake(&write)?; // SIGHUP and SIGUSR1 wake the master too: `reap` services them
         let registration = signal_hook::low_level::pipe::register(signal_hook::consts::SIGCHLD, write)?;
         Ok(Children { pids: HashSet::new(), sigchld: read, registration })
     }
@@ -50,6 +51,7 @@ impl Children {
 
     /// Reaps every child that has ended, without blocking, and returns them.
     pub(crate) fn reap(&mut self) -> Vec<(Pid, WaitStatus)> {
+        crate::signals::service();
         let mut sink = [0u8; 64];
         while matches!(rustix::io::read(&self.sigchld, &mut sink), Ok(n) if n > 0) {}
         let mut ended = Vec::new();

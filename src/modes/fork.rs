@@ -84,6 +84,7 @@ fn fork_child(children: &mut Children, shutdown: &Shutdown) -> std::io::Result<O
             // forking would not be sound. (serve.rs checks before the mode starts.)
             Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return Err(e),
             Err(e) => {
+                crate::metrics::add(crate::metrics::Counter::ErrorWorkerStart, 1);
                 if !warned {
                     eprintln!("spidey: fork failed ({e}); retrying");
                     warned = true;

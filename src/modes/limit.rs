@@ -111,10 +111,16 @@ impl LoopLimit {
         self.open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < self.max).then_some(n + 1)).is_ok()
     }
 
+    /// Gives back the place of a connection that closed (see [`LoopLimit::release`]).
+    pub(crate) fn give_back(&self) {
+        crate::metrics::sub(crate::metrics::Counter::OpenConnections);
+        self.release();
+    }
+
     /// Gives a place back; if the count was full, wakes every loop (some may have stopped
     /// accepting). Every loop that found no place did so before this decrement, so it is
     /// woken: no wake-up is lost.
-    pub(crate) fn give_back(&self) {
+    fn release(&self) {
         if self.open.fetch_sub(1, Ordering::SeqCst) == self.max {
             for w in &self.wakers {
                 // A full eventfd counter (never, at 2^64 - 2) still leaves it readable.
@@ -133,13 +139,18 @@ impl LoopLimit {
                 return Accepted::Full;
             }
             match accept() {
-                Ok(conn) => return Accepted::Conn(conn),
+                Ok(conn) => {
+                    crate::metrics::add(crate::metrics::Counter::OpenConnections, 1);
+                    return Accepted::Conn(conn);
+                }
                 Err(e) => {
-                    self.give_back();
+                    self.release();
                     if e.kind() == std::io::ErrorKind::WouldBlock {
                         return Accepted::Empty;
                     }
-                    if super::accept::is_exhaustion(&e) {
+                    let exhausted = super::accept::is_exhaustion(&e);
+                    crate::metrics::accept_failed(exhausted);
+                    if exhausted {
                         return Accepted::Exhausted;
                     }
                 }

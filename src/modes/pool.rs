@@ -128,6 +128,7 @@ impl Pool {
         let grow = {
             let mut st = self.lock();
             st.queue.push_back(conn);
+            crate::metrics::add(crate::metrics::Counter::Queued, 1);
             let grow = st.queue.len() > st.idle && st.live < self.workers.max;
             if grow {
                 st.live += 1;
@@ -160,6 +161,7 @@ impl Pool {
                 }
             }
             let (stream, peer) = st.queue.pop_front().expect("the queue is not empty");
+            crate::metrics::sub(crate::metrics::Counter::Queued);
             st.idle -= 1;
             drop(st);
             self.room.notify_one();

@@ -172,6 +172,7 @@ impl Master {
     }
 
     fn failed(&mut self, e: &anyhow::Error) {
+        crate::metrics::add(crate::metrics::Counter::ErrorWorkerStart, 1);
         eprintln!("spidey: cannot start a worker: {e:#}");
         self.restart_after = Instant::now() + RESTART_BACKOFF;
     }

@@ -69,6 +69,7 @@ fn spawn(job: Job, server: &Arc<Server>, shutdown: &Shutdown) -> bool {
         match started {
             Ok(_detached) => return true,
             Err(e) => {
+                crate::metrics::add(crate::metrics::Counter::ErrorWorkerStart, 1);
                 if !warned {
                     eprintln!("spidey: cannot start a thread ({e}); retrying");
                     warned = true;

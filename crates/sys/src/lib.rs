@@ -4,12 +4,16 @@
 //! safe wrappers of rustix, socket2 and signal-hook. [`handler`] loads in-process handler
 //! libraries (dlopen through libloading) and calls their C entry point. [`process`] ties a
 //! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
+//! [`shared`] maps counters that forked workers share with their parent, and
+//! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod activation;
 pub mod process;
 #[cfg(feature = "test-support")]
 pub mod seccomp;
+pub mod shared;
 pub mod uring;
 
 use std::io;

@@ -174,6 +174,8 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         crate::log::flush();
         let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()));
         lp.backend.wait(timeout)?;
+        // Busy from the wake-up to the next wait (the `busy workers` gauge).
+        let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
         lp.now = Instant::now();
         B::dispatch(&mut lp)?;
         lp.expire();

@@ -1,0 +1,89 @@
+//! Socket activation: the server takes the listening socket passed at fd 3 with
+//! `LISTEN_FDS=1` and `LISTEN_PID` = its own pid, as systemd passes it, instead of binding;
+//! its CGI scripts inherit neither the socket nor the variables.
+//!
+//! The launcher is what systemd does between fork and exec: `inherit_fd` puts the socket
+//! at fd 3 (open across exec), and `sh` exports its own pid as LISTEN_PID before `exec`,
+//! which keeps the pid.
+
+use crate::common::{Fixture, Spidey, HELLO};
+use crate::harness::{body, command, get, script, spawn};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::OwnedFd;
+use std::process::{Command, Output, Stdio};
+
+const LAUNCHER: &str = "export LISTEN_PID=$$; exec \"$0\" \"$@\"";
+
+/// `spidey serve ROOT --mode MODE ARGS...` started as a service manager would, with
+/// `passed` at fd 3 and LISTEN_FDS=1.
+fn activated(mode: &str, root: &std::path::Path, args: &[&str], passed: OwnedFd) -> Command {
+    let inner = command(mode, root, args);
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(LAUNCHER).arg(inner.get_program()).args(inner.get_args());
+    c.env("LISTEN_FDS", "1").env("LISTEN_FDNAMES", "http").stderr(Stdio::inherit());
+    spidey_sys::process::inherit_fd(&mut c, passed, 3).unwrap();
+    c
+}
+
+fn env_script(root: &std::path::Path) {
+    let text = "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nenv | grep '^LISTEN_' || true\nls -l /proc/$$/fd | grep -c socket: || true\n";
+    script(root, "cgi-bin/env.sh", text);
+}
+
+fn socket_activation_serves_on_the_passed_socket(mode: &str) {
+    let fx = Fixture::new();
+    env_script(&fx.root());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let s: Spidey = spawn(activated(mode, &fx.root(), &[], OwnedFd::from(listener)));
+    assert_eq!(s.port, addr.port(), "the startup line names the passed socket");
+    // Enough connections to reach every worker sharing the socket (prefork, event, uring).
+    for i in 0..12 {
+        let (status, text) = get(addr, "/hello.txt");
+        assert_eq!((status, body(&text)), (200, HELLO), "request {i}");
+    }
+    // The script sees no LISTEN_ variable and no socket among its descriptors.
+    let (status, text) = get(addr, "/cgi-bin/env.sh");
+    assert_eq!((status, body(&text)), (200, "0\n"), "CGI environment and descriptors");
+}
+
+crate::for_each_mode!(socket_activation_serves_on_the_passed_socket);
+
+fn run_to_exit(mut c: Command) -> Output {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).output().unwrap()
+}
+
+/// What is refused (exit 2, one line on stderr), once: it is decided before any mode runs.
+#[test]
+fn activation_config_errors_table() {
+    let fx = Fixture::new();
+    let file = std::fs::File::open(fx.root().join("hello.txt")).unwrap();
+    let unlistened = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let listener = || OwnedFd::from(TcpListener::bind("127.0.0.1:0").unwrap());
+    let cases: Vec<(&str, OwnedFd, Vec<&str>, &str)> = vec![
+        ("--port with a passed socket", listener(), vec!["--port", "0"], "--addr and --port cannot be used"),
+        ("--addr with a passed socket", listener(), vec!["--addr", "::1"], "--addr and --port cannot be used"),
+        ("a file at fd 3", OwnedFd::from(file), vec![], "is not a socket"),
+        ("a socket that does not listen", OwnedFd::from(unlistened), vec![], "is not listening"),
+    ];
+    for (what, fd, args, want) in cases {
+        let out = run_to_exit(activated("single", &fx.root(), &args, fd));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+        assert!(stderr.contains(want) && stderr.lines().count() == 1, "{what}: {stderr}");
+    }
+}
+
+/// Variables meant for another process (LISTEN_PID not ours) are ignored: the server binds
+/// as usual, and still removes them, so its scripts never see them.
+#[test]
+fn activation_variables_for_another_pid_are_ignored_and_removed() {
+    let fx = Fixture::new();
+    env_script(&fx.root());
+    let mut c = command("thread", &fx.root(), &["--port", "0"]);
+    c.env("LISTEN_FDS", "1").env("LISTEN_PID", "1");
+    let s = spawn(c);
+    let addr = SocketAddr::from(([127, 0, 0, 1], s.port));
+    let (status, text) = get(addr, "/cgi-bin/env.sh");
+    assert_eq!((status, body(&text)), (200, "0\n"));
+}

@@ -1,0 +1,159 @@
+//! `--metrics PATH`: Prometheus text counters over the whole server (every worker process
+//! of `fork` and `prefork` included), served before any file lookup, GET and HEAD only.
+
+use crate::common::{read_response, Fixture, Spidey};
+use crate::harness::{body, command, eventually, get, script, send, spawn};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const PATH: &str = "/-/metrics";
+
+fn start(mode: &str, root: &Path, extra: &[&str]) -> (Spidey, SocketAddr) {
+    let mut args = vec!["--port", "0", "--metrics", PATH];
+    args.extend_from_slice(extra);
+    let s = spawn(command(mode, root, &args));
+    let addr = SocketAddr::from(([127, 0, 0, 1], s.port));
+    (s, addr)
+}
+
+/// One value from a scrape: the line `name value`, where `name` includes its labels.
+fn value(scrape: &str, name: &str) -> u64 {
+    let line = scrape.lines().find(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(' ')));
+    let line = line.unwrap_or_else(|| panic!("no {name} in the scrape:\n{scrape}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+fn scrape(addr: SocketAddr) -> String {
+    let (status, text) = get(addr, PATH);
+    assert_eq!(status, 200, "{text}");
+    body(&text).to_string()
+}
+
+fn content_length(response: &str) -> u64 {
+    crate::common::head_field(response, "content-length").unwrap().parse().unwrap()
+}
+
+fn metrics_count_responses_bytes_errors_and_connections(mode: &str) {
+    let fx = Fixture::new();
+    // A file where the metrics are served: the metrics win, the file is never looked up.
+    std::fs::create_dir_all(fx.root().join("-")).unwrap();
+    std::fs::write(fx.root().join("-/metrics"), "FILE").unwrap();
+    let (_s, addr) = start(mode, &fx.root(), &[]);
+    let mut bytes = 0;
+    for path in ["/hello.txt", "/digits.txt", "/nope"] {
+        let (_, text) = get(addr, path);
+        bytes += content_length(&text);
+    }
+    let head = send(addr, "HEAD /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let bad = send(addr, "GARBAGE\r\n\r\n");
+    assert_eq!((head.0, bad.0), (200, 400));
+    bytes += content_length(&bad.1);
+    // One connection kept open and idle; not in `single`, where it would hold up the
+    // scrape, nor `prefork`, where the scrape may queue on that worker's own socket.
+    let idle = (!matches!(mode, "single" | "prefork")).then(|| {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let (_, body) = read_response(&mut c);
+        (c, body.len() as u64)
+    });
+    bytes += idle.as_ref().map_or(0, |(_, n)| *n);
+    let first = scrape(addr);
+    assert!(!first.contains("FILE"), "the file beneath the metrics path was served");
+    let table = [
+        ("spidey_responses_total{class=\"2xx\"}", 3 + u64::from(idle.is_some())),
+        ("spidey_responses_total{class=\"4xx\"}", 2),
+        ("spidey_responses_total{class=\"5xx\"}", 0),
+        ("spidey_response_body_bytes_total", bytes),
+        ("spidey_errors_total{kind=\"bad_request\"}", 1),
+        ("spidey_errors_total{kind=\"timeout\"}", 0),
+        ("spidey_cgi_processes", 0),
+        ("spidey_queue_depth", 0),
+    ];
+    for (name, want) in table {
+        assert_eq!(value(&first, name), want, "{name} in {mode}:\n{first}");
+    }
+    assert!(first.contains(&format!("spidey_info{{mode=\"{mode}\",")), "{first}");
+    assert!(value(&first, "spidey_workers_busy") >= 1, "the worker answering the scrape is busy:\n{first}");
+    // Closed connections are counted out once their driver has seen the close.
+    let open = 1 + u64::from(idle.is_some());
+    eventually(&format!("{open} open connections in {mode}"), || {
+        value(&scrape(addr), "spidey_connections_open") == open
+    });
+    drop(idle);
+}
+
+fn metrics_path_takes_get_and_head_only(mode: &str) {
+    let fx = Fixture::new();
+    let (_s, addr) = start(mode, &fx.root(), &[]);
+    let cases: &[(&str, u16, Option<&str>)] = &[
+        ("GET /-/metrics?x=1 HTTP/1.1", 200, Some("text/plain; version=0.0.4; charset=utf-8")),
+        ("HEAD /-/metrics HTTP/1.1", 200, Some("text/plain; version=0.0.4; charset=utf-8")),
+        ("POST /-/metrics HTTP/1.1", 405, None),
+        ("DELETE /-/metrics HTTP/1.1", 405, None),
+        ("GET /-/metrics/ HTTP/1.1", 404, None),
+    ];
+    for (line, status, content_type) in cases {
+        let (got, text) = send(addr, &format!("{line}\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"));
+        assert_eq!(got, *status, "{line}: {text}");
+        let field = |name| crate::common::head_field(&text, name);
+        if let Some(ct) = content_type {
+            assert_eq!(field("content-type"), Some(*ct), "{line}");
+        }
+        if *status == 405 {
+            assert_eq!(field("allow"), Some("GET, HEAD"), "{line}");
+        }
+    }
+}
+
+/// Builds examples/handlers/page.c once, with `cc`.
+fn handler_lib() -> &'static Path {
+    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &LIB.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lib = dir.path().join("page.so");
+        let ok = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-I"])
+            .arg(repo.join("include"))
+            .arg("-o")
+            .arg(&lib)
+            .arg(repo.join("examples/handlers/page.c"))
+            .status()
+            .unwrap();
+        assert!(ok.success(), "cc failed");
+        (dir, lib)
+    })
+    .1
+}
+
+fn metrics_count_cgi_processes_and_handler_calls(mode: &str) {
+    let fx = Fixture::new();
+    let release = fx.root().join("release");
+    let wait = "#!/bin/sh\ni=0; while [ ! -e \"$DOCUMENT_ROOT/release\" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done\nprintf 'Content-Type: text/plain\\n\\nreleased'\n";
+    script(&fx.root(), "cgi-bin/wait.sh", wait);
+    let handler = format!("/app={}", handler_lib().display());
+    let (_s, addr) = start(mode, &fx.root(), &["--handler", &handler]);
+    for _ in 0..2 {
+        assert_eq!(get(addr, "/app").0, 200);
+    }
+    // `single` serves one connection at a time: it cannot be scraped while a script runs.
+    if mode != "single" {
+        let running = std::thread::spawn(move || get(addr, "/cgi-bin/wait.sh"));
+        eventually("one CGI script running", || value(&scrape(addr), "spidey_cgi_processes") == 1);
+        std::fs::write(&release, "").unwrap();
+        let (status, text) = running.join().unwrap();
+        assert_eq!((status, body(&text)), (200, "released"));
+        eventually("no CGI script running", || value(&scrape(addr), "spidey_cgi_processes") == 0);
+    }
+    let last = scrape(addr);
+    assert_eq!(value(&last, "spidey_handler_calls_total"), 2, "{last}");
+}
+
+crate::for_each_mode!(
+    metrics_count_responses_bytes_errors_and_connections,
+    metrics_path_takes_get_and_head_only,
+    metrics_count_cgi_processes_and_handler_calls
+);
