@@ -51,6 +51,10 @@ struct Io {
     stream: TcpStream,
     /// The last read was short: the socket is drained until the next readable edge.
     drained: bool,
+    /// An edge reported the client's FIN (EPOLLRDHUP): a short read no longer proves the
+    /// socket drained, since the end of the stream is still to be read, and no further
+    /// edge would come for it.
+    peer_closed: bool,
     /// Whether writable edges are asked for: only once a send has hit EAGAIN, so the
     /// common connection (whose responses fit the socket buffer) never wakes for them.
     writable_interest: bool,
@@ -108,6 +112,7 @@ impl Backend for Epoll {
                     let Some(conn) = lp.conns.live(slot, generation) else { continue };
                     if op == Op::Socket && (event.is_readable() || event.is_read_closed() || event.is_error()) {
                         conn.io.drained = false;
+                        conn.io.peer_closed |= event.is_read_closed() || event.is_error();
                     }
                     lp.drive(slot);
                 }
@@ -133,7 +138,7 @@ impl Backend for Epoll {
     fn open(&mut self, socket: OwnedFd, _: &mut Session, _: &mut Pool) -> Io {
         // The drive reads at once; the socket joins the epoll set only if it has to wait.
         let stream = TcpStream::from_std(std::net::TcpStream::from(socket));
-        Io { stream, drained: false, writable_interest: false, registered: false }
+        Io { stream, drained: false, peer_closed: false, writable_interest: false, registered: false }
     }
 
     fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
@@ -162,7 +167,7 @@ impl Backend for Epoll {
             Ok(0) => Received::Closed,
             Ok(n) => {
                 conn.session.received(n, pool);
-                io.drained = n < asked;
+                io.drained = n < asked && !io.peer_closed;
                 Received::Bytes
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
