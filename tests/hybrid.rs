@@ -98,19 +98,20 @@ fn a_blocking_handler_stalls_no_static_request() {
 
 /// `--pool-threads 1`: one job runs and 16 wait; the next heavy request is 503 with
 /// `Retry-After` at once, while static requests, answered on the loop, are still served.
-/// The queued jobs are still answered.
+/// The queued jobs are still answered. Each job sleeps 600 ms, far longer than sending
+/// the requests takes, so none has finished (freeing a place) when the 18th arrives.
 #[test]
 fn a_full_pool_answers_503_at_once() {
     let fx = Fixture::new();
     let s = start("hybrid", &fx, &["--pool-threads", "1"]);
-    let mut held: Vec<TcpStream> = (0..17).map(|_| send(&s, "/sleep/x?150")).collect();
+    let mut held: Vec<TcpStream> = (0..17).map(|_| send(&s, "/sleep/x?600")).collect();
     std::thread::sleep(Duration::from_millis(100));
     let started = Instant::now();
-    let mut refused = send(&s, "/sleep/x?150");
+    let mut refused = send(&s, "/sleep/x?600");
     let reply = read_all(&mut refused);
     assert_eq!(status_of(&reply), 503, "{reply}");
     assert!(reply.contains("Retry-After: 1\r\n"), "{reply}");
-    assert!(started.elapsed() < Duration::from_millis(1000), "503 took {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_millis(500), "503 took {:?}", started.elapsed());
     assert_eq!(s.get("/hello.txt", &[]).status, 200, "static files do not need the pool");
     for c in &mut held {
         let r = read_all(c);
