@@ -8,9 +8,7 @@ use base64::Engine;
 use common::*;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 for_each_mode!(
     custom_headers_on_every_response,
@@ -144,27 +142,6 @@ fn cors_any_origin(mode: &str) {
     assert_eq!(head_field(&head, "access-control-allow-origin"), None, "no Origin, no CORS: {head}");
 }
 
-/// examples/handlers/page.c built as a handler library, once per test binary.
-fn page_so() -> &'static Path {
-    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_, lib) = LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let lib = dir.path().join("page.so");
-        let ok = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-I"])
-            .arg(repo.join("include"))
-            .arg("-o")
-            .arg(&lib)
-            .arg(repo.join("examples/handlers/page.c"))
-            .status()
-            .unwrap();
-        assert!(ok.success(), "cc failed");
-        (dir, lib)
-    });
-    lib
-}
-
 fn basic(user_pass: &str) -> String {
     format!("Authorization: Basic {}\r\n", base64::engine::general_purpose::STANDARD.encode(user_pass))
 }
@@ -175,7 +152,7 @@ fn basic_auth_guards_files_listings_scripts_and_handlers(mode: &str) {
     // What `mkpasswd -m sha-512 -R 1000` makes (fewer rounds than the default 5000, so a
     // debug build checks it quickly); the password holds a colon, which Basic allows.
     let hash = sha_crypt::sha512_simple("pa:ss wörd", &sha_crypt::Sha512Params::new(1000).unwrap()).unwrap();
-    let handler = format!("/app={}", page_so().display());
+    let handler = format!("/app={}", page_handler().display());
     let s = start(mode, &fx, &["--basic-auth", &format!("ann:{hash}"), "--handler", &handler, "--cors", "*"]);
     let good = basic("ann:pa:ss wörd");
     let denied = [

@@ -3,33 +3,13 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Builds examples/handlers/page.c (and an ABI-mismatched twin) once, with `cc`.
-fn c_libs() -> (&'static Path, &'static Path) {
-    // The TempDir lives in the static for the whole test run.
-    static LIBS: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
-    let (_, page, old) = LIBS.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let page = dir.path().join("page.so");
-        let cc = |args: &[&std::ffi::OsStr]| {
-            let ok = Command::new("cc").args(["-shared", "-fPIC", "-O2", "-Wall"]).args(args).status().unwrap();
-            assert!(ok.success(), "cc failed");
-        };
-        let include = repo.join("include");
-        cc(&["-I".as_ref(), include.as_os_str(), "-o".as_ref(), page.as_os_str(), repo.join("examples/handlers/page.c").as_os_str()]);
-        let src = dir.path().join("old.c");
-        std::fs::write(&src, "unsigned spidey_handler_abi_version(void) { return 999; }\nint spidey_handle(const void *q, const void *s) { return 0; }\n").unwrap();
-        let old = dir.path().join("old.so");
-        cc(&["-o".as_ref(), old.as_os_str(), src.as_os_str()]);
-        (dir, page, old)
-    });
-    (page, old)
-}
+/// A library that names an ABI version this Spidey does not speak.
+const OLD_ABI_C: &str = "unsigned spidey_handler_abi_version(void) { return 999; }\nint spidey_handle(const void *q, const void *s) { return 0; }\n";
 
 /// Builds the rust-page cdylib once with cargo, next to this test binary's target dir.
 fn rust_lib() -> &'static PathBuf {
@@ -43,7 +23,7 @@ fn rust_lib() -> &'static PathBuf {
 }
 
 fn start(mode: &str, fx: &Fixture) -> Spidey {
-    let c = format!("/app={}", c_libs().0.display());
+    let c = format!("/app={}", page_handler().display());
     let rs = format!("/rs={}", rust_lib().display());
     Spidey::start(mode, &fx.root(), &["--handler", &c, "--handler", &rs])
 }
@@ -98,7 +78,7 @@ fn handler_keeps_connection_with_small_body(mode: &str) {
 
 fn bad_handler_libraries_exit_2(mode: &str) {
     let fx = Fixture::new();
-    let old = format!("/x={}", c_libs().1.display());
+    let old = format!("/x={}", c_handler("old_abi", OLD_ABI_C).display());
     let cases =
         [(old.as_str(), "ABI version 999"), ("/x=/nonexistent/lib.so", "cannot load"), ("nope", "invalid handler")];
     for (flag, message) in cases {
@@ -148,17 +128,22 @@ fn cpu_work_burns_cpu(mode: &str) {
     for _ in 0..5 {
         assert_eq!(s.get("/hello.txt", &[]).status, 200);
     }
-    // 5 × 100 ms = 50 ticks at 100 Hz; at least 40 must show (tick sampling is coarse, and a
-    // fork child's ticks move to cutime only once it is reaped, so wait for that).
+    assert_burnt_500ms(s.child.id(), before, "--cpu-work");
+}
+
+/// Waits for the server `pid` to show 5 × 100 ms of CPU since `before`: 50 ticks at 100 Hz,
+/// at least 40 of which must show (tick sampling is coarse, and a fork child's ticks move
+/// to cutime only once it is reaped, so wait for that).
+fn assert_burnt_500ms(pid: u32, before: u64, what: &str) {
     let mut burnt = 0;
     for _ in 0..20 {
-        burnt = cpu_ticks(s.child.id()) - before;
+        burnt = cpu_ticks(pid) - before;
         if burnt >= 40 {
             return;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    panic!("only {burnt} ticks of CPU for 5 × 100 ms of --cpu-work");
+    panic!("only {burnt} ticks of CPU for 5 × 100 ms of {what}");
 }
 
 /// `?burn=MICROS` on the example handlers (C and Rust) really spins on the CPU in every mode:
@@ -171,42 +156,7 @@ fn handler_burn_query_burns_cpu(mode: &str) {
         let reply = s.get(&format!("{prefix}/work?burn=100000"), &[]);
         assert_eq!((reply.status, reply.text()), (200, "burned 100000 us\n".to_string()));
     }
-    // As in cpu_work_burns_cpu: 50 ticks burnt, at least 40 must show.
-    let mut burnt = 0;
-    for _ in 0..20 {
-        burnt = cpu_ticks(s.child.id()) - before;
-        if burnt >= 40 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("only {burnt} ticks of CPU for 5 × 100 ms of ?burn");
-}
-
-/// Builds a C handler library from `source` once per `name`, with `cc` (and pthreads).
-fn c_lib(name: &'static str, source: &'static str) -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static BUILT: std::sync::Mutex<Vec<(&'static str, &'static Path)>> = std::sync::Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, lib)) = built.iter().find(|(n, _)| *n == name) {
-        return lib;
-    }
-    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
-    let src = dir.path().join(format!("{name}.c"));
-    std::fs::write(&src, source).unwrap();
-    let lib: &'static Path = Box::leak(dir.path().join(format!("{name}.so")).into_boxed_path());
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
-    let ok = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-pthread", "-I"])
-        .arg(&include)
-        .arg("-o")
-        .arg(lib)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(ok.success(), "cc {name}.c failed");
-    built.push((name, lib));
-    lib
+    assert_burnt_500ms(s.child.id(), before, "?burn");
 }
 
 /// A handler that adds the header field its query names, then writes `HANDLER-BODY`.
@@ -274,7 +224,7 @@ fn handler_mounts_match_the_decoded_path(mode: &str) {
 /// aside): otherwise the response is refused with 500, never sent with the field.
 fn handler_fields_must_be_tokens_without_controls(mode: &str) {
     let fx = Fixture::new();
-    let mount = format!("/bad={}", c_lib("bad_fields", BAD_FIELDS_C).display());
+    let mount = format!("/bad={}", c_handler("bad_fields", BAD_FIELDS_C).display());
     let s = Spidey::start(mode, &fx.root(), &["--quiet", "--handler", &mount]);
     let refused = [
         "tab-in-name",
@@ -303,7 +253,7 @@ fn handler_fields_must_be_tokens_without_controls(mode: &str) {
 /// exit); the other modes never fork and serve it.
 fn forking_modes_refuse_a_process_with_threads(mode: &str) {
     let fx = Fixture::new();
-    let mount = format!("/t={}", c_lib("threads", THREADS_C).display());
+    let mount = format!("/t={}", c_handler("threads", THREADS_C).display());
     if matches!(mode, "fork" | "prefork") {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spidey"))
             .args(["serve", "--port", "0", "--quiet", "--mode", mode, "--handler", &mount])

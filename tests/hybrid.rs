@@ -5,12 +5,10 @@
 
 mod common;
 
-use common::{status_of, Fixture, Spidey, HELLO};
+use common::{c_handler, status_of, Fixture, Spidey, HELLO};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// A handler that sleeps for the milliseconds its query names (blocking I/O, as a database
@@ -30,30 +28,8 @@ int spidey_handle(const struct spidey_request *req, const struct spidey_response
 }
 "#;
 
-fn sleeper() -> &'static Path {
-    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_, lib) = LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("sleeper.c");
-        std::fs::write(&src, SLEEPER).unwrap();
-        let lib = dir.path().join("sleeper.so");
-        let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
-        let ok = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-Wall", "-I"])
-            .arg(&include)
-            .arg("-o")
-            .arg(&lib)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "cc sleeper.c failed");
-        (dir, lib)
-    });
-    lib
-}
-
 fn start(mode: &str, fx: &Fixture, extra: &[&str]) -> Spidey {
-    let mount = format!("/sleep={}", sleeper().display());
+    let mount = format!("/sleep={}", c_handler("sleeper", SLEEPER).display());
     let mut args = vec!["--quiet", "--handler", mount.as_str(), "--workers", "1"];
     args.extend_from_slice(extra);
     Spidey::start(mode, &fx.root(), &args)

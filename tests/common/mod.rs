@@ -286,3 +286,35 @@ pub trait ReadRetry: Read {
 }
 
 impl<R: Read + ?Sized> ReadRetry for R {}
+
+/// A C handler library built with `cc -shared` (include/ on the path, pthreads linked)
+/// from `source`, once per `name` in this test binary; it lives as long as the binary.
+pub fn c_handler(name: &'static str, source: &str) -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    static BUILT: std::sync::Mutex<Vec<(&'static str, &'static Path)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, lib)) = built.iter().find(|(n, _)| *n == name) {
+        return lib;
+    }
+    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+    let src = dir.path().join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let lib: &'static Path = Box::leak(dir.path().join(format!("{name}.so")).into_boxed_path());
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-pthread", "-I"])
+        .arg(&include)
+        .arg("-o")
+        .arg(lib)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "cc {name}.c failed");
+    built.push((name, lib));
+    lib
+}
+
+/// examples/handlers/page.c (the 102,400-byte page, `?burn=`, `?fail`) as a handler library.
+pub fn page_handler() -> &'static Path {
+    c_handler("page", include_str!("../../examples/handlers/page.c"))
+}

@@ -5,9 +5,7 @@ use crate::common::{read_response, Fixture, Spidey};
 use crate::harness::{body, command, eventually, get, script, send, spawn};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 
 const PATH: &str = "/-/metrics";
 
@@ -108,33 +106,12 @@ fn metrics_path_takes_get_and_head_only(mode: &str) {
     }
 }
 
-/// Builds examples/handlers/page.c once, with `cc`.
-fn handler_lib() -> &'static Path {
-    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let lib = dir.path().join("page.so");
-        let ok = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-I"])
-            .arg(repo.join("include"))
-            .arg("-o")
-            .arg(&lib)
-            .arg(repo.join("examples/handlers/page.c"))
-            .status()
-            .unwrap();
-        assert!(ok.success(), "cc failed");
-        (dir, lib)
-    })
-    .1
-}
-
 fn metrics_count_cgi_processes_and_handler_calls(mode: &str) {
     let fx = Fixture::new();
     let release = fx.root().join("release");
     let wait = "#!/bin/sh\ni=0; while [ ! -e \"$DOCUMENT_ROOT/release\" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done\nprintf 'Content-Type: text/plain\\n\\nreleased'\n";
     script(&fx.root(), "cgi-bin/wait.sh", wait);
-    let handler = format!("/app={}", handler_lib().display());
+    let handler = format!("/app={}", crate::common::page_handler().display());
     let (_s, addr) = start(mode, &fx.root(), &["--handler", &handler]);
     for _ in 0..2 {
         assert_eq!(get(addr, "/app").0, 200);
