@@ -74,13 +74,18 @@ fn a_blocking_handler_stalls_no_static_request() {
 
 /// `--pool-threads 1`: one job runs and 16 wait; the next heavy request is 503 with
 /// `Retry-After` at once, while static requests, answered on the loop, are still served.
-/// The queued jobs are still answered. Each job sleeps 600 ms, far longer than sending
-/// the requests takes, so none has finished (freeing a place) when the 18th arrives.
+/// The queued jobs are still answered. Each job sleeps 600 ms, longer than the 250 ms
+/// this takes to set up, so none has finished (freeing a place) when the 18th arrives.
 #[test]
 fn a_full_pool_answers_503_at_once() {
     let fx = Fixture::new();
     let s = start("hybrid", &fx, &["--pool-threads", "1"]);
-    let mut held: Vec<TcpStream> = (0..17).map(|_| send(&s, "/sleep/x?600")).collect();
+    // The first job must be running (taken off the queue) before the other 16 fill the
+    // queue: sent together, the worker (at nice 10) may not have taken it yet, the 17th is
+    // refused, and a place frees for the 18th.
+    let mut held = vec![send(&s, "/sleep/x?600")];
+    std::thread::sleep(Duration::from_millis(150));
+    held.extend((0..16).map(|_| send(&s, "/sleep/x?600")));
     std::thread::sleep(Duration::from_millis(100));
     let started = Instant::now();
     let mut refused = send(&s, "/sleep/x?600");
