@@ -53,6 +53,15 @@ enum Phase {
     Offloaded,
 }
 
+/// Why an offloaded request gets an error instead of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OffloadFailure {
+    /// The pool's queue is full: 503 with `Retry-After`.
+    Full,
+    /// The pool did not answer within its deadline: 504.
+    Late,
+}
+
 /// What [`Session::answer_routed`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Answered {
@@ -205,11 +214,14 @@ impl Session {
         true
     }
 
-    /// The offloaded request cannot be answered (`busy`: the pool is full, 503) or was not
-    /// answered in time (504): frame that instead; the connection then closes.
-    pub(crate) fn offload_failed(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, busy: bool) {
+    /// The offloaded request cannot be answered ([`OffloadFailure`]): frame the error
+    /// instead; the connection then closes.
+    pub(crate) fn offload_failed(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, why: OffloadFailure) {
         let bytes = &self.inbuf[self.start..self.end];
-        let answer = if busy { ex.busy(server, bytes, self.peer) } else { ex.late(server, bytes, self.peer) };
+        let answer = match why {
+            OffloadFailure::Full => ex.busy(server, bytes, self.peer),
+            OffloadFailure::Late => ex.late(server, bytes, self.peer),
+        };
         self.phase = Phase::Open;
         self.apply(&ex.head, answer, pool);
     }

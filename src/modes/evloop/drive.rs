@@ -5,7 +5,7 @@
 use super::{Backend, Loop, Received, Shared};
 use crate::modes::offload::Job;
 use crate::modes::send::Sent;
-use crate::modes::session::Answered;
+use crate::modes::session::{Answered, OffloadFailure};
 use crate::modes::timer::{At, Fixed, Kind};
 use std::time::Instant;
 
@@ -56,7 +56,7 @@ impl<B: Backend> Loop<B> {
                         park = Some((At::Delay, self.now + server.site.options().cgi.timeout));
                         break true;
                     }
-                    conn.session.offload_failed(&mut self.ex, server, &mut self.pool, true); // 503
+                    conn.session.offload_failed(&mut self.ex, server, &mut self.pool, OffloadFailure::Full);
                     continue;
                 }
                 Answered::No => {}

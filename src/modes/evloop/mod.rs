@@ -35,7 +35,7 @@ use super::limit::{Accepted, LoopLimit};
 use super::loops::LoopContext;
 use super::offload::{Done, Offload};
 use super::send::Sent;
-use super::session::{Pool, Session};
+use super::session::{OffloadFailure, Pool, Session};
 use super::timer::{At, Deadlines, Fixed, Kind};
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -304,7 +304,7 @@ impl<B: Backend> Loop<B> {
                     if conn.session.is_offloaded() {
                         // `hybrid`'s pool did not answer in time: 504, and its late answer
                         // will find the session no longer waiting.
-                        conn.session.offload_failed(&mut self.ex, &self.server, &mut self.pool, false);
+                        conn.session.offload_failed(&mut self.ex, &self.server, &mut self.pool, OffloadFailure::Late);
                     } else {
                         conn.session.end_delay();
                     }
