@@ -1,6 +1,6 @@
 //! Expands experiments into points: every server × workload × client × repeat of each
 //! sweep, in run order: repeat by repeat, and within a repeat server by server in an order
-//! rotated by one each repeat (as `bench/vs-nginx.sh` does), so a slow drift of the machine
+//! rotated by one each repeat (as `bench/vs-peers.sh` does), so a slow drift of the machine
 //! does not always fall on the same server. Each server starts afresh for each repeat.
 
 use crate::lab::experiment::{ClientSpec, Experiment, ServerSpec, Sweep};
