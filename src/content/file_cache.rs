@@ -17,11 +17,17 @@
 //!   their entries; `fork` children and `thread` mode's short-lived threads mostly miss,
 //!   which costs one extra descriptor per miss and nothing else. At most [`CAPACITY`]
 //!   entries per thread (all dropped when full: a crawl of many files must not grow it).
+//! - A small file's bytes ([`small_contents`]: at most [`SMALL_MAX`] bytes, at most
+//!   [`SMALL_BUDGET`] bytes per thread) are kept beside its entry, read once with pread,
+//!   so its response is one send of head and body instead of a send and a sendfile. The
+//!   bytes belong to the entry's stamp: a hit whose statx shows any change drops the entry
+//!   and its bytes together, so cached bytes are never served with another version's
+//!   length, ETag or Last-Modified.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,12 +35,18 @@ use std::time::{Duration, Instant};
 pub(crate) const TTL: Duration = Duration::from_secs(1);
 /// The most entries one thread keeps.
 pub(crate) const CAPACITY: usize = 1024;
+/// The largest file whose bytes are kept in memory ([`small_contents`]).
+pub(crate) const SMALL_MAX: u64 = 16 * 1024;
+/// The most bytes of small files one thread keeps; beyond it, files are sent from disk.
+pub(crate) const SMALL_BUDGET: usize = 1024 * 1024;
 
 struct Entry {
     file: Arc<File>,
     /// The identity and state the file had when resolved; a hit must still match it.
     stamp: Stamp,
     resolved: Instant,
+    /// The file's bytes as of `stamp`, once [`small_contents`] has read them.
+    contents: Option<Arc<[u8]>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,23 +70,39 @@ impl Stamp {
     }
 }
 
-thread_local! {
+/// One thread's cache.
+#[derive(Default)]
+struct Cache {
     /// Keyed by the root's identity (see [`super::resolve::Root`]) and the decoded path.
-    static CACHE: RefCell<HashMap<u64, HashMap<Vec<u8>, Entry>>> = RefCell::new(HashMap::new());
+    roots: HashMap<u64, HashMap<Vec<u8>, Entry>>,
+    /// Bytes held in entries' `contents`.
+    /// INVARIANT: the sum of every entry's `contents` length, at most [`SMALL_BUDGET`].
+    small_bytes: usize,
+}
+
+/// Takes a dropped entry's bytes off the budget.
+fn release(small_bytes: &mut usize, entry: Entry) {
+    *small_bytes -= entry.contents.map_or(0, |c| c.len());
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
 }
 
 /// The cached file for `relative` under root `root`, revalidated, with fresh metadata.
 pub(crate) fn get(root: u64, relative: &[u8]) -> Option<(Arc<File>, Metadata)> {
     CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let files = cache.get_mut(&root)?;
+        let cache = &mut *cache.borrow_mut();
+        let files = cache.roots.get_mut(&root)?;
         let entry = files.get(relative)?;
         let fresh = entry.resolved.elapsed() < TTL;
         let meta = if fresh { entry.file.metadata().ok() } else { None };
         match meta {
             Some(meta) if meta.nlink() > 0 && Stamp::of(&meta) == entry.stamp => Some((Arc::clone(&entry.file), meta)),
             _ => {
-                files.remove(relative);
+                if let Some(gone) = files.remove(relative) {
+                    release(&mut cache.small_bytes, gone);
+                }
                 None
             }
         }
@@ -84,14 +112,49 @@ pub(crate) fn get(root: u64, relative: &[u8]) -> Option<(Arc<File>, Metadata)> {
 /// Remembers a regular file a full resolution of `relative` returned.
 pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata) {
     CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let files = cache.entry(root).or_default();
+        let cache = &mut *cache.borrow_mut();
+        let files = cache.roots.entry(root).or_default();
         if files.len() >= CAPACITY {
-            files.clear();
+            for (_, entry) in files.drain() {
+                release(&mut cache.small_bytes, entry);
+            }
         }
-        let entry = Entry { file: Arc::clone(file), stamp: Stamp::of(meta), resolved: Instant::now() };
-        files.insert(relative.to_vec(), entry);
+        let entry = Entry { file: Arc::clone(file), stamp: Stamp::of(meta), resolved: Instant::now(), contents: None };
+        if let Some(old) = files.insert(relative.to_vec(), entry) {
+            release(&mut cache.small_bytes, old);
+        }
     });
+}
+
+/// The bytes of the small file cached for `relative`, if its entry is the version `meta`
+/// describes (the metadata [`get`] or the resolution just returned): read once with pread
+/// and kept while the entry lives. `None` for a file over [`SMALL_MAX`], an entry of
+/// another version, a full budget, or a read that came up short (the file changed under
+/// us: it is then sent from disk, which fails the response if it shrank).
+pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Option<Arc<[u8]>> {
+    if meta.len() > SMALL_MAX {
+        return None;
+    }
+    CACHE.with(|cache| {
+        let cache = &mut *cache.borrow_mut();
+        let entry = cache.roots.get_mut(&root)?.get_mut(relative)?;
+        if entry.stamp != Stamp::of(meta) {
+            return None;
+        }
+        if let Some(bytes) = &entry.contents {
+            return Some(Arc::clone(bytes));
+        }
+        let len = meta.len() as usize;
+        if cache.small_bytes + len > SMALL_BUDGET {
+            return None;
+        }
+        let mut bytes = vec![0; len];
+        entry.file.read_exact_at(&mut bytes, 0).ok()?;
+        let bytes: Arc<[u8]> = bytes.into();
+        entry.contents = Some(Arc::clone(&bytes));
+        cache.small_bytes += len;
+        Some(bytes)
+    })
 }
 
 #[cfg(test)]
@@ -133,8 +196,8 @@ mod tests {
 
         let (f, meta) = file_with(dir.path(), "old.txt", b"x");
         CACHE.with(|c| {
-            let entry = Entry { file: f, stamp: Stamp::of(&meta), resolved: Instant::now() - TTL };
-            c.borrow_mut().entry(4).or_default().insert(b"old.txt".to_vec(), entry);
+            let entry = Entry { file: f, stamp: Stamp::of(&meta), resolved: Instant::now() - TTL, contents: None };
+            c.borrow_mut().roots.entry(4).or_default().insert(b"old.txt".to_vec(), entry);
         });
         assert!(get(4, b"old.txt").is_none(), "older than the TTL");
     }
@@ -146,7 +209,47 @@ mod tests {
         for i in 0..CAPACITY + 1 {
             put(5, format!("f{i}").as_bytes(), &f, &meta);
         }
-        let len = CACHE.with(|c| c.borrow().get(&5).map_or(0, HashMap::len));
+        let len = CACHE.with(|c| c.borrow().roots.get(&5).map_or(0, HashMap::len));
         assert_eq!(len, 1, "cleared when full, then the new entry");
+    }
+
+    fn small_bytes() -> usize {
+        CACHE.with(|c| c.borrow().small_bytes)
+    }
+
+    #[test]
+    fn small_contents_are_the_version_the_metadata_describes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "s.txt", b"small");
+        put(6, b"s.txt", &f, &meta);
+        let before = small_bytes();
+        assert_eq!(&*small_contents(6, b"s.txt", &meta).expect("read once"), b"small");
+        assert_eq!(small_bytes(), before + 5, "counted against the budget");
+        assert_eq!(&*small_contents(6, b"s.txt", &meta).expect("kept"), b"small");
+        assert_eq!(small_bytes(), before + 5, "kept bytes are not counted twice");
+
+        // Rewritten in place: the old bytes are never handed out with the new metadata,
+        // and the entry's bytes leave the budget with it.
+        std::fs::write(dir.path().join("s.txt"), b"SMALL, and longer").unwrap();
+        let new_meta = std::fs::metadata(dir.path().join("s.txt")).unwrap();
+        assert!(small_contents(6, b"s.txt", &new_meta).is_none(), "another version's metadata");
+        assert!(get(6, b"s.txt").is_none(), "the changed file misses");
+        assert_eq!(small_bytes(), before, "its bytes left the budget");
+    }
+
+    #[test]
+    fn large_files_and_a_spent_budget_are_sent_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "big", &vec![b'x'; SMALL_MAX as usize + 1]);
+        put(7, b"big", &f, &meta);
+        assert!(small_contents(7, b"big", &meta).is_none(), "over SMALL_MAX");
+
+        let (f, meta) = file_with(dir.path(), "max", &vec![b'y'; SMALL_MAX as usize]);
+        let fits = SMALL_BUDGET / SMALL_MAX as usize;
+        for i in 0..fits + 1 {
+            put(8, format!("max{i}").as_bytes(), &f, &meta);
+        }
+        let held = (0..fits + 1).filter(|i| small_contents(8, format!("max{i}").as_bytes(), &meta).is_some()).count();
+        assert!(held < fits + 1 && small_bytes() <= SMALL_BUDGET, "held {held}, {} bytes", small_bytes());
     }
 }

@@ -253,7 +253,20 @@ impl Site {
     fn file(&self, req: &Request<'_, '_>, file: Arc<File>, meta: &std::fs::Metadata, relative: &[u8]) -> Response {
         let content_type = static_file::content_type(relative);
         let choice = compress::choose(&self.root, self.options.compress, req, relative, meta, content_type);
-        static_file::respond(req, file, meta, content_type, choice, self.options.cache_control.as_deref())
+        // A small file's bytes from memory: its head and body then leave in one send. Not
+        // for HEAD, which sends no body (the file stands for its length).
+        let small = match req.method {
+            Method::Get => self.root.small_contents(relative, meta),
+            _ => None,
+        };
+        static_file::respond(
+            req,
+            static_file::Source { file, small },
+            meta,
+            content_type,
+            choice,
+            self.options.cache_control.as_deref(),
+        )
     }
 }
 

@@ -123,6 +123,12 @@ impl Root {
         Ok(resolved)
     }
 
+    /// The bytes of a small regular file this thread resolved at `relative`, as of `meta`
+    /// (see [`file_cache::small_contents`]).
+    pub(crate) fn small_contents(&self, relative: &[u8], meta: &Metadata) -> Option<Arc<[u8]>> {
+        file_cache::small_contents(self.id, relative, meta)
+    }
+
     /// `index.html` in `dir`, if it is a regular file, looked up from ROOT: an index that
     /// is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
     /// Also returns the index's path relative to ROOT (its precompressed siblings are found by it).

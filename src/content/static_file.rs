@@ -15,22 +15,36 @@ use std::fs::{File, Metadata};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+/// The file to answer with.
+pub struct Source {
+    pub file: Arc<File>,
+    /// Its bytes, when the open-file cache holds them for the version `meta` describes
+    /// (small files, GET only): sent from memory, head and body in one write.
+    pub small: Option<Arc<[u8]>>,
+}
+
 /// Answers GET or HEAD for an open regular file of type `content_type`, sending the
 /// representation `choice` negotiated (the file, a precompressed sibling, or the file
 /// encoded now). `cache_control` is `--cache-control`.
 pub fn respond(
     req: &Request<'_, '_>,
-    file: Arc<File>,
+    source: Source,
     meta: &Metadata,
     content_type: &str,
     choice: Choice,
     cache_control: Option<&str>,
 ) -> Response {
     // `on_the_fly`: the coding to apply now (never for a range request: see `compress::choose`).
-    let (file, meta, coding, on_the_fly) = match choice.encoding {
-        Encoding::Identity => (file, meta.clone(), None, None),
-        Encoding::Sibling { coding, file, meta } => (file, meta, Some(coding), None),
-        Encoding::OnTheFly(coding) => (file, meta.clone(), Some(coding), Some(coding)),
+    // `small`: the identity representation's bytes in memory, if the cache had them.
+    let Source { file, small } = source;
+    let (file, meta, coding, on_the_fly, small) = match choice.encoding {
+        Encoding::Identity => (file, meta.clone(), None, None, small),
+        Encoding::Sibling { coding, file, meta } => (file, meta, Some(coding), None, None),
+        Encoding::OnTheFly(coding) => (file, meta.clone(), Some(coding), Some(coding), None),
+    };
+    let body = |offset: u64, len: u64| match &small {
+        Some(bytes) => Body::Bytes(bytes[offset as usize..(offset + len) as usize].to_vec()),
+        None => Body::File { file: Arc::clone(&file), offset, len },
     };
     let len = meta.len();
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
@@ -69,10 +83,10 @@ pub fn respond(
     };
     fields.push(("ETag", tag));
     match wanted {
-        RangeOutcome::Full => Response::new(StatusCode::OK, fields, Body::File { file, offset: 0, len }),
+        RangeOutcome::Full => Response::new(StatusCode::OK, fields, body(0, len)),
         RangeOutcome::Partial { start, end } => {
             fields.push(("Content-Range", format!("bytes {start}-{end}/{len}")));
-            Response::new(StatusCode::PARTIAL_CONTENT, fields, Body::File { file, offset: start, len: end - start + 1 })
+            Response::new(StatusCode::PARTIAL_CONTENT, fields, body(start, end - start + 1))
         }
         RangeOutcome::Unsatisfiable => {
             let mut r = Response::error(StatusCode::RANGE_NOT_SATISFIABLE, "The requested range lies beyond the file.");
