@@ -103,5 +103,6 @@ fn measurement(r: &BenchResult) -> Measurement {
         max_us: r.latency.max_us as f64,
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
+        server: None,
     }
 }

@@ -29,6 +29,10 @@ pub(crate) struct Measurement {
     /// The server's CPU time and the machine's state during the point.
     #[serde(default)]
     pub cpu: crate::lab::cpu::PointCpu,
+    /// What the server itself counted during the point (spidey's `--metrics`; none for
+    /// peers, or if a scrape failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::lab::server_counts::ServerCounts>,
 }
 
 /// A number read from a [`Measurement`], with its unit.

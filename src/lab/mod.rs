@@ -26,6 +26,7 @@ mod robustness;
 mod robustness_report;
 mod runner;
 mod server;
+mod server_counts;
 mod shape;
 mod sources;
 mod stats;
