@@ -3,8 +3,9 @@
 //!
 //! This is the seam between the protocol and content layers and the modes. A mode owns
 //! the connection and its buffer; it hands [`Exchanger::step`] the unparsed bytes and
-//! gets back either "need more" or an [`Answer`]: the head (in the exchanger's buffer),
-//! the body to send, whether to keep the connection, and how many bytes were consumed.
+//! gets back either "need more" or an [`Answer`]: the framed head (borrowed from the
+//! exchanger's buffer, which the next exchange reuses), the body to send, whether to keep
+//! the connection, and how many bytes were consumed.
 //! Modes never look inside requests and this module never touches a socket.
 //!
 //! # Answers that are not ready at once
@@ -13,7 +14,7 @@
 //!
 //! - **`Answer::delay`** (`--delay`): wait that long before writing anything. Blocking
 //!   drivers sleep; an event loop parks the connection on a timer and keeps serving others.
-//! - **`Body::Cgi`**: the head is not known yet, so `Exchanger::head` is empty and
+//! - **`Body::Cgi`**: the head is not known yet, so `Answer::head` is empty and
 //!   `Answer::consumed` covers the request head only. The content side's script
 //!   ([`CgiRun`](crate::content::cgi_run::CgiRun)) only says what it did; the
 //!   [`CgiResponse`] here frames that. The driver loops on [`CgiResponse::pump`], writing
@@ -38,13 +39,14 @@ mod cgi;
 
 pub use cgi::{CgiResponse, CgiStep};
 
-use crate::content::{self, Response};
+use crate::content::{self, DecodedPath, Response};
 use crate::log;
 use crate::server::Server;
 use crate::software::SOFTWARE;
 use spidey_http::date::DateCache;
 use spidey_http::response::Framing;
-use spidey_http::{parse, BodyFraming, HeadOptions, HeaderSlots, Method, Parsed, StatusCode};
+use spidey_http::{parse, BodyFraming, HeadOptions, HeaderSlots, Method, ParseError, Parsed, Request, StatusCode};
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
@@ -52,13 +54,11 @@ use std::time::{Duration, SystemTime};
 #[derive(Default)]
 pub struct Exchanger {
     dates: DateCache,
-    /// The last answer's head.
-    pub head: Vec<u8>,
-    /// Set while answering a script's local redirect, which may not redirect again.
-    redirected: bool,
+    /// Where the last answer's head was framed; [`Answer::head`] borrows it.
+    head: Vec<u8>,
 }
 
-/// What a driver moves after `Exchanger::head`: the content side's [`content::Body`], with
+/// What a driver moves after [`Answer::head`]: the content side's [`content::Body`], with
 /// a script wrapped in the [`CgiResponse`] that frames its output.
 #[derive(Debug)]
 pub enum Body {
@@ -76,9 +76,13 @@ pub enum Body {
     Cgi(Box<CgiResponse>),
 }
 
-/// A response ready to be written: `Exchanger::head` first, then `body`.
+/// A response ready to be written: `head` first, then `body`.
 #[derive(Debug)]
-pub struct Answer {
+pub struct Answer<'h> {
+    /// The framed response head: borrowed from the [`Exchanger`] that made it (so it is
+    /// read before that exchanger answers again), owned once [`Answer::into_owned`] has
+    /// taken it elsewhere. Empty for a script's answer, whose output frames its own head.
+    pub head: Cow<'h, [u8]>,
     /// The body to send (already empty for HEAD and bodiless statuses).
     pub body: Body,
     /// Whether the connection stays open afterwards.
@@ -89,12 +93,21 @@ pub struct Answer {
     pub delay: Option<Duration>,
 }
 
+impl Answer<'_> {
+    /// The answer with its own copy of the head, free of the exchanger's buffer (for an
+    /// answer made on `hybrid`'s pool and sent by a loop).
+    pub fn into_owned(self) -> Answer<'static> {
+        let Answer { head, body, keep_alive, consumed, delay } = self;
+        Answer { head: Cow::Owned(head.into_owned()), body, keep_alive, consumed, delay }
+    }
+}
+
 /// What the exchanger made of the bytes so far.
 #[derive(Debug)]
-pub enum Step {
+pub enum Step<'h> {
     /// Not a whole request head yet.
     Partial,
-    Respond(Answer),
+    Respond(Answer<'h>),
     /// A whole head whose answer may block or burn CPU ([`Site::is_heavy`]): only from
     /// [`Exchanger::step_routed`] asked to offload; nothing was consumed or answered, and
     /// the caller runs [`Exchanger::step`] on the same bytes elsewhere (`hybrid`'s pool).
@@ -112,7 +125,7 @@ impl Exchanger {
     ///
     /// `must_close` asks for `Connection: close` whatever the client wants (the request cap
     /// was reached, or the server is shutting down).
-    pub fn step(&mut self, server: &Server, buf: &[u8], peer: SocketAddr, must_close: bool) -> Step {
+    pub fn step(&mut self, server: &Server, buf: &[u8], peer: SocketAddr, must_close: bool) -> Step<'_> {
         self.step_routed(server, buf, peer, must_close, false)
     }
 
@@ -125,19 +138,59 @@ impl Exchanger {
         peer: SocketAddr,
         must_close: bool,
         offload: bool,
-    ) -> Step {
+    ) -> Step<'_> {
         let mut slots = HeaderSlots::new();
         let (req, head_len) = match parse(buf, &mut slots, &server.limits) {
             Ok(Parsed::Partial) => return Step::Partial,
             Ok(Parsed::Complete(req, n)) => (req, n),
-            Err(e) => {
-                let response = Response::error(e.status(), &e.to_string());
-                return Step::Respond(self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len()));
-            }
+            Err(e) => return Step::Respond(self.parse_error(server, e, buf, peer)),
         };
-        if offload && server.site.is_heavy(&req) {
+        let path = DecodedPath::of(&req);
+        if offload && server.site.is_heavy(&req, &path) {
             return Step::Offload;
         }
+        let mut answer = self.answer(server, &req, path, head_len, buf, peer, must_close, Redirect::Allowed);
+        answer.delay = server.site.options().delay;
+        Step::Respond(answer)
+    }
+
+    /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
+    /// that [`CgiResponse::redirect_request`] built. The target may not redirect again.
+    pub fn local_redirect(&mut self, server: &Server, request: &[u8], peer: SocketAddr) -> Answer<'_> {
+        let mut slots = HeaderSlots::new();
+        match parse(request, &mut slots, &server.limits) {
+            Ok(Parsed::Complete(req, n)) => {
+                let path = DecodedPath::of(&req);
+                self.answer(server, &req, path, n, request, peer, false, Redirect::Refused)
+            }
+            Err(e) => self.parse_error(server, e, request, peer),
+            Ok(Parsed::Partial) => {
+                let response = Response::error(StatusCode::BAD_GATEWAY, "The script redirected to an invalid path.");
+                self.finish(server, response, &Meta::unparsed(request, peer), true, 0)
+            }
+        }
+    }
+
+    /// The answer to a head that did not parse: its error status, then close.
+    fn parse_error(&mut self, server: &Server, e: ParseError, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
+        let response = Response::error(e.status(), &e.to_string());
+        self.refuse(server, response, buf, peer)
+    }
+
+    /// Answers the parsed request `req` (its head `head_len` bytes of `buf`, its path
+    /// decoded as `path`); the caller sets the `--delay`.
+    #[allow(clippy::too_many_arguments)]
+    fn answer(
+        &mut self,
+        server: &Server,
+        req: &Request<'_, '_>,
+        path: DecodedPath,
+        head_len: usize,
+        buf: &[u8],
+        peer: SocketAddr,
+        must_close: bool,
+        redirect: Redirect,
+    ) -> Answer<'_> {
         if let Some(cpu) = server.site.options().cpu_work {
             burn_cpu(cpu);
         }
@@ -145,13 +198,13 @@ impl Exchanger {
             BodyFraming::Length(n) if n > server.max_body => {
                 Response::error(StatusCode::PAYLOAD_TOO_LARGE, "The request body is larger than this server accepts.")
             }
-            _ => server.site.respond_from(&req, peer, whole_body(&req, &buf[head_len..])),
+            _ => server.site.respond_from(req, path, peer, whole_body(req, &buf[head_len..])),
         };
         let mut consumed = head_len;
         if let (false, BodyFraming::Length(n)) = (matches!(response.body, content::Body::Cgi(_)), req.body) {
             // A body that came whole with the head (a handler's, say) is skipped, so the
             // connection can stay open.
-            if n > 0 && whole_body(&req, &buf[head_len..]).len() as u64 == n {
+            if n > 0 && whole_body(req, &buf[head_len..]).len() as u64 == n {
                 consumed += n as usize;
             }
         }
@@ -166,64 +219,57 @@ impl Exchanger {
             head_only: req.method == Method::Head,
             http10: req.version == spidey_http::Version::Http10,
         };
-        let mut answer = match response.body {
+        match response.body {
             content::Body::Cgi(run) => {
-                self.head.clear();
                 // The script's head is written later, by its output: it takes along the
                 // fields the content side set (CORS) and `--header`'s.
                 let own = response.fields.into_iter().map(|(n, v)| (n.to_string(), v));
                 let headers = server.site.options().response_headers.iter().cloned();
                 let extra = own.chain(response.extra_fields).chain(headers).collect();
-                let cgi = CgiResponse::new(run, &meta, req.host, !close, server.quiet, !self.redirected, extra);
-                Answer { body: Body::Cgi(Box::new(cgi)), keep_alive: !close, consumed, delay: None }
+                let may_redirect = redirect == Redirect::Allowed;
+                let cgi = CgiResponse::new(run, &meta, req.host, !close, server.quiet, may_redirect, extra);
+                let body = Body::Cgi(Box::new(cgi));
+                Answer { head: Cow::Borrowed(&[]), body, keep_alive: !close, consumed, delay: None }
             }
             _ => self.finish(server, response, &meta, close, consumed),
-        };
-        answer.delay = server.site.options().delay;
-        Step::Respond(answer)
-    }
-
-    /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
-    /// that [`CgiResponse::redirect_request`] built. The target may not redirect again.
-    pub fn local_redirect(&mut self, server: &Server, request: &[u8], peer: SocketAddr) -> Answer {
-        self.redirected = true;
-        let step = self.step(server, request, peer, false);
-        self.redirected = false;
-        match step {
-            Step::Respond(mut answer) => {
-                answer.delay = None;
-                answer
-            }
-            // (`step` never offloads.)
-            Step::Partial | Step::Offload => {
-                let response = Response::error(StatusCode::BAD_GATEWAY, "The script redirected to an invalid path.");
-                self.finish(server, response, &Meta::unparsed(request, peer), true, 0)
-            }
         }
     }
 
     /// The answer when `hybrid`'s worker pool is full: 503 with `Retry-After`, then close
     /// (the request, and any body it has, is not read further).
-    pub fn busy(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer {
+    pub fn busy(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
         let mut response =
             Response::error(StatusCode::SERVICE_UNAVAILABLE, "The server is too busy; try again shortly.");
         response.fields.push(("Retry-After", "1".into()));
-        self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len())
+        self.refuse(server, response, buf, peer)
     }
 
     /// The answer when `hybrid`'s pool did not answer in time: 504, then close.
-    pub fn late(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer {
+    pub fn late(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
         let response = Response::error(StatusCode::GATEWAY_TIMEOUT, "The answer took too long.");
-        self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len())
+        self.refuse(server, response, buf, peer)
     }
 
     /// The answer to a request head that did not arrive in time: 408, then close.
-    pub fn timeout(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer {
+    pub fn timeout(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
         let response = Response::error(StatusCode::REQUEST_TIMEOUT, "The request took too long to arrive.");
+        self.refuse(server, response, buf, peer)
+    }
+
+    /// Answers the request at the front of `buf` (unparsed, or not read further) with
+    /// `response`, taking all of `buf`; the connection then closes.
+    fn refuse(&mut self, server: &Server, response: Response, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
         self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len())
     }
 
-    fn finish(&mut self, server: &Server, response: Response, meta: &Meta<'_>, close: bool, consumed: usize) -> Answer {
+    fn finish(
+        &mut self,
+        server: &Server,
+        response: Response,
+        meta: &Meta<'_>,
+        close: bool,
+        consumed: usize,
+    ) -> Answer<'_> {
         let date = self.dates.get(SystemTime::now());
         self.head.clear();
         let headers = &server.site.options().response_headers;
@@ -235,8 +281,15 @@ impl Exchanger {
             // answer to a `CgiResponse` instead.
             content::Body::Cgi(_) => unreachable!("a script's answer is framed by CgiResponse"),
         };
-        Answer { body, keep_alive: !close, consumed, delay: None }
+        Answer { head: Cow::Borrowed(&self.head), body, keep_alive: !close, consumed, delay: None }
     }
+}
+
+/// Whether a script's answer may be a local redirect: not while answering one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Redirect {
+    Allowed,
+    Refused,
 }
 
 /// Appends `response`'s head to `out` (adding `Date`, `Server`, `Content-Length`,

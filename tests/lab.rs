@@ -163,3 +163,36 @@ fn unknown_experiment_is_a_configuration_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment matches 'no-such-experiment'"));
 }
+
+/// The lab starts spidey with `--metrics` and scrapes it around every point: a closed-loop
+/// point without errors has the server count exactly the answers and body bytes the client
+/// counted, and the report shows both.
+#[test]
+fn points_carry_the_servers_own_count_beside_the_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "--quick", "--out"])
+        .arg(&out)
+        .arg("001")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut checked = 0;
+    for point in lines(&out.join("results.jsonl")) {
+        let (m, raw) = (&point["measurement"], &point["raw"]);
+        if m.is_null() || m["errors"] != 0 {
+            continue;
+        }
+        let server = &m["server"];
+        let answered: u64 = server["responses"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(answered, m["responses"].as_u64().unwrap(), "{}", id(&point));
+        assert_eq!(server["body_bytes"], raw["body_bytes"], "{}", id(&point));
+        checked += 1;
+    }
+    assert!(checked > 0, "no error-free point measured");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Answered: client / server (--metrics)"), "the report's tables show both counts");
+}

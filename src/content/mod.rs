@@ -97,6 +97,18 @@ impl Response {
     }
 }
 
+/// A request's path, percent-decoded and normalised once ([`resolve::decode_path`]): the
+/// exchanger makes it, [`Site::is_heavy`] reads it, and [`Site::respond_from`] finds handler
+/// mounts, static files and scripts by it, so no request decodes its path twice.
+#[derive(Debug)]
+pub struct DecodedPath(Result<Vec<u8>, resolve::ResolveError>);
+
+impl DecodedPath {
+    pub fn of(req: &Request<'_, '_>) -> Self {
+        DecodedPath(resolve::decode_path(req.target.path))
+    }
+}
+
 /// Options of the content side, from the command line.
 #[derive(Debug, Default)]
 pub struct SiteOptions {
@@ -150,26 +162,27 @@ impl Site {
     /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
     /// may name a CGI script (judged by its name alone, erring towards the pool), or a
     /// directory (a listing of a large one reads and stats every entry). Cheap: no system
-    /// call, one decode of the path.
-    pub fn is_heavy(&self, req: &Request<'_, '_>) -> bool {
+    /// call, no allocation (`path` is `req`'s, decoded by the caller).
+    pub fn is_heavy(&self, req: &Request<'_, '_>, path: &DecodedPath) -> bool {
         if self.options.cpu_work.is_some() || req.target.path.ends_with('/') {
             return true;
         }
-        let Ok(relative) = resolve::decode_path(req.target.path) else { return false };
-        handler::find(&self.options.handlers, &relative).is_some() || cgi::may_run(&self.options.cgi, &relative)
+        let Ok(relative) = &path.0 else { return false };
+        handler::find(&self.options.handlers, relative).is_some() || cgi::may_run(&self.options.cgi, relative)
     }
 
     /// Decides the answer to `req` (with no peer address known).
     pub fn respond(&self, req: &Request<'_, '_>) -> Response {
-        self.respond_from(req, SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), &[])
+        self.respond_from(req, DecodedPath::of(req), SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), &[])
     }
 
-    /// Decides the answer to `req` from `peer`. `body` is the request body when it is
-    /// already whole in the receive buffer (only handlers look at it).
+    /// Decides the answer to `req` from `peer`; `path` is `req`'s ([`DecodedPath::of`]).
+    /// `body` is the request body when it is already whole in the receive buffer (only
+    /// handlers look at it).
     ///
     /// Access comes first: a CORS preflight is answered before authentication (browsers
     /// send it without credentials), then `--basic-auth` guards everything else.
-    pub fn respond_from(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
+    pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
         if let Some(metrics) = crate::metrics::endpoint(req) {
             return metrics; // `--metrics PATH`, before any lookup
         }
@@ -177,7 +190,7 @@ impl Site {
         let mut response = match (preflight, &self.options.auth) {
             (Some(preflight), _) => preflight,
             (None, Some(auth)) if !auth.allows(req.header("authorization")) => access::BasicAuth::challenge(),
-            (None, _) => self.answer(req, peer, body),
+            (None, _) => self.answer(req, path, peer, body),
         };
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
@@ -187,9 +200,9 @@ impl Site {
         response
     }
 
-    fn answer(&self, req: &Request<'_, '_>, peer: SocketAddr, body: &[u8]) -> Response {
+    fn answer(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
         // Decoded once: handler mounts, static files and scripts are all found by this path.
-        let relative = resolve::decode_path(req.target.path);
+        let relative = path.0;
         if let Ok(relative) = &relative {
             if let Some(mount) = handler::find(&self.options.handlers, relative) {
                 return mount.respond(req, peer, body);

@@ -3,9 +3,9 @@
 use crate::lab::claim::Select;
 use crate::lab::experiment::{Dim, FindingSpec};
 use crate::lab::metric::{Better, Metric};
+use crate::lab::shape;
 use crate::lab::stats::{self, Call, Interval};
 use crate::lab::table::{phrase, Sample};
-use crate::lab::verdict;
 use std::collections::BTreeMap;
 
 /// The sentence a finding spec yields for these samples.
@@ -153,10 +153,10 @@ fn trend(m: Metric, over: Dim, samples: &[&Sample]) -> String {
         .filter_map(|(server, workload)| {
             let at =
                 Select { server: Some(server.to_string()), workload: Some(workload.to_string()), ..Default::default() };
-            let series = verdict::series(&owned, &at, m, over);
+            let series = shape::series(&owned, &at, m, over);
             (series.len() > 1).then(|| {
                 let name = if several { format!("{server} ({workload})") } else { server.to_string() };
-                format!("{name}: {}", verdict::shape(&series, over, linear, None).text)
+                format!("{name}: {}", shape::shape(&series, over, linear, None).text)
             })
         })
         .collect();

@@ -41,8 +41,20 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
         (None, None) => anyhow::bail!("client {} sets neither n nor duration", c.label()),
     };
     let addr = SocketAddr::from((load.hosts.server_ip(), load.port));
-    let targets = load
-        .paths
+    let open_model = match c.model {
+        Model::Pool => OpenModel::Pool,
+        Model::PerRequest => OpenModel::PerRequest,
+    };
+    let base = bench_config(addr, load.paths, c.c as usize, stop);
+    Ok(BenchConfig { rate: c.rate, open_model, keepalive: c.keepalive, ..base })
+}
+
+/// The lab's load, the one builder of every `BenchConfig` it runs (seed studies and the
+/// robustness experiment alike): `connections` keep-alive connections of a closed loop
+/// against `paths` on `addr` until `stop`, from one client thread, timing out after
+/// [`TIMEOUT`]. Callers change the fields their load differs in (`rate`, `open_model`, ...).
+pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usize, stop: Stop) -> BenchConfig {
+    let targets = paths
         .iter()
         .map(|path| Target {
             url: format!("http://{addr}{path}"),
@@ -51,26 +63,23 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
             path: path.clone(),
         })
         .collect();
-    Ok(BenchConfig {
+    BenchConfig {
         targets,
-        connections: c.c as usize,
+        connections,
         // One client loop: on a small machine the client shares the cores with the server,
         // and one event loop drives hundreds of connections (REFERENCE: wrk -t1).
         threads: 1,
         stop,
-        rate: c.rate,
-        open_model: match c.model {
-            Model::Pool => OpenModel::Pool,
-            Model::PerRequest => OpenModel::PerRequest,
-        },
+        rate: None,
+        open_model: OpenModel::Pool,
         late_after: LATE_AFTER,
-        keepalive: c.keepalive,
+        keepalive: true,
         warmup: Duration::ZERO,
         timeout: TIMEOUT,
         method: "GET".into(),
         headers: Vec::new(),
         body: None,
-    })
+    }
 }
 
 fn measurement(r: &BenchResult) -> Measurement {
@@ -94,5 +103,6 @@ fn measurement(r: &BenchResult) -> Measurement {
         max_us: r.latency.max_us as f64,
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
+        server: None,
     }
 }

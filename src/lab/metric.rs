@@ -29,6 +29,10 @@ pub(crate) struct Measurement {
     /// The server's CPU time and the machine's state during the point.
     #[serde(default)]
     pub cpu: crate::lab::cpu::PointCpu,
+    /// What the server itself counted during the point (spidey's `--metrics`; none for
+    /// peers, or if a scrape failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::lab::server_counts::ServerCounts>,
 }
 
 /// A number read from a [`Measurement`], with its unit.
@@ -47,8 +51,11 @@ pub(crate) enum Metric {
     ErrorPct,
     /// Server CPU time (process tree, reaped children included) per response, µs.
     CpuUs,
-    /// The errors the seeds counted: non-2xx answers, timeouts and connection failures,
-    /// without the open loop's late and unsent classes.
+    /// The errors the seeds counted: non-2xx answers, timeouts and connection failures, as
+    /// a share of the requests the open loop sent on time. Late and unsent requests are a
+    /// class of their own ([`Metric::LatePct`]) and out of both counts: a late answer's
+    /// status is not kept, so counting late requests as attempts would dilute the server's
+    /// errors by the generator's own lateness.
     SeedErrorPct,
     /// Requests sent late or never sent, % of those scheduled.
     LatePct,
@@ -74,7 +81,7 @@ impl Metric {
             Metric::MbS => m.bytes_per_s / 1e6,
             Metric::GbS => m.bytes_per_s / 1e9,
             Metric::ErrorPct => error_pct(m),
-            Metric::SeedErrorPct => pct(m.errors.saturating_sub(m.late_or_unsent) + m.non_success, m),
+            Metric::SeedErrorPct => seed_error_pct(m),
             Metric::LatePct => pct(m.late_or_unsent, m),
             Metric::CpuUs if m.responses == 0 => f64::NAN,
             Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
@@ -115,6 +122,15 @@ fn pct(n: u64, m: &Measurement) -> f64 {
         return 0.0;
     }
     100.0 * n as f64 / attempted as f64
+}
+
+fn seed_error_pct(m: &Measurement) -> f64 {
+    let failed = m.errors.saturating_sub(m.late_or_unsent) + m.non_success;
+    let on_time = (m.responses + m.errors).saturating_sub(m.late_or_unsent);
+    if on_time == 0 {
+        return f64::NAN; // nothing sent on time: no rate (left out of medians, as CpuUs)
+    }
+    100.0 * failed as f64 / on_time as f64
 }
 
 fn error_pct(m: &Measurement) -> f64 {
@@ -190,10 +206,24 @@ mod tests {
     fn error_pct_counts_non_success_and_failures() {
         let m = Measurement { responses: 90, non_success: 5, errors: 10, ..Default::default() };
         assert_eq!(Metric::ErrorPct.value(&m), 15.0);
-        // Of the 10 failures, 4 were the open loop's late or unsent requests.
+        // Of the 10 failures, 4 were the open loop's late or unsent requests: 11 of the 96
+        // requests sent on time failed.
         let m = Measurement { late_or_unsent: 4, ..m };
-        assert_eq!(Metric::SeedErrorPct.value(&m), 11.0);
+        assert_eq!(Metric::SeedErrorPct.value(&m), 1100.0 / 96.0);
         assert_eq!(Metric::LatePct.value(&m), 4.0);
+    }
+
+    /// Regression: seed 003's CGI collapse (503s beyond --max-cgi) read as 19% errors when
+    /// the generator sent most requests late, because the late ones (their status not kept)
+    /// counted as attempts that did not fail. Numbers of one quick-run point: CGI at 1500
+    /// req/s, 305 answered on time of which 290 were 503, 1191 late, 4 unsent.
+    #[test]
+    fn seed_errors_are_a_share_of_the_requests_sent_on_time() {
+        let m =
+            Measurement { responses: 305, non_success: 290, errors: 1195, late_or_unsent: 1195, ..Default::default() };
+        assert_eq!(Metric::SeedErrorPct.value(&m), 100.0 * 290.0 / 305.0);
+        let all_late = Measurement { responses: 0, errors: 10, late_or_unsent: 10, ..Default::default() };
+        assert!(Metric::SeedErrorPct.value(&all_late).is_nan(), "nothing sent on time: no error rate");
     }
 
     #[test]

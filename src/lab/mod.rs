@@ -26,6 +26,8 @@ mod robustness;
 mod robustness_report;
 mod runner;
 mod server;
+mod server_counts;
+mod shape;
 mod sources;
 mod stats;
 mod table;

@@ -2,10 +2,14 @@
 //! (and per metric when a chart shows two, like p50 and p99), through the medians of the
 //! repeats, with each median's bootstrap 95% interval as an error bar, and the seed's
 //! published series for the same server and metric dashed in the same colour on the same axes.
+//! [`svg_chart`] is the one frame (size, caption, axes, legend) every lab chart is drawn in,
+//! the robustness report's included.
 
 use crate::lab::experiment::{PlotSpec, Sweep};
 use crate::lab::table::{dim_header, Sample};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use std::ops::Range;
 
 const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -35,9 +39,7 @@ pub(crate) fn svg(spec: &PlotSpec, samples: &[Sample], sweep: &Sweep) -> Option<
     if series.iter().all(|s| s.points.is_empty()) {
         return None;
     }
-    let mut out = String::new();
-    draw(spec, &series, &mut out).ok()?;
-    Some(out)
+    draw(spec, &series)
 }
 
 fn series(spec: &PlotSpec, samples: &[Sample], sweep: &Sweep) -> Vec<Series> {
@@ -108,50 +110,94 @@ fn x_of(spec: &PlotSpec, x: f64) -> f64 {
     }
 }
 
-fn draw(spec: &PlotSpec, series: &[Series], out: &mut String) -> Result<(), Box<dyn std::error::Error>> {
+/// A chart's frame: its caption, axes and how their labels read.
+pub(crate) struct Frame<'f> {
+    pub title: &'f str,
+    pub x_desc: &'f str,
+    pub y_desc: &'f str,
+    pub x: Range<f64>,
+    pub y: Range<f64>,
+    /// Room for the y labels, in pixels.
+    pub y_label_area: u32,
+    pub x_label: &'f dyn Fn(&f64) -> String,
+    /// plotters' own y labels when None.
+    pub y_label: Option<&'f dyn Fn(&f64) -> String>,
+}
+
+/// The drawing context a chart's lines are drawn on.
+pub(crate) type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Every chart of the lab's reports as an SVG document (760×420): `frame`, then the lines
+/// `lines` draws, then their legend; None if plotters failed.
+pub(crate) fn svg_chart(frame: &Frame<'_>, lines: impl FnOnce(&mut Chart<'_, '_>) -> DrawResult) -> Option<String> {
+    let mut out = String::new();
+    draw_chart(frame, lines, &mut out).ok()?;
+    Some(out)
+}
+
+fn draw_chart(frame: &Frame<'_>, lines: impl FnOnce(&mut Chart<'_, '_>) -> DrawResult, out: &mut String) -> DrawResult {
+    let root = SVGBackend::with_string(out, (760, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(frame.title, ("sans-serif", 20))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(frame.y_label_area)
+        .build_cartesian_2d(frame.x.clone(), frame.y.clone())?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(frame.x_desc).y_desc(frame.y_desc).x_label_formatter(frame.x_label);
+    if let Some(y_label) = frame.y_label {
+        mesh.y_label_formatter(y_label);
+    }
+    mesh.draw()?;
+    lines(&mut chart)?;
+    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The series of a seed-study chart: medians with error bars, the seed's dashed.
+fn draw(spec: &PlotSpec, series: &[Series]) -> Option<String> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = all().fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
     let y1 = all().fold(0.0f64, |hi, p| hi.max(p.1).max(if p.3.is_finite() { p.3 } else { 0.0 })) * 1.1;
     let (x0, x1) = if x1 > x0 { (x0, x1) } else { (x0 - 1.0, x0 + 1.0) };
     let y1 = if y1 > 0.0 { y1 } else { 1.0 };
-    let root = SVGBackend::with_string(out, (760, 420)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&spec.title, ("sans-serif", 20))
-        .margin(14)
-        .x_label_area_size(44)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, 0.0..y1)?;
     let log = spec.log_x;
     let x_fmt = move |v: &f64| if log { format!("{}", 10f64.powf(*v).round()) } else { format!("{v}") };
     let y_name = spec.y.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
-    chart
-        .configure_mesh()
-        .x_desc(dim_header(spec.x))
-        .y_desc(y_name)
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&|v| crate::lab::metric::format(*v))
-        .draw()?;
-    for s in series.iter().filter(|s| !s.points.is_empty()) {
-        let style = ShapeStyle { color: s.color.to_rgba(), filled: true, stroke_width: if s.bold { 2 } else { 1 } };
-        let line = s.points.iter().map(|p| (p.0, p.1));
-        if s.seed {
-            let dashed = ShapeStyle { stroke_width: 1, ..style };
+    let frame = Frame {
+        title: &spec.title,
+        x_desc: dim_header(spec.x),
+        y_desc: &y_name,
+        x: x0..x1,
+        y: 0.0..y1,
+        y_label_area: 70,
+        x_label: &x_fmt,
+        y_label: Some(&|v| crate::lab::metric::format(*v)),
+    };
+    svg_chart(&frame, |chart| {
+        for s in series.iter().filter(|s| !s.points.is_empty()) {
+            let style = ShapeStyle { color: s.color.to_rgba(), filled: true, stroke_width: if s.bold { 2 } else { 1 } };
+            let line = s.points.iter().map(|p| (p.0, p.1));
+            if s.seed {
+                let dashed = ShapeStyle { stroke_width: 1, ..style };
+                chart
+                    .draw_series(DashedLineSeries::new(line, 6, 4, dashed))?
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], dashed));
+                continue;
+            }
             chart
-                .draw_series(DashedLineSeries::new(line, 6, 4, dashed))?
+                .draw_series(LineSeries::new(line, style).point_size(if s.bold { 3 } else { 2 }))?
                 .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], dashed));
-            continue;
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            let bars = s.points.iter().filter(|p| p.2.is_finite() && p.3.is_finite());
+            let thin = ShapeStyle { stroke_width: 1, ..style };
+            chart.draw_series(bars.map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, thin, 8)))?;
         }
-        chart
-            .draw_series(LineSeries::new(line, style).point_size(if s.bold { 3 } else { 2 }))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-        let bars = s.points.iter().filter(|p| p.2.is_finite() && p.3.is_finite());
-        let thin = ShapeStyle { stroke_width: 1, ..style };
-        chart.draw_series(bars.map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, thin, 8)))?;
-    }
-    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
-    root.present()?;
-    Ok(())
+        Ok(())
+    })
 }

@@ -14,7 +14,7 @@
 //! [`AVAILABLE`] of the legitimate requests got a 2xx and their p99 stayed under
 //! [`P99_LIMIT`]; otherwise it *breaks at N* for the first N where either fails.
 
-use crate::bench::{run_bench, BenchConfig, BenchResult, ErrorCounts, OpenModel, Stop, Target};
+use crate::bench::{run_bench, BenchConfig, BenchResult, ErrorCounts, OpenModel, Stop};
 use crate::lab::adversary::{Attack, Crowd, Targets};
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Experiment, ServerSpec};
@@ -276,25 +276,13 @@ fn mixed_point(spec: &Spec, mixed: &Mixed, root: &DocRoot, server: &ServerSpec, 
 
 /// An open-loop, keep-alive load of `rate` requests per second on `path`.
 fn load(addr: SocketAddr, path: &str, connections: usize, rate: f64, duration: &str) -> anyhow::Result<BenchConfig> {
+    let stop = Stop::Duration(crate::config::duration(duration).map_err(anyhow::Error::msg)?);
+    let base = crate::lab::load::bench_config(addr, &[path.to_string()], connections, stop);
     Ok(BenchConfig {
-        targets: vec![Target {
-            url: format!("http://{addr}{path}"),
-            addr,
-            host_header: addr.to_string(),
-            path: path.to_string(),
-        }],
-        connections,
-        threads: 1,
-        stop: Stop::Duration(crate::config::duration(duration).map_err(anyhow::Error::msg)?),
         rate: Some(rate),
-        open_model: OpenModel::Pool,
         late_after: Duration::from_millis(100),
-        keepalive: true,
-        warmup: Duration::ZERO,
         timeout: Duration::from_secs(5),
-        method: "GET".into(),
-        headers: Vec::new(),
-        body: None,
+        ..base
     })
 }
 

@@ -2,6 +2,7 @@
 //! legitimate client at each crowd size, one row per mode) with a verdict per mode, and an
 //! SVG chart of availability against N; then the mixed load's table and its goal check.
 
+use crate::lab::plot::{svg_chart, Frame};
 use crate::lab::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -186,24 +187,20 @@ fn slug(a: AttackName) -> &'static str {
 
 /// Availability (%) against log2(N + 1), one line per mode.
 fn chart(attack: AttackName, servers: &[String], points: &[Point]) -> Option<String> {
-    let mut out = String::new();
     let x = |n: usize| ((n + 1) as f64).log2();
     let xmax = points.iter().filter(|p| p.attack == Some(attack)).map(|p| x(p.crowd)).fold(1.0, f64::max);
-    let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
-        let root = SVGBackend::with_string(&mut out, (760, 420)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("Legitimate requests answered under {}", attack.attack().name()), ("sans-serif", 20))
-            .margin(14)
-            .x_label_area_size(44)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..xmax, 0.0..105.0)?;
-        chart
-            .configure_mesh()
-            .x_desc("crowd size N")
-            .y_desc("answered (%)")
-            .x_label_formatter(&|v| format!("{}", (2f64.powf(*v) - 1.0).round()))
-            .draw()?;
+    let title = format!("Legitimate requests answered under {}", attack.attack().name());
+    let frame = Frame {
+        title: &title,
+        x_desc: "crowd size N",
+        y_desc: "answered (%)",
+        x: 0.0..xmax,
+        y: 0.0..105.0,
+        y_label_area: 60,
+        x_label: &|v| format!("{}", (2f64.powf(*v) - 1.0).round()),
+        y_label: None,
+    };
+    svg_chart(&frame, |chart| {
         for (i, server) in servers.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let mut line: Vec<(f64, f64)> = points
@@ -218,11 +215,8 @@ fn chart(attack: AttackName, servers: &[String], points: &[Point]) -> Option<Str
                 .label(server.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
-        root.present()?;
         Ok(())
-    })();
-    drawn.ok().map(|_| out)
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::lab::load::{measure, Load};
 use crate::lab::plan::{self, Point, ServerRun};
 use crate::lab::results::{Journal, Outcome, Record};
 use crate::lab::server::{self, Started};
+use crate::lab::server_counts;
 use indicatif::ProgressBar;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -118,12 +119,15 @@ fn probe(server: std::net::SocketAddr, root: &DocRoot, workload: &str) -> Result
 fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot, hosts: &Hosts) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
     let load1 = cpu::load1();
+    let counts_before = server.counts.then(|| server_counts::scrape(server.addr())).flatten();
     let before = cpu::Snapshot::take(server.pid());
     let measured = measure(&Load { port: server.port, paths: &paths, client: &point.client, hosts });
     let after = cpu::Snapshot::take(server.pid());
+    let counts_after = counts_before.as_ref().and_then(|_| server_counts::scrape(server.addr()));
     match measured {
         Ok((mut m, raw)) => {
             m.cpu = before.until(&after, load1);
+            m.server = counts_before.zip(counts_after).map(|(b, a)| server_counts::between(&b, &a));
             let mut r = Record::new(&exp.id, point, Outcome::Measured);
             r.measurement = Some(m);
             r.raw = raw;

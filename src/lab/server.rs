@@ -31,6 +31,8 @@ pub(crate) struct Running {
     child: Child,
     pub port: u16,
     pub ip: IpAddr,
+    /// Whether it answers `--metrics` at `server_counts::PATH` (spidey does, peers do not).
+    pub counts: bool,
 }
 
 /// The outcome of a start: running, or not available here (with the reason for the report).
@@ -94,6 +96,8 @@ fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
 fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
     let mut args: Vec<String> = vec!["serve".into(), root.root().display().to_string()];
     args.extend(["--port", "0", "--quiet", "--mode", mode].map(String::from));
+    // The server's own counts, scraped around every point (`server_counts.rs`).
+    args.extend(["--metrics", crate::lab::server_counts::PATH].map(String::from));
     let flags = [("--workers", &spec.workers), ("--delay", &spec.delay), ("--cpu-work", &spec.cpu_work)];
     for (flag, value) in flags {
         if let Some(v) = value {
@@ -117,7 +121,7 @@ fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) ->
     let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     match startup_port(stdout) {
-        Some(port) => ready(Running { child, port, ip: hosts.server_ip() }),
+        Some(port) => ready(Running { child, port, ip: hosts.server_ip(), counts: true }),
         None => unavailable_or_error(child, &stderr_path, &spec.label),
     }
 }
@@ -176,7 +180,7 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
     let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
-    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST) })
+    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false })
 }
 
 /// Spawns a server as the leader of a process group of its own, so that killing the group
@@ -311,7 +315,7 @@ mod tests {
             stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
         };
         assert!(!gone(), "the sleeper should be running");
-        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST) });
+        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false });
         let start = Instant::now();
         while !gone() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));

@@ -118,6 +118,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
     // machine), and how many repeats ran on a disturbed machine.
     headers.push("Server CPU/request (µs, here)".into());
     headers.push("Disturbed repeats".into());
+    headers.push("Answered: client / server (--metrics), all repeats".into());
     let rows = samples
         .iter()
         .map(|s| {
@@ -144,6 +145,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
             row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(Metric::CpuUs)) });
             let disturbed = s.runs.iter().filter(|r| r.cpu.disturbed).count();
             row.push(if s.runs.is_empty() { "–".into() } else { format!("{disturbed}/{}", s.runs.len()) });
+            row.push(crate::lab::server_counts::cell(&s.runs));
             row
         })
         .collect();

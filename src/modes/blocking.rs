@@ -267,8 +267,11 @@ fn serve_cgi(
                 let answer = exchanger.local_redirect(server, &request, peer);
                 let keep = answer.keep_alive;
                 return match answer.body {
-                    Body::Cgi(next) => serve_cgi(stream, pending, next, server, shutdown, exchanger, peer),
-                    _ => send(stream, &exchanger.head, answer, server, shutdown).map(|()| keep),
+                    Body::Cgi(next) => {
+                        drop(answer.head); // empty (the script frames its own); frees `exchanger`
+                        serve_cgi(stream, pending, next, server, shutdown, exchanger, peer)
+                    }
+                    _ => send(stream, answer, server, shutdown).map(|()| keep),
                 };
             }
             CgiStep::Done => return Ok(cgi.keep_alive()),
@@ -301,15 +304,9 @@ fn wait_script(cgi: &CgiResponse, shutdown: &Shutdown) -> io::Result<()> {
 }
 
 /// Sends an answer no session framed (a script's local redirect) by the same rules.
-fn send(
-    stream: &mut Client<'_>,
-    head: &[u8],
-    answer: Answer,
-    _server: &Server,
-    _shutdown: &Shutdown,
-) -> io::Result<()> {
+fn send(stream: &mut Client<'_>, answer: Answer<'_>, _server: &Server, _shutdown: &Shutdown) -> io::Result<()> {
     let mut out = Vec::new();
-    let mut body = send::frame(&mut out, head, answer.body);
+    let mut body = send::frame(&mut out, &answer.head, answer.body);
     if matches!(body, Some(Outgoing::Cgi(_))) {
         return Err(io::Error::other("a CGI body is driven by serve_cgi"));
     }

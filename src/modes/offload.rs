@@ -42,9 +42,8 @@ pub(crate) struct Job {
 /// A finished job, on its way back to its loop.
 pub(crate) struct Done {
     pub conn: ConnId,
-    /// The response head the exchanger framed, and the rest of the answer.
-    pub head: Vec<u8>,
-    pub answer: Answer,
+    /// The answer, with its own copy of the head the pool's exchanger framed.
+    pub answer: Answer<'static>,
 }
 
 struct State {
@@ -159,11 +158,14 @@ fn work(shared: &Shared) {
             }
         };
         let step = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            ex.step(&shared.server, &job.bytes, job.peer, job.must_close)
+            match ex.step(&shared.server, &job.bytes, job.peer, job.must_close) {
+                Step::Respond(answer) => Some(answer.into_owned()),
+                Step::Partial | Step::Offload => None,
+            }
         }));
         // A panic, or (never: the loop saw a whole head) a partial request: no answer.
-        let Ok(Step::Respond(answer)) = step else { continue };
-        let done = Done { conn: job.conn, head: ex.head.clone(), answer };
+        let Ok(Some(answer)) = step else { continue };
+        let done = Done { conn: job.conn, answer };
         let mut st = shared.lock();
         let Some(inbox) = st.inboxes.get_mut(job.loop_index) else { continue };
         inbox.push(done);

@@ -199,18 +199,18 @@ impl Session {
                 return Answered::Offload { bytes: bytes.to_vec(), must_close };
             }
         };
-        self.apply(&ex.head, answer, pool);
+        self.apply(answer, pool);
         Answered::Ready
     }
 
     /// The answer to the offloaded request came back: frame it as if answered here.
     /// False (and nothing changes) if the session no longer waits for one.
-    pub(crate) fn offload_done(&mut self, head: &[u8], answer: Answer, pool: &mut Pool) -> bool {
+    pub(crate) fn offload_done(&mut self, answer: Answer<'_>, pool: &mut Pool) -> bool {
         if self.phase != Phase::Offloaded {
             return false;
         }
         self.phase = Phase::Open;
-        self.apply(head, answer, pool);
+        self.apply(answer, pool);
         true
     }
 
@@ -223,7 +223,7 @@ impl Session {
             OffloadFailure::Late => ex.late(server, bytes, self.peer),
         };
         self.phase = Phase::Open;
-        self.apply(&ex.head, answer, pool);
+        self.apply(answer, pool);
     }
 
     /// Whether the front request is being answered elsewhere.
@@ -232,7 +232,7 @@ impl Session {
     }
 
     /// Takes in an answer to the request at the front of the buffer.
-    fn apply(&mut self, head: &[u8], answer: Answer, pool: &mut Pool) {
+    fn apply(&mut self, answer: Answer<'_>, pool: &mut Pool) {
         self.served += 1;
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
@@ -240,7 +240,7 @@ impl Session {
             self.phase = Phase::Delayed(delay);
         }
         self.release_inbuf_if_empty(pool);
-        self.frame(head, answer.body, pool);
+        self.frame(&answer.head, answer.body, pool);
     }
 
     /// The delay the last answer must wait (`--delay`), once: the session is then held
@@ -273,7 +273,7 @@ impl Session {
         self.out.clear();
         self.out_pos = 0;
         self.body = None;
-        self.frame(&ex.head, answer.body, pool);
+        self.frame(&answer.head, answer.body, pool);
     }
 
     /// Appends `head` and an in-memory body to the out bytes; sets the body to move after.

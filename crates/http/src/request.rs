@@ -11,16 +11,24 @@
 //! slots. It returns [`Parsed::Partial`] until a whole head has arrived, enforcing the size
 //! limits on partial input too, so a client cannot make the server buffer without bound.
 //! httparse does the tokenising (and already refuses obs-fold, whitespace before a colon,
-//! bare CR and control bytes in requests); this module adds the limits and the framing
-//! rules of RFC 9112 §6 that decide where the request ends.
+//! bare CR and control bytes in requests); this module is the parse driver and adds the
+//! size limits. The rules it applies to the parsed fields live beside it: `framing` (RFC
+//! 9112 §6, where the body ends, and §9.3, whether the connection persists) and `target`
+//! (the request-target's forms and `Host`).
 //!
 //! Empty lines before the request line are skipped (RFC 9112 §2.2: a server "SHOULD
 //! ignore at least one empty line"), at most [`MAX_EMPTY_LINES`] of them (Apache's
 //! `DEFAULT_LIMIT_BLANK_LINES`), and the request line and its limit are measured from after
 //! them, so they neither hide an over-long line nor leave the log an empty request line.
 
+mod framing;
+mod target;
+
 use crate::error::ParseError;
+pub use framing::parse_content_length;
+use framing::{body_framing, keep_alive};
 use std::mem::MaybeUninit;
+use target::{host, split_target};
 
 /// Size limits on a request head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,159 +288,6 @@ fn version_error(buf: &[u8]) -> ParseError {
             ParseError::UnsupportedVersion
         }
         _ => ParseError::Version,
-    }
-}
-
-fn split_target(raw: &str) -> Result<Target<'_>, ParseError> {
-    if raw == "*" {
-        return Ok(Target { path: raw, query: None, authority: None });
-    }
-    let (authority, rest) = if raw.starts_with('/') {
-        (None, raw)
-    } else {
-        let after_scheme = strip_prefix_ignore_case(raw, "http://")
-            .or_else(|| strip_prefix_ignore_case(raw, "https://"))
-            .ok_or(ParseError::Target)?;
-        let slash = after_scheme.find(['/', '?']).unwrap_or(after_scheme.len());
-        let (authority, rest) = after_scheme.split_at(slash);
-        if authority.is_empty() || !valid_host(authority.as_bytes()) {
-            return Err(ParseError::Target);
-        }
-        (Some(authority), if rest.is_empty() { "/" } else { rest })
-    };
-    let (path, query) = match rest.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (rest, None),
-    };
-    if !path.starts_with('/') || rest.contains('#') {
-        return Err(ParseError::Target);
-    }
-    Ok(Target { path, query, authority })
-}
-
-fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
-}
-
-/// RFC 9112 §6.3: Transfer-Encoding overrides nothing here — a request carrying both it and
-/// Content-Length is refused outright, as are repeated or malformed lengths.
-fn body_framing(headers: &[httparse::Header<'_>], version: Version) -> Result<BodyFraming, ParseError> {
-    let mut length = None;
-    let mut codings = 0usize;
-    let mut chunked_last = false;
-    for h in headers {
-        if h.name.eq_ignore_ascii_case("content-length") {
-            if length.is_some() {
-                return Err(ParseError::ContentLength);
-            }
-            length = Some(parse_content_length(h.value)?);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            for coding in h.value.split(|&b| b == b',') {
-                let coding = trim_ows(coding);
-                if coding.is_empty() || chunked_last {
-                    // An empty list element, or anything after `chunked` (including a second
-                    // `chunked`): the framing is ambiguous.
-                    return Err(ParseError::TransferEncoding);
-                }
-                codings += 1;
-                chunked_last = coding.eq_ignore_ascii_case(b"chunked");
-            }
-        }
-    }
-    match (length, codings) {
-        (Some(_), 1..) => Err(ParseError::LengthWithEncoding),
-        (None, 1..) if version == Version::Http10 => Err(ParseError::TransferEncoding),
-        (None, 1) if chunked_last => Ok(BodyFraming::Chunked),
-        (None, 1..) => Err(ParseError::UnsupportedCoding),
-        (Some(0), _) | (None, _) => Ok(BodyFraming::None),
-        (Some(n), _) => Ok(BodyFraming::Length(n)),
-    }
-}
-
-/// ```text
-/// Content-Length = 1*DIGIT          (RFC 9110 §8.6)
-/// ```
-/// No sign, no list, no whitespace inside, at most 18 digits (so it fits an i64 too).
-pub fn parse_content_length(value: &[u8]) -> Result<u64, ParseError> {
-    let digits = trim_ows(value);
-    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(ParseError::ContentLength);
-    }
-    Ok(digits.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
-}
-
-fn host<'b>(
-    headers: &[httparse::Header<'b>],
-    version: Version,
-    authority: Option<&'b str>,
-) -> Result<Option<&'b str>, ParseError> {
-    let mut found = None;
-    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("host")) {
-        if found.is_some() {
-            return Err(ParseError::Host);
-        }
-        let value = trim_ows(h.value);
-        if !value.is_empty() && !valid_host(value) {
-            return Err(ParseError::Host);
-        }
-        found = Some(std::str::from_utf8(value).map_err(|_| ParseError::Host)?);
-    }
-    if found.is_none() && version == Version::Http11 {
-        return Err(ParseError::Host);
-    }
-    Ok(authority.or(found))
-}
-
-/// ```text
-/// Host     = uri-host [ ":" port ]                          (RFC 9110 §7.2)
-/// uri-host = IP-literal / IPv4address / reg-name            (RFC 3986 §3.2.2)
-/// port     = *DIGIT
-/// ```
-/// An IP-literal is checked loosely (hex digits, colons and dots, at most one `::`); a
-/// reg-name takes unreserved, sub-delims and `%`. No userinfo, one port, digits only: the
-/// httpd-tests http_strict rows `http://localhost:80x/`, `http://localhost::80/` and
-/// `Host: 4714::abcd:8001` (tests/http_strict.rs) hold this.
-fn valid_host(value: &[u8]) -> bool {
-    let port = match value.strip_prefix(b"[") {
-        Some(rest) => {
-            let Some(close) = rest.iter().position(|&b| b == b']') else { return false };
-            let literal = &rest[..close];
-            let chars_ok = literal.iter().all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
-            let elisions = literal.windows(2).filter(|w| w == b"::").count();
-            if !chars_ok || !literal.contains(&b':') || elisions > 1 {
-                return false;
-            }
-            &rest[close + 1..]
-        }
-        None => {
-            let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
-            if !value[..end].iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b)) {
-                return false;
-            }
-            &value[end..]
-        }
-    };
-    match port {
-        [] => true,
-        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
-        _ => false,
-    }
-}
-
-fn keep_alive(headers: &[httparse::Header<'_>], version: Version) -> bool {
-    let mut close = false;
-    let mut keep = false;
-    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")) {
-        for token in h.value.split(|&b| b == b',').map(trim_ows) {
-            close |= token.eq_ignore_ascii_case(b"close");
-            keep |= token.eq_ignore_ascii_case(b"keep-alive");
-        }
-    }
-    match version {
-        _ if close => false,
-        Version::Http11 => true,
-        Version::Http10 => keep,
     }
 }
 

@@ -210,7 +210,7 @@ impl<B: Backend> Loop<B> {
             let slot = done.conn.slot;
             // A connection closed since (or its slot reused) drops the answer.
             let Some(conn) = self.conns.live(slot, done.conn.generation) else { continue };
-            if conn.session.offload_done(&done.head, done.answer, &mut self.pool) {
+            if conn.session.offload_done(done.answer, &mut self.pool) {
                 self.drive(slot);
             }
         }

@@ -1,0 +1,107 @@
+//! What `spidey bench` counts: requests against what the server received, warm-up, error
+//! classes, descriptor exhaustion, status codes, a connection per request.
+
+use super::bench;
+use crate::common::{self, Fixture, Spidey};
+use crate::fake_server::{test_server, Behaviour, NO_STALL};
+use spidey::bench::BenchResult;
+use std::net::TcpListener;
+use std::process::Command;
+use std::sync::atomic::Ordering;
+#[test]
+fn counts_agree_with_what_the_server_received() {
+    // (flags, requests the bench must report; None for a timed run: whatever the server counted)
+    let cases: &[(&[&str], Option<u64>)] = &[
+        (&["-c1", "-t1", "-n", "100"], Some(100)),
+        (&["-c7", "-t2", "-n", "1000"], Some(1000)),
+        (&["-c3", "-t1", "-n", "500", "--no-keepalive"], Some(500)),
+        (&["-c4", "-t2", "-n", "300", "--rate", "3000"], Some(300)),
+        (&["-c4", "-t2", "-d", "500ms"], None),
+        (&["-c4", "-t2", "-d", "500ms", "--rate", "2000", "--no-keepalive"], None),
+    ];
+    for (flags, want) in cases {
+        let (port, count) = test_server(NO_STALL);
+        let url = format!("http://127.0.0.1:{port}/");
+        let (r, _) = bench(&[flags, &[url.as_str()][..]].concat());
+        let server = count.load(Ordering::SeqCst);
+        // Open loop: an answer to a request sent over 1 ms late (all connections busy) is a
+        // `late` error, not a response; nothing else may fail.
+        let late = r.errors.late;
+        assert_eq!((r.requests, r.responses + late, r.errors.total() - late), (server, server, 0), "{flags:?}");
+        assert_eq!(r.status.get(&200).copied().unwrap_or(0) + late, server, "{flags:?}");
+        assert_eq!(r.body_bytes, 5 * server, "{flags:?}");
+        if let Some(n) = want {
+            assert_eq!(r.requests, *n, "{flags:?}");
+        }
+        assert!(server > 0, "{flags:?}");
+    }
+}
+
+#[test]
+fn warmup_requests_are_sent_but_not_counted() {
+    let (port, count) = test_server(NO_STALL);
+    let (r, _) = bench(&["-c2", "-t1", "-n", "200", "--warmup", "300ms", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(r.requests, 200);
+    assert!(count.load(Ordering::SeqCst) > 200, "the warmup sent nothing");
+}
+
+#[test]
+fn errors_are_classified_and_counted() {
+    let refused = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = |b| test_server(b).0;
+    // (server port, flags, class name → expected count of 4 requests)
+    let cases: &[(u16, &[&str], &str)] = &[
+        (refused, &[], "connect"),
+        (port(Behaviour::Garbage), &[], "malformed"),
+        (port(Behaviour::CloseWithoutAnswer), &[], "closed"),
+        (port(Behaviour::NeverAnswer), &["--timeout", "200ms"], "timeout"),
+    ];
+    for (port, flags, class) in cases {
+        let url = format!("http://127.0.0.1:{port}/");
+        let (r, _) = bench(&[&["-c1", "-t1", "-n", "4"], *flags, &[url.as_str()]].concat());
+        let errors: Vec<(&str, u64)> = r.errors.named().into_iter().filter(|(_, n)| *n > 0).collect();
+        assert_eq!(errors, [(*class, 4)], "{class}");
+        assert_eq!((r.requests, r.responses), (4, 0), "{class}");
+    }
+}
+
+#[test]
+fn file_descriptor_exhaustion_is_reported_as_such() {
+    let (port, _) = test_server(NO_STALL);
+    let url = format!("http://127.0.0.1:{port}/");
+    let script = format!(
+        "ulimit -n 24 && exec {} bench -c 40 -t1 -n 200 --json /dev/stdout {url}",
+        env!("CARGO_BIN_EXE_spidey")
+    );
+    let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = &text[text.find("{\n").expect("JSON after the report")..];
+    let r: BenchResult = serde_json::from_str(json).unwrap();
+    assert!(r.errors.fd_exhausted > 0, "{:?}", r.errors);
+    assert_eq!((r.errors.connect, r.requests), (0, 200), "{:?}", r.errors);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fd exhausted (EMFILE/ENFILE)"));
+}
+
+#[test]
+fn status_codes_from_spidey_are_counted_apart() {
+    let fx = Fixture::new();
+    let s = Spidey::start("single", &fx.root(), &["-q"]);
+    let (r, out) = bench(&["-c1", "-t1", "-n", "400", &s.url("/hello.txt"), &s.url("/missing")]);
+    let (ok, missing) = (r.status[&200], r.status[&404]);
+    assert_eq!((ok + missing, r.status.len(), r.errors.total()), (400, 2, 0));
+    // Each request picks a URL at random: both get a fair share.
+    assert!((100..=300).contains(&ok), "200: {ok}, 404: {missing}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains(&format!("200: {ok}, 404: {missing}")), "{report}");
+}
+
+#[test]
+fn no_keepalive_against_spidey_opens_a_connection_per_request() {
+    let fx = Fixture::new();
+    let s = Spidey::start("single", &fx.root(), &["-q"]);
+    let (r, out) = bench(&["-c2", "-t1", "-n", "300", "--no-keepalive", &s.url("/hello.txt")]);
+    assert_eq!((r.responses, r.errors.total(), r.keepalive), (300, 0, false));
+    assert_eq!(r.body_bytes, 300 * common::HELLO.len() as u64);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a new connection per request"));
+}

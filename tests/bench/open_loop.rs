@@ -1,0 +1,103 @@
+//! The open loop (`--rate`): latency from the intended send, the per-request model, unsent and
+//! late requests, timeouts from the intended send; and the closed loop's blind spot beside it.
+
+use super::bench;
+use crate::common::{Fixture, Spidey};
+use crate::fake_server::{access_log_count, relay, test_server, Behaviour};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+#[test]
+fn open_loop_latency_includes_a_server_stall() {
+    // 100 requests/s for 3 s on one connection; request 50 stalls the server for 1 s, so the
+    // ~100 requests scheduled during the stall wait up to 1 s for their turn.
+    let (port, _) = test_server(Behaviour::Hello { stall_at: 50, stall: Duration::from_secs(1) });
+    let url = format!("http://127.0.0.1:{port}/");
+    let (r, _) = bench(&["-c1", "-t1", "--rate", "100", "-d", "3s", &url]);
+    let corrected = &r.latency;
+    let uncorrected = r.latency_uncorrected.as_ref().expect("open loop reports uncorrected latency");
+    assert!(corrected.max_us >= 900_000 && corrected.p99_us >= 800_000, "corrected: {corrected:?}");
+    assert!(corrected.p90_us >= 300_000, "a third of the requests waited: {corrected:?}");
+    assert!(uncorrected.max_us >= 900_000, "the stalled request itself: {uncorrected:?}");
+    assert!(uncorrected.p99_us < 200_000, "only one request was itself slow: {uncorrected:?}");
+    // The ~100 requests that waited for the one connection went out late: errors of their own.
+    assert!((80..=120).contains(&r.errors.late), "{:?}", r.errors);
+    assert_eq!((r.errors.total() - r.errors.late, r.errors.unsent), (0, 0), "{:?}", r.errors);
+    let lateness = r.send_lateness.as_ref().expect("open loop reports send lateness");
+    assert!(lateness.max_us >= 900_000 && lateness.p50_us < 1_000, "{lateness:?}");
+}
+
+#[test]
+fn closed_loop_hides_the_stall_in_all_but_the_max() {
+    let (port, _) = test_server(Behaviour::Hello { stall_at: 50, stall: Duration::from_secs(1) });
+    let (r, _) = bench(&["-c1", "-t1", "-n", "300", &format!("http://127.0.0.1:{port}/")]);
+    assert!(r.latency_uncorrected.is_none());
+    assert!(r.latency.max_us >= 900_000 && r.latency.p99_us < 200_000, "{:?}", r.latency);
+}
+
+#[test]
+fn per_request_model_opens_one_connection_per_scheduled_request() {
+    // 200 requests/s for 1 s against a server that holds each for 100 ms: about 20 at once,
+    // though -c says 1. Generator lateness is not under test here, hence --late-after 50ms.
+    let fx = Fixture::new();
+    let mut s = Spidey::start("event", &fx.root(), &["--delay", "100ms"]);
+    let relay = relay(s.port);
+    let url = format!("http://127.0.0.1:{}/hello.txt", relay.port);
+    let flags = ["-c1", "-t1", "--rate", "200", "-d", "1s", "--open-model", "per-request", "--late-after", "50ms"];
+    let (r, out) = bench(&[&flags[..], &[url.as_str()]].concat());
+    let logged = access_log_count(&mut s);
+    assert_eq!((r.requests, r.responses, r.errors.total()), (200, 200, 0), "{:?}", r.errors);
+    assert_eq!((r.open_model.as_deref(), r.keepalive), (Some("per-request"), false));
+    let (accepted, peak) = (relay.accepted.load(Ordering::SeqCst), relay.peak.load(Ordering::SeqCst));
+    assert_eq!((accepted, logged), (200, 200), "one connection per request, each request reached the server");
+    assert!(peak >= 10, "no cap but the descriptor limit: only {peak} connections open at once");
+    assert!(r.latency.p50_us >= 100_000 && r.latency.p99_us < 400_000, "{:?}", r.latency);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(per-request model)"), "the report names the model");
+}
+
+#[test]
+fn unsent_requests_are_counted_when_the_server_cannot_keep_up() {
+    // 100 requests/s for 1 s against a server that holds each for 200 ms. Two kept-alive
+    // connections carry at most 10 a second: the rest are never sent (unsent), and those
+    // that waited for a connection went out late. Per request, every one is sent on time.
+    let fx = Fixture::new();
+    // (flags, unsent expected)
+    let cases: &[(&[&str], bool)] = &[
+        (&["-c2", "--open-model", "pool"], true),
+        (&["-c2", "--open-model", "per-request", "--late-after", "50ms"], false),
+    ];
+    for (flags, stalls) in cases {
+        let mut s = Spidey::start("event", &fx.root(), &["--delay", "200ms"]);
+        let url = s.url("/hello.txt");
+        let (r, out) = bench(&[&["-t1", "--rate", "100", "-d", "1s"], *flags, &[url.as_str()]].concat());
+        let logged = access_log_count(&mut s);
+        let e = &r.errors;
+        assert!((99..=101).contains(&r.requests), "every scheduled request is accounted for: {r:?}");
+        assert_eq!(r.requests, r.responses + e.total(), "{flags:?}");
+        assert_eq!(logged, r.requests - e.unsent, "{flags:?}: what was sent reached the server");
+        assert_eq!(r.backlog, e.unsent, "{flags:?}");
+        if *stalls {
+            assert!(e.unsent >= 60 && e.late >= 1, "{flags:?}: {e:?}");
+            assert!(r.responses <= 4, "{flags:?}: only the first requests went out on time");
+        } else {
+            assert_eq!((r.responses, e.total()), (r.requests, 0), "{flags:?}: {e:?}");
+        }
+        let report = String::from_utf8_lossy(&out.stdout);
+        let line = format!("Schedule:     {} unsent (scheduled, never sent), {} late", e.unsent, e.late);
+        assert!(report.contains(&line), "{report}");
+    }
+}
+
+#[test]
+fn open_loop_timeouts_count_from_the_intended_send() {
+    // 20 requests/s on one connection to a server that answers each after 300 ms, with a
+    // 500 ms timeout. Counted from the send, every request would make it (300 ms < 500 ms);
+    // counted from the intended time, the second one (due at 50 ms, sent at 300 ms) is
+    // 500 ms overdue at 550 ms, before its answer comes at 600 ms.
+    let fx = Fixture::new();
+    let s = Spidey::start("event", &fx.root(), &["-q", "--delay", "300ms"]);
+    let url = s.url("/hello.txt");
+    let (r, _) = bench(&["-c1", "-t1", "--rate", "20", "-d", "1s", "--timeout", "500ms", &url]);
+    assert_eq!(r.responses, 1, "only the first request, sent on time, is answered in time: {:?}", r.errors);
+    assert!(r.errors.timeout >= 1, "{:?}", r.errors);
+    assert_eq!(r.requests, r.responses + r.errors.total());
+}
