@@ -1,6 +1,6 @@
 //! `prefork`: a master process and `--workers` worker processes that all accept on the
-//! one listening socket bound at startup, each serving one connection at a time like
-//! `single`.
+//! listening sockets bound at startup (one per `--addr`), each serving one connection at
+//! a time like `single`.
 //!
 //! Trade-off: process isolation without a fork per connection. The workers share one
 //! accept queue, so a connection is taken by whichever worker is free first (Apache's
@@ -66,8 +66,8 @@ struct Worker {
 struct Master {
     server: Arc<Server>,
     shutdown: Shutdown,
-    /// The one listening socket every worker accepts on.
-    listener: Listener,
+    /// The listening sockets (one per `--addr`) every worker accepts on.
+    listeners: Vec<Listener>,
     range: Workers,
     children: Children,
     workers: HashMap<Pid, Worker>,
@@ -77,7 +77,7 @@ struct Master {
 }
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, workers, max_conns, .. } = ctx;
+    let ModeContext { server, listeners, shutdown, workers, max_conns, .. } = ctx;
     // Default: adapt from cores up to 256 processes (Apache prefork's MaxRequestWorkers).
     let range = workers.unwrap_or(Workers { min: cores(), max: super::DEFAULT_MAX_WORKERS });
     // Each worker holds at most one connection, so MAX workers bound the open connections.
@@ -87,7 +87,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let mut master = Master {
         server,
         shutdown,
-        listener,
+        listeners,
         range,
         children,
         workers: HashMap::new(),
@@ -126,7 +126,8 @@ impl Master {
                 drop(std::mem::take(&mut self.workers));
                 drop(retire);
                 let status = self.status.take().map(|(_, write)| write);
-                worker(&self.listener.socket, master, retire_read, status, &self.server, &self.shutdown)
+                let sockets: Vec<&TcpListener> = self.listeners.iter().map(|l| &l.socket).collect();
+                worker(&sockets, master, retire_read, status, &self.server, &self.shutdown)
             }
         }
     }
@@ -234,13 +235,15 @@ impl Master {
 #[derive(Debug, PartialEq, Eq)]
 enum Wake {
     Shutdown,
-    /// A connection may be queued: accept it before heeding a retirement, because an
-    /// `EPOLLEXCLUSIVE` wake-up may have been this worker's alone.
-    Connection,
+    /// A connection may be queued on the `index`th listener: accept it before heeding a
+    /// retirement, because an `EPOLLEXCLUSIVE` wake-up may have been this worker's alone.
+    Connection {
+        index: usize,
+    },
     Retire,
 }
 
-/// The worker's epoll set: the shutdown pipe, its retire pipe, and the shared listener
+/// The worker's epoll set: the shutdown pipe, its retire pipe, and each shared listener
 /// registered `EPOLLEXCLUSIVE` (epoll_ctl(2)), so one connection wakes one idle worker.
 struct Waiter {
     epoll: OwnedFd,
@@ -251,19 +254,22 @@ impl Waiter {
     const RETIRE: u64 = 1;
     const LISTENER: u64 = 2;
 
-    fn new(shutdown: &Shutdown, retire: &OwnedFd, listener: &TcpListener) -> io::Result<Waiter> {
+    /// `LISTENER + i` names the `i`th listener.
+    fn new(shutdown: &Shutdown, retire: &OwnedFd, listeners: &[&TcpListener]) -> io::Result<Waiter> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         let level = epoll::EventFlags::IN;
         epoll::add(&epoll, shutdown.fd(), epoll::EventData::new_u64(Self::SHUTDOWN), level)?;
         epoll::add(&epoll, retire, epoll::EventData::new_u64(Self::RETIRE), level)?;
         let exclusive = epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE;
-        epoll::add(&epoll, listener, epoll::EventData::new_u64(Self::LISTENER), exclusive)?;
+        for (i, listener) in listeners.iter().enumerate() {
+            epoll::add(&epoll, listener, epoll::EventData::new_u64(Self::LISTENER + i as u64), exclusive)?;
+        }
         Ok(Waiter { epoll })
     }
 
     /// Blocks until something is ready; `Err` only for a failing epoll_wait (not EINTR).
     fn wait(&self) -> io::Result<Wake> {
-        let mut events = Vec::with_capacity(3);
+        let mut events = Vec::with_capacity(8);
         loop {
             events.clear();
             match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), None) {
@@ -275,8 +281,8 @@ impl Waiter {
             if ready(Self::SHUTDOWN) {
                 return Ok(Wake::Shutdown);
             }
-            if ready(Self::LISTENER) {
-                return Ok(Wake::Connection);
+            if let Some(e) = events.iter().find(|e| e.data.u64() >= Self::LISTENER) {
+                return Ok(Wake::Connection { index: (e.data.u64() - Self::LISTENER) as usize });
             }
             if ready(Self::RETIRE) {
                 return Ok(Wake::Retire);
@@ -288,7 +294,7 @@ impl Waiter {
 /// A worker's whole life: accept and serve one connection at a time until shutdown or
 /// retirement, then _exit. Never returns.
 fn worker(
-    listener: &TcpListener,
+    listeners: &[&TcpListener],
     master: Pid,
     retire: OwnedFd,
     status: Option<OwnedFd>,
@@ -306,7 +312,7 @@ fn worker(
             let _ = rustix::io::write(fd, &[me[0], me[1], me[2], me[3], state]);
         }
     };
-    let waiter = match Waiter::new(shutdown, &retire, listener) {
+    let waiter = match Waiter::new(shutdown, &retire, listeners) {
         Ok(waiter) => waiter,
         Err(e) => {
             eprintln!("spidey: prefork worker cannot wait on its listener: {e}");
@@ -314,14 +320,14 @@ fn worker(
         }
     };
     loop {
-        match waiter.wait() {
-            Ok(Wake::Connection) => {}
+        let listener = match waiter.wait() {
+            Ok(Wake::Connection { index }) => listeners[index],
             Ok(Wake::Shutdown) => {
                 shutdown.note();
                 break;
             }
             Ok(Wake::Retire) | Err(_) => break,
-        }
+        };
         // The listener is non-blocking: another worker may have taken the connection.
         match listener.accept() {
             Ok((stream, peer)) => {
