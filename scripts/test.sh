@@ -13,13 +13,16 @@
 #   openssl         makes a --basic-auth hash as the README says (tests/features_access.rs)
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
 #   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
+#   chromium        a real browser (headless): the listing and --compress as a browser sees
+#                   them (tests/browser.rs); required here (SPIDEY_REQUIRE_CHROMIUM=1 below),
+#                   so a missing browser fails that test instead of skipping it
 #   python3-pip     to install HdrHistogram's Python implementation from PyPI, which decodes
 #                   spidey bench's histograms (tests/bench_merge.rs); optional: the test says
 #                   it skipped when the module cannot be had
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2)
+packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2 chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -45,5 +48,7 @@ if ! python3 -c 'import hdrh.histogram' 2>/dev/null; then
     || echo "test: could not install the Python hdrhistogram package; its test will say it skipped"
 fi
 
+# tests/browser.rs fails rather than skips when chromium is missing (it was installed above).
+export SPIDEY_REQUIRE_CHROMIUM=1
 echo "test: cargo test --workspace"
 cargo test --workspace "$@"

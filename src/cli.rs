@@ -56,11 +56,14 @@ pub struct ServeArgs {
     #[arg(default_value = ".")]
     pub root: PathBuf,
     /// The address to listen on [default: 127.0.0.1]: `::1` for IPv6 loopback, `::` for
-    /// every address, IPv6 and IPv4 alike (dual-stack: IPV6_V6ONLY off). Not with socket
-    /// activation: a socket passed by systemd (LISTEN_FDS/LISTEN_PID, at fd 3) is served
-    /// instead of binding, and --addr or --port is then an error.
+    /// every address, IPv6 and IPv4 alike (dual-stack: IPV6_V6ONLY off). Repeatable
+    /// (`--addr 127.0.0.1 --addr ::1`): a listener on each, all on the same --port (with
+    /// --port 0 the first gets a free port and the others bind that one); every mode
+    /// accepts on all of them. `::` or `0.0.0.0` with an address it already covers is an
+    /// error. Not with socket activation: a socket passed by systemd (LISTEN_FDS/LISTEN_PID,
+    /// at fd 3) is served instead of binding, and --addr or --port is then an error.
     #[arg(long)]
-    pub addr: Option<IpAddr>,
+    pub addr: Vec<IpAddr>,
     /// The port to listen on [default: 8080]; 0 picks a free one (the startup line names it).
     #[arg(long)]
     pub port: Option<u16>,

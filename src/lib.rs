@@ -15,6 +15,7 @@ pub mod config;
 pub mod content;
 pub mod exchange;
 pub mod lab;
+mod listen;
 pub mod log;
 mod log_sink;
 pub mod metrics;

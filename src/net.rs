@@ -112,6 +112,8 @@ struct Inner {
     flag: Arc<AtomicBool>,
     grace: Duration,
     started: std::sync::OnceLock<Instant>,
+    /// [`Shutdown::or_when_readable`]'s other fd, kept open while it is watched.
+    _also: Option<OwnedFd>,
 }
 
 impl Shutdown {
@@ -132,7 +134,37 @@ impl Shutdown {
     pub fn new(grace: Duration) -> anyhow::Result<Shutdown> {
         let (read, write) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)?;
-        let inner = Inner { read, write, flag: Arc::new(AtomicBool::new(false)), grace, started: Default::default() };
+        let inner = Inner {
+            read,
+            write,
+            flag: Arc::new(AtomicBool::new(false)),
+            grace,
+            started: Default::default(),
+            _also: None,
+        };
+        Ok(Shutdown { inner: Arc::new(inner) })
+    }
+
+    /// A shutdown signal for one `prefork` worker: it fires on the whole server's shutdown
+    /// or once `also` (the worker's retire pipe) becomes readable, so a retired worker
+    /// finishes its response and closes its idle keep-alive connection as if the server
+    /// were stopping, while the others go on. Its fd is an epoll set holding both
+    /// (level-triggered; neither is ever drained, so once ready it stays ready); poll(2)
+    /// reports an epoll fd readable while any of its members is. `trigger` still stops
+    /// the whole server.
+    pub fn or_when_readable(&self, also: OwnedFd) -> io::Result<Shutdown> {
+        use rustix::event::epoll;
+        let set = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(&set, &self.inner.read, epoll::EventData::new_u64(0), epoll::EventFlags::IN)?;
+        epoll::add(&set, &also, epoll::EventData::new_u64(1), epoll::EventFlags::IN)?;
+        let inner = Inner {
+            read: set,
+            write: self.inner.write.try_clone()?,
+            flag: Arc::new(AtomicBool::new(self.flagged())),
+            grace: self.inner.grace,
+            started: Default::default(),
+            _also: Some(also),
+        };
         Ok(Shutdown { inner: Arc::new(inner) })
     }
 

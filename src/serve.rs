@@ -8,18 +8,18 @@ use crate::content::cgi_process::CgiSlots;
 use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
 use crate::modes::ModeContext;
-use crate::net::{Listener, Shutdown};
+use crate::net::Shutdown;
 use crate::server::{Server, Timeouts};
 use crate::signals::Watcher;
 use anyhow::Context;
 use spidey_http::Limits;
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First, before anything opens a descriptor or starts a thread.
-    let activated = crate::activation::take(args.addr.is_some() || args.port.is_some())?;
+    let activated = crate::activation::take(!args.addr.is_empty() || args.port.is_some())?;
     args.mode.preflight()?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
@@ -29,14 +29,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         crate::log_sink::open(path)
             .map_err(|e| ConfigError(format!("cannot open the access log {}: {e}", path.display())))?;
     }
-    let listener = match activated {
-        Some(listener) => listener,
-        None => {
-            let addr = SocketAddr::new(args.addr.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)), args.port.unwrap_or(8080));
-            Listener::bind(addr, args.backlog)?
-        }
+    let listeners = match activated {
+        Some(listener) => vec![listener],
+        None => crate::listen::bind_all(&args.addr, args.port.unwrap_or(8080), args.backlog)?,
     };
-    let server = Arc::new(server(&args, listener.addr.port())?);
+    let port = listeners[0].addr.port();
+    let server = Arc::new(server(&args, port)?);
     if matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork) {
         // fork(2) is sound only while single-threaded; a --handler library's initialisers
         // may have started threads. spidey_sys::fork checks again at every fork.
@@ -52,17 +50,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install(args.grace)?;
     let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
     crate::signals::install(if forks { Watcher::ForkingMaster } else { Watcher::Thread })?;
-    let url = match listener.addr {
-        SocketAddr::V4(a) => format!("http://{a}"),
-        SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
-    };
     let mut out = std::io::stdout().lock();
-    writeln!(out, "spidey listening on {url} (mode {})", args.mode.name())?;
+    // One line per listener; the first line's format is what scripts and tests parse.
+    for listener in &listeners {
+        let url = match listener.addr {
+            SocketAddr::V4(a) => format!("http://{a}"),
+            SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
+        };
+        writeln!(out, "spidey listening on {url} (mode {})", args.mode.name())?;
+    }
     out.flush()?;
     drop(out);
     let ctx = ModeContext {
         server,
-        listener,
+        listeners,
         shutdown,
         workers: args.workers,
         max_conns: args.max_conns,

@@ -10,14 +10,15 @@
 //! SIGHUP bumps the access log's generation, which every process and thread checks before
 //! writing (see [`crate::log_sink`]), so the workers of `prefork` and the children of
 //! `fork` reopen the file too, though only the master got the signal; without
-//! `--access-log` it does nothing (and no longer ends the process, as by default). SIGUSR1
+//! `--access-log` it does nothing (and no longer ends the process, as by default). In
+//! `prefork` it also replaces the workers gracefully (see `modes/prefork.rs`). SIGUSR1
 //! writes the metrics ([`crate::metrics::render`]) to stderr, counted over all processes.
 
 use rustix::event::{poll, PollFd, PollFlags};
 use signal_hook::consts::{SIGHUP, SIGUSR1};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Who reads the wake-up pipe: a thread of its own, or the forking master's SIGCHLD pipe.
@@ -33,6 +34,14 @@ struct Flags {
 }
 
 static FLAGS: OnceLock<Flags> = OnceLock::new();
+/// How many SIGHUPs [`service`] has handled in this process (the `prefork` master
+/// replaces its workers when this grows).
+static RELOADS: AtomicU64 = AtomicU64::new(0);
+
+/// How many SIGHUPs have been serviced in this process so far.
+pub(crate) fn reloads() -> u64 {
+    RELOADS.load(Ordering::Relaxed)
+}
 
 /// Installs the handlers; with [`Watcher::Thread`], starts the thread that services them.
 pub(crate) fn install(watcher: Watcher) -> io::Result<()> {
@@ -75,6 +84,7 @@ pub(crate) fn service() {
     if flags.hup.swap(false, Ordering::Relaxed) {
         crate::metrics::bump_log_generation();
         crate::log_sink::reopen_if_stale();
+        RELOADS.fetch_add(1, Ordering::Relaxed);
     }
     if flags.usr1.swap(false, Ordering::Relaxed) {
         let text = format!("# spidey metrics (SIGUSR1)\n{}", crate::metrics::render());

@@ -105,7 +105,7 @@ impl Backend for Epoll {
         let events = std::mem::replace(&mut lp.backend.events, Events::with_capacity(0));
         for event in events.iter() {
             match Tag::decode(event.token().0 as u64) {
-                Some(Tag::Listener) => lp.listener_ready(),
+                Some(Tag::Listener { index }) => lp.listener_ready(index),
                 Some(Tag::Shutdown) => lp.begin_drain(),
                 Some(Tag::Wake) => lp.woken(),
                 Some(Tag::Conn { slot, generation, op }) => {
@@ -123,10 +123,10 @@ impl Backend for Epoll {
         Ok(())
     }
 
-    fn watch_listener(&mut self, listener: &std::net::TcpListener, on: bool) -> bool {
+    fn watch_listener(&mut self, listener: &std::net::TcpListener, index: usize, on: bool) -> bool {
         let fd = listener.as_raw_fd();
         let registry = self.poll.registry();
-        let token = Token(Tag::Listener.encode() as usize);
+        let token = Token(Tag::Listener { index }.encode() as usize);
         let done = if on {
             registry.register(&mut SourceFd(&fd), token, Interest::READABLE)
         } else {

@@ -6,7 +6,7 @@
 //! exit per connection and a whole process per open connection.
 //!
 //! Coordination: the parent is single-threaded (so fork is sound) and sleeps in poll(2)
-//! on three fds: the shutdown pipe, the SIGCHLD pipe and the listener (left out at the
+//! on the shutdown pipe, the SIGCHLD pipe and the listeners (left out at the
 //! `--max-conns` cap, so a full house stops accepting until a child ends). Every wake-up
 //! starts by reaping ended children with waitpid(WNOHANG): the parent never blocks on a
 //! child and leaves no zombie. A failed fork (EAGAIN, ENOMEM) keeps the connection,
@@ -15,7 +15,7 @@
 //!
 //! Shutdown: SIGTERM writes the shutdown pipe, which every child inherited and nobody
 //! drains, so the parent and every child wake together: the parent stops accepting and
-//! closes the listener, children finish their in-flight response and exit, and the
+//! closes the listeners, children finish their in-flight response and exit, and the
 //! parent reaps them all (killing any still running after the grace period).
 
 use super::children::{first_readable, Children};
@@ -26,7 +26,6 @@ use anyhow::Context;
 use rustix::process::Pid;
 use spidey_sys::Fork;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsFd;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
@@ -34,17 +33,17 @@ use std::time::Duration;
 const FORK_BACKOFF: Duration = Duration::from_millis(100);
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, max_conns, .. } = ctx;
+    let ModeContext { server, listeners, shutdown, max_conns, .. } = ctx;
     let mut children = Children::watch().context("cannot watch SIGCHLD")?;
-    let mut listener = Some(listener.socket);
+    let mut listener = Some(accept::Acceptor::new(listeners));
     loop {
         children.reap();
         if shutdown.flagged() {
             break;
         }
-        let socket = listener.as_ref().context("the parent keeps its listener")?;
+        let acceptor = listener.as_mut().context("the parent keeps its listeners")?;
         let full = children.len() >= max_conns;
-        let fds = [shutdown.fd(), children.fd(), socket.as_fd()];
+        let fds: Vec<_> = [shutdown.fd(), children.fd()].into_iter().chain(acceptor.fds()).collect();
         match first_readable(if full { &fds[..2] } else { &fds }, None)? {
             Some(0) => {
                 shutdown.note();
@@ -53,7 +52,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
             Some(1) => continue, // a child ended: reap it at the top
             _ => {}
         }
-        let Some((stream, peer)) = accept::next(socket, &shutdown) else { break };
+        let Some((stream, peer)) = acceptor.next(&shutdown) else { break };
         match fork_child(&mut children, &shutdown)? {
             Some(Fork::Child) => {
                 drop(listener.take());

@@ -1,7 +1,7 @@
 //! Starting and joining the per-core loops of `event` and `uring`.
 //!
-//! Each loop is a thread with its own SO_REUSEPORT listener (loop 0 takes the original,
-//! the others bind siblings), its own connections, buffers and exchanger: nothing is
+//! Each loop is a thread with its own SO_REUSEPORT listener per `--addr` (loop 0 takes the
+//! originals, the others bind siblings), its own connections, buffers and exchanger: nothing is
 //! shared on the hot path but the `--max-conns` count ([`LoopLimit`]: one atomic, touched
 //! once per accept and close), and the kernel spreads new connections over the listeners.
 //! Shutdown reaches every loop through the shutdown pipe, which each loop watches.
@@ -18,7 +18,8 @@ use std::sync::Arc;
 /// What one loop is given.
 pub(crate) struct LoopContext {
     pub server: Arc<Server>,
-    pub listener: TcpListener,
+    /// This loop's listeners, one per `--addr`.
+    pub listeners: Vec<TcpListener>,
     pub shutdown: Shutdown,
     /// The `--max-conns` count every loop shares (not a share each: the kernel's spread
     /// over the listeners is uneven).
@@ -73,19 +74,24 @@ fn run_loops(
     limit: &Arc<LoopLimit>,
     offload: Option<&Arc<Offload>>,
 ) -> anyhow::Result<()> {
-    let mut siblings = Vec::with_capacity(n - 1);
-    for _ in 1..n {
-        siblings.push(ctx.listener.bind_sibling().context("bind a sibling listener")?);
+    // listeners[i]: loop i's socket for each address; loop 0 takes the bound ones.
+    let mut per_loop: Vec<Vec<TcpListener>> = (0..n).map(|_| Vec::with_capacity(ctx.listeners.len())).collect();
+    for original in ctx.listeners {
+        for sockets in per_loop.iter_mut().skip(1) {
+            sockets.push(original.bind_sibling().context("bind a sibling listener")?);
+        }
+        per_loop[0].push(original.socket);
     }
-    let listeners = std::iter::once(ctx.listener.socket).chain(siblings);
     let mut threads = Vec::with_capacity(n);
-    for (i, listener) in listeners.enumerate() {
+    for (i, listeners) in per_loop.into_iter().enumerate() {
         // Accepted sockets inherit TCP_NODELAY from their listener on Linux: one
         // setsockopt per loop instead of one per connection. Responses are written whole,
         // and Nagle would only delay their last segment.
-        socket2::SockRef::from(&listener).set_nodelay(true).context("TCP_NODELAY on the listener")?;
+        for listener in &listeners {
+            socket2::SockRef::from(listener).set_nodelay(true).context("TCP_NODELAY on the listener")?;
+        }
         let (server, shutdown, limit) = (Arc::clone(&ctx.server), ctx.shutdown.clone(), Arc::clone(limit));
-        let lc = LoopContext { server, listener, shutdown, limit, index: i, offload: offload.cloned() };
+        let lc = LoopContext { server, listeners, shutdown, limit, index: i, offload: offload.cloned() };
         let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
             let shutdown = lc.shutdown.clone();
             let result = body(lc);

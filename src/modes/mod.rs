@@ -3,8 +3,9 @@
 //! # The contract every mode meets
 //!
 //! A mode is a module exposing `pub fn run(ctx: ModeContext) -> anyhow::Result<()>`, listed
-//! in [`Mode::entry`]. It receives a bound, listening, non-blocking, close-on-exec
-//! [`Listener`] and must:
+//! in [`Mode::entry`]. It receives one or more bound, listening, non-blocking,
+//! close-on-exec [`Listener`]s (one per `--addr`, all on the same port), accepts on every
+//! one of them, and must:
 //!
 //! 1. **Answer through the shared code only.** Blocking modes hand each accepted stream to
 //!    [`blocking::serve`]; event-driven modes run the loop skeleton of [`evloop`] with a
@@ -43,6 +44,8 @@ pub mod thread;
 mod timer;
 pub mod uring;
 
+pub(crate) use evloop::conns::MAX_LISTENERS;
+
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;
 use std::sync::Arc;
@@ -58,7 +61,7 @@ pub enum Mode {
     Thread,
     /// A fixed or adaptive pool of threads fed by a bounded queue.
     Pool,
-    /// Worker processes, each with its own SO_REUSEPORT listener.
+    /// Worker processes accepting on the listeners they share.
     Prefork,
     /// epoll event loops, one per worker thread.
     Event,
@@ -136,7 +139,8 @@ impl std::str::FromStr for Workers {
 #[derive(Debug)]
 pub struct ModeContext {
     pub server: Arc<Server>,
-    pub listener: Listener,
+    /// One per `--addr`, never empty; the first is the one the startup line names first.
+    pub listeners: Vec<Listener>,
     pub shutdown: Shutdown,
     /// `--workers`, if given; each mode has its own default.
     pub workers: Option<Workers>,

@@ -59,7 +59,8 @@ struct State {
 }
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, workers, max_conns, .. } = ctx;
+    let ModeContext { server, listeners, shutdown, workers, max_conns, .. } = ctx;
+    let mut acceptor = accept::Acceptor::new(listeners);
     // Default: adapt from cores + 2 up to 256, so a crowd of slow or idle clients (each
     // pins a worker) makes the pool grow rather than queue everyone behind it.
     let workers = workers.unwrap_or(Workers { min: cores() + 2, max: super::DEFAULT_MAX_WORKERS });
@@ -84,10 +85,10 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
         start_worker(&pool).context("cannot start the worker threads")?;
     }
     while pool.wait_for_room() {
-        let Some(conn) = accept::next(&listener.socket, &shutdown) else { break };
+        let Some(conn) = acceptor.next(&shutdown) else { break };
         pool.push(conn);
     }
-    drop(listener);
+    drop(acceptor);
     pool.close_and_wait();
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `prefork`: a master process and `--workers` worker processes that all accept on the
-//! one listening socket bound at startup, each serving one connection at a time like
-//! `single`.
+//! listening sockets bound at startup (one per `--addr`), each serving one connection at
+//! a time like `single`.
 //!
 //! Trade-off: process isolation without a fork per connection. The workers share one
 //! accept queue, so a connection is taken by whichever worker is free first (Apache's
@@ -22,6 +22,19 @@
 //! connection and exits. Nothing queued is lost when a worker dies or retires: the queue
 //! belongs to the listener, which the master and every worker hold. Workers set
 //! PR_SET_PDEATHSIG to SIGTERM, so if the master dies they stop gracefully.
+//!
+//! Reload (SIGHUP; `signals.rs` sets a flag and writes the master's SIGCHLD pipe, and
+//! `Children::reap` services it: the access log is reopened and `signals::reloads()`
+//! grows): the master forks as many new workers as are running (at least MIN), which
+//! accept at once, then writes a byte to each old worker's retire pipe and counts it out
+//! of MIN. An old worker serves under a shutdown signal of its own
+//! (`Shutdown::or_when_readable`: the server's shutdown pipe or its retire pipe), so the
+//! byte ends it as a stop would: it stops accepting, finishes the response under way
+//! (within the grace period), closes its keep-alive connection at its next idle wait
+//! (a response being formed then says `Connection: close`), and exits; the master reaps
+//! it on SIGCHLD like any other. Connections queued meanwhile wait in the shared listen
+//! queue for the new workers; none is dropped. Only the master gets the signal (a
+//! worker's handler just sets a flag nobody reads), so workers never restart on their own.
 //!
 //! Shutdown: the shutdown pipe is shared by all, so SIGTERM to the master wakes every
 //! worker at once; that is how the stop is passed on. It is not forwarded with kill(2):
@@ -66,18 +79,20 @@ struct Worker {
 struct Master {
     server: Arc<Server>,
     shutdown: Shutdown,
-    /// The one listening socket every worker accepts on.
-    listener: Listener,
+    /// The listening sockets (one per `--addr`) every worker accepts on.
+    listeners: Vec<Listener>,
     range: Workers,
     children: Children,
     workers: HashMap<Pid, Worker>,
     /// Read by the master, written by workers; only when the pool adapts.
     status: Option<(OwnedFd, OwnedFd)>,
     restart_after: Instant,
+    /// `signals::reloads()` when the workers were last replaced.
+    reloads: u64,
 }
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, workers, max_conns, .. } = ctx;
+    let ModeContext { server, listeners, shutdown, workers, max_conns, .. } = ctx;
     // Default: adapt from cores up to 256 processes (Apache prefork's MaxRequestWorkers).
     let range = workers.unwrap_or(Workers { min: cores(), max: super::DEFAULT_MAX_WORKERS });
     // Each worker holds at most one connection, so MAX workers bound the open connections.
@@ -87,12 +102,13 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let mut master = Master {
         server,
         shutdown,
-        listener,
+        listeners,
         range,
         children,
         workers: HashMap::new(),
         status,
         restart_after: Instant::now(),
+        reloads: crate::signals::reloads(),
     };
     while master.workers.len() < range.min {
         master.start()?;
@@ -126,7 +142,8 @@ impl Master {
                 drop(std::mem::take(&mut self.workers));
                 drop(retire);
                 let status = self.status.take().map(|(_, write)| write);
-                worker(&self.listener.socket, master, retire_read, status, &self.server, &self.shutdown)
+                let sockets: Vec<&TcpListener> = self.listeners.iter().map(|l| &l.socket).collect();
+                worker(&sockets, master, retire_read, status, &self.server, &self.shutdown)
             }
         }
     }
@@ -139,6 +156,9 @@ impl Master {
             }
             if self.shutdown.flagged() {
                 return Ok(());
+            }
+            if crate::signals::reloads() != self.reloads {
+                self.reload();
             }
             self.read_status();
             self.keep_minimum();
@@ -155,6 +175,32 @@ impl Master {
         }
     }
 
+    /// The workers not asked to retire (those count towards MIN).
+    fn active(&self) -> usize {
+        self.workers.values().filter(|w| !w.retiring).count()
+    }
+
+    /// SIGHUP: replace every worker. New workers start first and accept at once; each old
+    /// one is sent a byte on its retire pipe, stops accepting, finishes its response,
+    /// closes its keep-alive connection and exits; `supervise` reaps it like any other.
+    fn reload(&mut self) {
+        self.reloads = crate::signals::reloads();
+        let old: Vec<Pid> = self.workers.iter().filter(|(_, w)| !w.retiring).map(|(&pid, _)| pid).collect();
+        self.restart_after = Instant::now();
+        for _ in 0..old.len().max(self.range.min) {
+            if let Err(e) = self.start() {
+                self.failed(&e);
+                break;
+            }
+        }
+        for pid in old {
+            if let Some(w) = self.workers.get_mut(&pid) {
+                w.retiring = true;
+                let _ = rustix::io::write(&w.retire, b"r");
+            }
+        }
+    }
+
     fn ended(&mut self, pid: Pid) {
         let Some(w) = self.workers.remove(&pid) else { return };
         if !w.retiring && w.started.elapsed() < YOUNG {
@@ -164,7 +210,7 @@ impl Master {
 
     /// Starts workers until MIN run (after the back-off, if one died young or a fork failed).
     fn keep_minimum(&mut self) {
-        while self.workers.len() < self.range.min && Instant::now() >= self.restart_after {
+        while self.active() < self.range.min && Instant::now() >= self.restart_after {
             if let Err(e) = self.start() {
                 return self.failed(&e);
             }
@@ -219,7 +265,7 @@ impl Master {
     /// How long the master may sleep before a timer is due: a restart or a retirement.
     fn next_timer(&self) -> Option<Duration> {
         let mut due: Option<Instant> = None;
-        if self.workers.len() < self.range.min {
+        if self.active() < self.range.min {
             due = Some(self.restart_after);
         }
         if self.status.is_some() && self.workers.len() > self.range.min {
@@ -234,13 +280,22 @@ impl Master {
 #[derive(Debug, PartialEq, Eq)]
 enum Wake {
     Shutdown,
-    /// A connection may be queued: accept it before heeding a retirement, because an
-    /// `EPOLLEXCLUSIVE` wake-up may have been this worker's alone.
-    Connection,
+    /// Asked to retire, and a connection may be queued on the `index`th listener in the
+    /// same wake-up: accept and serve that one last connection (an `EPOLLEXCLUSIVE`
+    /// wake-up may have been this worker's alone, and no other idle worker was woken for
+    /// it), then exit.
+    LastConnection {
+        index: usize,
+    },
+    /// Asked to retire (or replaced by a SIGHUP reload): exit without accepting.
     Retire,
+    /// A connection may be queued on the `index`th listener.
+    Connection {
+        index: usize,
+    },
 }
 
-/// The worker's epoll set: the shutdown pipe, its retire pipe, and the shared listener
+/// The worker's epoll set: the shutdown pipe, its retire pipe, and each shared listener
 /// registered `EPOLLEXCLUSIVE` (epoll_ctl(2)), so one connection wakes one idle worker.
 struct Waiter {
     epoll: OwnedFd,
@@ -251,19 +306,22 @@ impl Waiter {
     const RETIRE: u64 = 1;
     const LISTENER: u64 = 2;
 
-    fn new(shutdown: &Shutdown, retire: &OwnedFd, listener: &TcpListener) -> io::Result<Waiter> {
+    /// `LISTENER + i` names the `i`th listener.
+    fn new(shutdown: &Shutdown, retire: &OwnedFd, listeners: &[&TcpListener]) -> io::Result<Waiter> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         let level = epoll::EventFlags::IN;
         epoll::add(&epoll, shutdown.fd(), epoll::EventData::new_u64(Self::SHUTDOWN), level)?;
         epoll::add(&epoll, retire, epoll::EventData::new_u64(Self::RETIRE), level)?;
         let exclusive = epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE;
-        epoll::add(&epoll, listener, epoll::EventData::new_u64(Self::LISTENER), exclusive)?;
+        for (i, listener) in listeners.iter().enumerate() {
+            epoll::add(&epoll, listener, epoll::EventData::new_u64(Self::LISTENER + i as u64), exclusive)?;
+        }
         Ok(Waiter { epoll })
     }
 
     /// Blocks until something is ready; `Err` only for a failing epoll_wait (not EINTR).
     fn wait(&self) -> io::Result<Wake> {
-        let mut events = Vec::with_capacity(3);
+        let mut events = Vec::with_capacity(8);
         loop {
             events.clear();
             match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), None) {
@@ -275,11 +333,13 @@ impl Waiter {
             if ready(Self::SHUTDOWN) {
                 return Ok(Wake::Shutdown);
             }
-            if ready(Self::LISTENER) {
-                return Ok(Wake::Connection);
-            }
-            if ready(Self::RETIRE) {
-                return Ok(Wake::Retire);
+            let listener = events.iter().find(|e| e.data.u64() >= Self::LISTENER);
+            let index = listener.map(|e| (e.data.u64() - Self::LISTENER) as usize);
+            match (ready(Self::RETIRE), index) {
+                (true, Some(index)) => return Ok(Wake::LastConnection { index }),
+                (true, None) => return Ok(Wake::Retire),
+                (false, Some(index)) => return Ok(Wake::Connection { index }),
+                (false, None) => {}
             }
         }
     }
@@ -288,7 +348,7 @@ impl Waiter {
 /// A worker's whole life: accept and serve one connection at a time until shutdown or
 /// retirement, then _exit. Never returns.
 fn worker(
-    listener: &TcpListener,
+    listeners: &[&TcpListener],
     master: Pid,
     retire: OwnedFd,
     status: Option<OwnedFd>,
@@ -306,29 +366,36 @@ fn worker(
             let _ = rustix::io::write(fd, &[me[0], me[1], me[2], me[3], state]);
         }
     };
-    let waiter = match Waiter::new(shutdown, &retire, listener) {
-        Ok(waiter) => waiter,
-        Err(e) => {
+    let waiter = Waiter::new(shutdown, &retire, listeners);
+    // Connections are served under `retirable`: the server's shutdown, or this worker's
+    // retirement (a SIGHUP reload, or the pool shrinking), whichever comes first.
+    let retirable = retire.try_clone().and_then(|r| shutdown.or_when_readable(r));
+    let (waiter, retirable) = match (waiter, retirable) {
+        (Ok(waiter), Ok(retirable)) => (waiter, retirable),
+        (Err(e), _) | (_, Err(e)) => {
             eprintln!("spidey: prefork worker cannot wait on its listener: {e}");
             spidey_sys::exit_immediately(1)
         }
     };
     loop {
-        match waiter.wait() {
-            Ok(Wake::Connection) => {}
+        let (listener, last) = match waiter.wait() {
+            Ok(Wake::Connection { index }) => (listeners[index], false),
+            Ok(Wake::LastConnection { index }) => (listeners[index], true),
             Ok(Wake::Shutdown) => {
                 shutdown.note();
                 break;
             }
             Ok(Wake::Retire) | Err(_) => break,
-        }
+        };
         // The listener is non-blocking: another worker may have taken the connection.
         match listener.accept() {
             Ok((stream, peer)) => {
                 report(BUSY);
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    super::blocking::serve(stream, peer, server, shutdown)
-                }));
+                // The last connection is served under the server's shutdown alone: under
+                // `retirable`, already fired, it would be closed before its first request.
+                let stop = if last { shutdown } else { &retirable };
+                let _ =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| super::blocking::serve(stream, peer, server, stop)));
                 report(IDLE);
             }
             Err(e) if accept::is_exhaustion(&e) => {
@@ -338,6 +405,9 @@ fn worker(
             }
             // WouldBlock (taken by another worker), ECONNABORTED, EINTR: wait again.
             Err(_) => {}
+        }
+        if last {
+            break;
         }
     }
     crate::log::flush();

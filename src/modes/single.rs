@@ -11,7 +11,8 @@
 use super::{accept, ModeContext};
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    while let Some((stream, peer)) = accept::next(&ctx.listener.socket, &ctx.shutdown) {
+    let mut acceptor = accept::Acceptor::new(ctx.listeners);
+    while let Some((stream, peer)) = acceptor.next(&ctx.shutdown) {
         super::blocking::serve(stream, peer, &ctx.server, &ctx.shutdown);
     }
     Ok(())

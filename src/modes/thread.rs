@@ -35,15 +35,16 @@ const ABANDON_MARGIN: Duration = Duration::from_secs(1);
 type Job = (TcpStream, SocketAddr, Permit);
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listener, shutdown, max_conns, .. } = ctx;
+    let ModeContext { server, listeners, shutdown, max_conns, .. } = ctx;
+    let mut acceptor = accept::Acceptor::new(listeners);
     let limit = ConnLimit::new(max_conns);
     while let Some(permit) = limit.acquire(&shutdown) {
-        let Some((stream, peer)) = accept::next(&listener.socket, &shutdown) else { break };
+        let Some((stream, peer)) = acceptor.next(&shutdown) else { break };
         if !spawn((stream, peer, permit), &server, &shutdown) {
             break;
         }
     }
-    drop(listener);
+    drop(acceptor);
     shutdown.note();
     let deadline = shutdown.deadline().unwrap_or_else(Instant::now) + ABANDON_MARGIN;
     limit.wait_all_released(deadline);

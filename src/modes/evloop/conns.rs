@@ -27,8 +27,8 @@ const OPS: [Op; 5] = [Op::Socket, Op::Send, Op::Room, Op::ScriptOut, Op::ScriptI
 /// What the kernel reports an event or a completion for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tag {
-    /// The listener is readable.
-    Listener,
+    /// The loop's listener for the `index`th `--addr` is readable.
+    Listener { index: usize },
     /// The shutdown pipe is readable (for good: see `net::Shutdown`).
     Shutdown,
     /// This loop's eventfd in the shared `--max-conns` count: a place freed up.
@@ -38,7 +38,11 @@ pub(crate) enum Tag {
     Conn { slot: usize, generation: u64, op: Op },
 }
 
-const LISTENER: u64 = u64::MAX - 1;
+/// Listener tags: `LISTENERS + index`, above every connection tag (whose generation, the
+/// top 24 bits, stays below `GENERATIONS`) and below the other fixed tags.
+const LISTENERS: u64 = GENERATIONS << 40;
+/// The most `--addr`s a loop can tell apart (checked where the listeners are bound).
+pub(crate) const MAX_LISTENERS: usize = 1 << 16;
 const SHUTDOWN: u64 = u64::MAX - 2;
 const WAKE: u64 = u64::MAX - 3;
 /// Generations wrap below this, so a connection tag never equals a fixed one.
@@ -48,7 +52,7 @@ impl Tag {
     /// INVARIANT: the one layout, `generation << 40 | slot << 8 | op`, below the fixed tags.
     pub(crate) fn encode(self) -> u64 {
         match self {
-            Tag::Listener => LISTENER,
+            Tag::Listener { index } => LISTENERS + index as u64,
             Tag::Shutdown => SHUTDOWN,
             Tag::Wake => WAKE,
             Tag::Conn { slot, generation, op } => (generation << 40) | ((slot as u64 & 0xffff_ffff) << 8) | op as u64,
@@ -57,7 +61,9 @@ impl Tag {
 
     pub(crate) fn decode(tag: u64) -> Option<Tag> {
         match tag {
-            LISTENER => Some(Tag::Listener),
+            _ if (LISTENERS..LISTENERS + MAX_LISTENERS as u64).contains(&tag) => {
+                Some(Tag::Listener { index: (tag - LISTENERS) as usize })
+            }
             SHUTDOWN => Some(Tag::Shutdown),
             WAKE => Some(Tag::Wake),
             _ => {
@@ -174,7 +180,9 @@ mod tests {
     #[test]
     fn tags_decode_to_what_was_encoded() {
         let cases = [
-            Tag::Listener,
+            Tag::Listener { index: 0 },
+            Tag::Listener { index: 1 },
+            Tag::Listener { index: MAX_LISTENERS - 1 },
             Tag::Shutdown,
             Tag::Wake,
             Tag::Conn { slot: 0, generation: 1, op: Op::Socket },

@@ -76,10 +76,11 @@ pub(crate) trait Backend: Sized {
     /// Hands every event gathered by the last wait to the core (see the module docs).
     fn dispatch(lp: &mut Loop<Self>) -> anyhow::Result<()>;
 
-    /// Starts (`on`) or stops watching `listener` for connections; returns whether the
-    /// listener is now watched as asked. A backend whose watch is one-shot says so
+    /// Starts (`on`) or stops watching `listener`, the loop's `index`th, for connections;
+    /// returns whether the listener is now watched as asked. Its events carry
+    /// `Tag::Listener { index }`. A backend whose watch is one-shot says so
     /// ([`Backend::ONE_SHOT_LISTENER`]).
-    fn watch_listener(&mut self, listener: &TcpListener, on: bool) -> bool;
+    fn watch_listener(&mut self, listener: &TcpListener, index: usize, on: bool) -> bool;
 
     /// Whether a listener watch ends with the event it reports (a ring poll).
     const ONE_SHOT_LISTENER: bool;
@@ -120,6 +121,13 @@ pub(crate) struct ConnRef<'a> {
     pub(crate) session: &'a mut Session,
 }
 
+/// One of the loop's listening sockets, and whether the backend watches it (not while
+/// full, backing off or draining; a one-shot watch ends with its event).
+struct Listening {
+    socket: TcpListener,
+    watched: bool,
+}
+
 /// One loop: the core's state and its backend.
 pub(crate) struct Loop<B: Backend> {
     pub(crate) backend: B,
@@ -128,9 +136,8 @@ pub(crate) struct Loop<B: Backend> {
     ex: Exchanger,
     server: Arc<Server>,
     shutdown: Shutdown,
-    listener: Option<TcpListener>,
-    /// Whether the backend watches the listener (not while full, backing off or draining).
-    watching: bool,
+    /// One per `--addr`; emptied when draining.
+    listeners: Vec<Listening>,
     backoff_until: Option<Instant>,
     /// The `--max-conns` count shared with the other loops; this loop is number `index`.
     limit: Arc<LoopLimit>,
@@ -155,8 +162,7 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         deadlines: Deadlines::new(&lc.server.timeouts),
         server: lc.server,
         shutdown: lc.shutdown,
-        listener: Some(lc.listener),
-        watching: false,
+        listeners: lc.listeners.into_iter().map(|socket| Listening { socket, watched: false }).collect(),
         backoff_until: None,
         limit: lc.limit,
         index: lc.index,
@@ -166,7 +172,7 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         now: Instant::now(),
         due: Vec::new(),
     };
-    lp.resume_accepting(); // accepts what is queued already, then watches the listener
+    lp.resume_accepting(); // accepts what is queued already, then watches the listeners
     loop {
         if lp.draining && (lp.conns.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
             break;
@@ -191,10 +197,12 @@ impl<B: Backend> Loop<B> {
         wakes.into_iter().flatten().min()
     }
 
-    /// The listener has connections queued.
-    pub(crate) fn listener_ready(&mut self) {
+    /// The `index`th listener has connections queued.
+    pub(crate) fn listener_ready(&mut self, index: usize) {
         if B::ONE_SHOT_LISTENER {
-            self.watching = false;
+            if let Some(l) = self.listeners.get_mut(index) {
+                l.watched = false;
+            }
         }
         self.accept_all();
     }
@@ -219,38 +227,51 @@ impl<B: Backend> Loop<B> {
 
     /// Accepts while connections are queued and the shared count has places: each accept
     /// takes its place first, so the loops together never hold more than `--max-conns`.
-    /// Once the queue is empty the listener is watched; at the bound it is not, and new
-    /// connections wait in the listen queue until a place frees up, on this loop or
-    /// another (the waker, `LoopLimit::give_back`).
+    /// Once a listener's queue is empty it is watched; at the bound none is, and new
+    /// connections wait in the listen queues until a place frees up, on this loop or
+    /// another (the waker, `LoopLimit::give_back`). With several `--addr`s every listener
+    /// is drained in turn (with edge-triggered epoll a listener must be emptied before
+    /// its next event; an empty one costs one accept4 returning EAGAIN).
     fn accept_all(&mut self) {
         let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-        while !self.draining && self.backoff_until.is_none() {
-            let Some(listener) = &self.listener else { return };
-            match self.limit.accept(|| Ok(rustix::net::acceptfrom_with(listener, flags)?)) {
-                Accepted::Conn((socket, peer)) => self.add(socket, peer), // the place is the connection's
-                Accepted::Empty => return self.watch_listener(true),
-                Accepted::Full => return self.watch_listener(false),
-                Accepted::Exhausted => {
-                    // Out of descriptors: the connection stays queued, so stop watching for
-                    // a while instead of spinning (see modes/accept.rs).
-                    self.watch_listener(false);
-                    self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
-                    return;
+        for index in 0..self.listeners.len() {
+            while !self.draining && self.backoff_until.is_none() {
+                let Some(listener) = self.listeners.get(index) else { return };
+                match self.limit.accept(|| Ok(rustix::net::acceptfrom_with(&listener.socket, flags)?)) {
+                    Accepted::Conn((socket, peer)) => self.add(socket, peer), // the place is the connection's
+                    Accepted::Empty => {
+                        self.watch_listener(index, true);
+                        break;
+                    }
+                    Accepted::Full => return self.watch_listeners(false),
+                    Accepted::Exhausted => {
+                        // Out of descriptors: the connection stays queued, so stop watching for
+                        // a while instead of spinning (see modes/accept.rs).
+                        self.watch_listeners(false);
+                        self.backoff_until = Some(self.now + EXHAUSTED_BACKOFF);
+                        return;
+                    }
                 }
             }
         }
     }
 
-    fn watch_listener(&mut self, on: bool) {
-        let Some(listener) = &self.listener else { return };
-        if on != self.watching && self.backend.watch_listener(listener, on) {
-            self.watching = on;
+    fn watch_listener(&mut self, index: usize, on: bool) {
+        let Some(l) = self.listeners.get_mut(index) else { return };
+        if on != l.watched && self.backend.watch_listener(&l.socket, index, on) {
+            l.watched = on;
+        }
+    }
+
+    fn watch_listeners(&mut self, on: bool) {
+        for index in 0..self.listeners.len() {
+            self.watch_listener(index, on);
         }
     }
 
     /// Accepts again once a back-off is over or a place has freed up.
     fn resume_accepting(&mut self) {
-        if self.watching || self.draining || self.limit.is_full() {
+        if self.listeners.iter().all(|l| l.watched) || self.draining || self.limit.is_full() {
             return;
         }
         if self.backoff_until.is_some_and(|t| self.now < t) {
@@ -331,9 +352,9 @@ impl<B: Backend> Loop<B> {
             return;
         }
         self.shutdown.note();
-        self.watch_listener(false);
+        self.watch_listeners(false);
         self.draining = true;
-        self.listener = None;
+        self.listeners.clear();
         for slot in self.conns.idle() {
             self.close(slot);
         }

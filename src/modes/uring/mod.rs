@@ -116,7 +116,7 @@ impl Backend for Uring {
         })?;
         for (tag, event) in events.drain(..) {
             match Tag::decode(tag) {
-                Some(Tag::Listener) => lp.listener_ready(),
+                Some(Tag::Listener { index }) => lp.listener_ready(index),
                 Some(Tag::Wake) => {
                     lp.woken();
                     if !lp.draining {
@@ -141,11 +141,12 @@ impl Backend for Uring {
         Ok(())
     }
 
-    fn watch_listener(&mut self, listener: &TcpListener, on: bool) -> bool {
+    fn watch_listener(&mut self, listener: &TcpListener, index: usize, on: bool) -> bool {
+        let tag = Tag::Listener { index }.encode();
         if on {
-            self.ring.poll(listener.as_fd(), pollin(), Tag::Listener.encode()).is_ok()
+            self.ring.poll(listener.as_fd(), pollin(), tag).is_ok()
         } else {
-            let _ = self.ring.cancel(Tag::Listener.encode());
+            let _ = self.ring.cancel(tag);
             true
         }
     }

@@ -1,0 +1,170 @@
+//! SIGHUP during traffic: no request fails, in any mode. In `prefork` SIGHUP also
+//! replaces the workers gracefully: new ones accept at once, old ones finish their
+//! response, close their keep-alive connection and exit, and the master reaps them, so
+//! the worker pids change and none of the old ones is left (not even as a zombie).
+//!
+//! Two clients loop while the server gets several SIGHUPs: one opens a connection per
+//! request, one keeps connections alive (up to [`PER_CONNECTION`] requests each,
+//! reconnecting when the server says `Connection: close`). A failure is any request
+//! that does not get a whole 200 with the file's body. The one exception, retried and
+//! counted: a request sent on a kept-alive connection the server closed as idle at the
+//! same moment (nothing of a response came back). HTTP clients retry that case (RFC
+//! 9112 §9.3.1); it is the race every server that closes idle connections has.
+
+use crate::common::{signal, Fixture, HELLO};
+use crate::harness::{command, eventually, spawn};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const RELOADS: usize = 4;
+const PER_CONNECTION: usize = 25;
+
+/// What a client saw.
+#[derive(Debug, Default)]
+struct Tally {
+    ok: usize,
+    failures: Vec<String>,
+    /// Requests sent on a kept-alive connection closed under them, retried.
+    stale_retries: usize,
+}
+
+/// Reads one response to a GET; `Ok(None)` when the connection ended before any byte.
+fn response(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<(u16, bool, String)>> {
+    let mut status_line = String::new();
+    if reader.read_line(&mut status_line)? == 0 {
+        return Ok(None);
+    }
+    let status = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let (mut len, mut close) = (0usize, false);
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let line = line.trim_end().to_ascii_lowercase();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+        close |= line == "connection: close";
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    Ok(Some((status, close, String::from_utf8_lossy(&body).into_owned())))
+}
+
+fn connect(addr: SocketAddr) -> std::io::Result<(TcpStream, BufReader<TcpStream>)> {
+    let s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let r = BufReader::new(s.try_clone()?);
+    Ok((s, r))
+}
+
+/// Loops requests until `stop`, `keep_alive` ones reusing connections.
+fn client(addr: SocketAddr, keep_alive: bool, stop: Arc<AtomicBool>) -> Tally {
+    let mut t = Tally::default();
+    let mut conn: Option<(TcpStream, BufReader<TcpStream>, usize)> = None;
+    while !stop.load(Ordering::Relaxed) {
+        let reused = conn.is_some();
+        if conn.is_none() {
+            match connect(addr) {
+                Ok((s, r)) => conn = Some((s, r, 0)),
+                Err(e) => {
+                    t.failures.push(format!("connect: {e}"));
+                    continue;
+                }
+            }
+        }
+        let (s, r, n) = conn.as_mut().unwrap();
+        let last = !keep_alive || *n + 1 == PER_CONNECTION;
+        let close = if last { "Connection: close\r\n" } else { "" };
+        let sent = s.write_all(format!("GET /hello.txt HTTP/1.1\r\nHost: x\r\n{close}\r\n").as_bytes());
+        *n += 1;
+        match sent.and_then(|()| response(r)) {
+            Ok(Some((200, closed, body))) if body == HELLO => {
+                t.ok += 1;
+                if closed || last {
+                    conn = None;
+                }
+            }
+            Ok(Some((status, _, body))) => {
+                t.failures.push(format!("status {status}, body {body:?}"));
+                conn = None;
+            }
+            Ok(None) if reused => {
+                t.stale_retries += 1;
+                conn = None;
+            }
+            Err(e)
+                if reused
+                    && matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) =>
+            {
+                t.stale_retries += 1;
+                conn = None;
+            }
+            Ok(None) => {
+                t.failures.push("closed before any response on a new connection".into());
+                conn = None;
+            }
+            Err(e) => {
+                t.failures.push(format!("{e} (reused: {reused})"));
+                conn = None;
+            }
+        }
+    }
+    t
+}
+
+/// The pids of `pid`'s child processes (zombies included).
+fn children(pid: u32) -> HashSet<u32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+fn sighup_during_traffic_drops_no_request(mode: &str) {
+    let fx = Fixture::new();
+    let workers: &[&str] = if mode == "prefork" { &["--workers", "2"] } else { &[] };
+    let mut args = vec!["--port", "0", "--quiet"];
+    args.extend(workers);
+    let mut s = spawn(command(mode, &fx.root(), &args));
+    let addr = SocketAddr::from(([127, 0, 0, 1], s.port));
+    let master = s.child.id();
+    if mode == "prefork" {
+        eventually("two workers", || children(master).len() == 2);
+    }
+    let before = children(master);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = [false, true]
+        .into_iter()
+        .map(|keep_alive| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || client(addr, keep_alive, stop))
+        })
+        .collect();
+    for _ in 0..RELOADS {
+        std::thread::sleep(Duration::from_millis(300));
+        signal(master, "HUP");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let tallies: Vec<Tally> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    for (t, kind) in tallies.iter().zip(["new connections", "keep-alive"]) {
+        eprintln!("{mode} {kind}: {} ok, {} stale keep-alive retries", t.ok, t.stale_retries);
+        assert!(t.failures.is_empty(), "{mode} {kind}: {} failures: {:?}", t.failures.len(), t.failures);
+        assert!(t.ok >= 20, "{mode} {kind}: only {} requests answered", t.ok);
+    }
+    if mode == "prefork" {
+        // Every old worker was replaced and reaped; the new ones are MIN again.
+        eventually("the old workers reaped and two new ones running", || {
+            let now = children(master);
+            now.len() == 2 && now.is_disjoint(&before)
+        });
+    }
+    assert!(s.stop().success(), "{mode}: stopped cleanly after the reloads");
+}
+
+crate::for_each_mode!(sighup_during_traffic_drops_no_request);
