@@ -41,6 +41,7 @@ pub mod session_fuzz;
 pub mod single;
 pub mod thread;
 mod timer;
+pub(crate) mod tls;
 pub mod uring;
 
 use crate::net::{Listener, Shutdown};

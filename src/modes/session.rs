@@ -21,6 +21,7 @@
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
 use super::send::{self, Outgoing, Sent};
+use super::tls::Tls;
 use crate::exchange::{Answer, Body, CgiResponse, Exchanger, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 mod cgi;
 mod pool;
+mod wire;
 pub(crate) use cgi::CgiFlow;
 pub(crate) use pool::{Pool, RECV_ROOM};
 
@@ -92,6 +94,9 @@ pub(crate) struct Session {
     keep_alive: bool,
     served: u32,
     phase: Phase,
+    /// The TLS state of an HTTPS connection (`--tls-cert`); `None`: plain, and every
+    /// byte moves as before, with sendfile for files (`session/wire.rs`).
+    tls: Option<Box<Tls>>,
 }
 
 impl Session {
@@ -107,18 +112,31 @@ impl Session {
             keep_alive: true,
             served: 0,
             phase: Phase::Open,
+            tls: None,
         }
     }
 
+    /// A session for a connection `server` accepted: over TLS if it serves HTTPS.
+    pub(crate) fn open(peer: SocketAddr, server: &Server) -> Session {
+        let mut session = Session::new(peer);
+        session.tls = server.tls.as_ref().and_then(Tls::new);
+        session
+    }
+
     /// Whether part of a request has arrived (the head deadline runs).
+    /// Over TLS, a handshake under way counts: the head deadline bounds it.
     pub(crate) fn has_partial_request(&self) -> bool {
-        self.start < self.end
+        self.start < self.end || self.tls.as_ref().is_some_and(|t| t.mid_handshake())
     }
 
     /// Whether a response is under way: framed and not yet finished with
     /// [`Session::finish_response`] (even if all its bytes are out).
+    /// Over TLS, ciphertext rustls wants written (a handshake flight, tickets) counts too.
     pub(crate) fn is_sending(&self) -> bool {
-        self.phase == Phase::Lent || !self.out.is_empty() || self.body.is_some()
+        self.phase == Phase::Lent
+            || !self.out.is_empty()
+            || self.body.is_some()
+            || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -309,7 +327,8 @@ impl Session {
     /// between: its output goes through the out bytes.
     pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
         loop {
-            match send::send_response(&fd, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
+            let tls = self.tls.as_deref_mut();
+            match send::send_response(&fd, tls, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
                 Sent::Done => {}
                 other => return other,
             }
@@ -401,6 +420,9 @@ impl Session {
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
+        if let Some(tls) = &mut self.tls {
+            tls.close_notify(fd);
+        }
         if !unread && !self.has_partial_request() {
             return false;
         }
