@@ -26,6 +26,9 @@ use std::sync::Arc;
 /// The most plaintext bytes encrypted at once: one full TLS record.
 pub(crate) const RECORD: usize = 16 * 1024;
 
+/// Longer than any ticket's plaintext (a session's secrets, ALPN, SNI: a few hundred bytes).
+const TICKET_BOUND: usize = 1024;
+
 /// Session IDs remembered for TLS 1.2 resumption without a ticket, per process.
 const SESSION_CACHE: usize = 4096;
 
@@ -65,6 +68,11 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| ConfigError(format!("TLS tickets: {e}")))?;
+    // ring's ticketer refuses to decrypt a ticket longer than the longest it has made
+    // itself, and a `fork` child or a `prefork` worker starts with that bound at 0 (its
+    // parent never made one), so it would refuse its siblings' tickets. One ticket made
+    // here, longer than any real one, gives every process the bound before it forks.
+    let _ = config.ticketer.encrypt(&[0; TICKET_BOUND]);
     Ok(Arc::new(config))
 }
 
@@ -95,6 +103,8 @@ pub(crate) struct Tls {
     /// Whether any ciphertext has arrived: from then until the handshake ends, the head
     /// deadline bounds it.
     began: bool,
+    /// rustls refused the stream (not TLS, a bad record): every later read is the end.
+    broken: bool,
     /// Where a file body's record is read into before it is encrypted (taken on first use).
     scratch: Vec<u8>,
 }
@@ -127,7 +137,7 @@ impl<Fd: AsFd> Write for Wire<'_, Fd> {
 impl Tls {
     pub(crate) fn new(config: &Arc<ServerConfig>) -> Option<Box<Tls>> {
         let conn = ServerConnection::new(Arc::clone(config)).ok()?;
-        Some(Box::new(Tls { conn, began: false, scratch: Vec::new() }))
+        Some(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
     }
 
     /// Whether the handshake has begun and not ended: the head deadline runs.
@@ -154,6 +164,9 @@ impl Tls {
     /// Reads ciphertext from the non-blocking socket `fd` and decrypts it; the plaintext
     /// waits in rustls ([`Tls::take_plaintext`]).
     pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd) -> Inflow {
+        if self.broken {
+            return Inflow::Closed;
+        }
         match self.conn.read_tls(&mut Wire(fd)) {
             Ok(0) => Inflow::Closed,
             Ok(_) => {
@@ -164,6 +177,7 @@ impl Tls {
                         // Not TLS, or a broken stream: send rustls's alert if the socket
                         // takes it now, then close.
                         let _ = self.flush(fd);
+                        self.broken = true;
                         Inflow::Closed
                     }
                 }
