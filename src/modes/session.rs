@@ -29,6 +29,7 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
+mod lent;
 mod pool;
 mod wire;
 pub(crate) use cgi::CgiFlow;
@@ -114,13 +115,6 @@ impl Session {
             phase: Phase::Open,
             tls: None,
         }
-    }
-
-    /// A session for a connection `server` accepted: over TLS if it serves HTTPS.
-    pub(crate) fn open(peer: SocketAddr, server: &Server) -> Session {
-        let mut session = Session::new(peer);
-        session.tls = server.tls.as_ref().and_then(Tls::new);
-        session
     }
 
     /// Whether part of a request has arrived (the head deadline runs).
@@ -307,21 +301,6 @@ impl Session {
         &self.out[self.out_pos..]
     }
 
-    /// Lends the out buffer and how much of it was already sent to a driver that sends
-    /// it asynchronously; [`Session::return_out`] gives it back.
-    pub(crate) fn lend_out(&mut self) -> (Vec<u8>, usize) {
-        debug_assert_eq!(self.phase, Phase::Open, "lent while {:?}", self.phase);
-        self.phase = Phase::Lent;
-        (std::mem::take(&mut self.out), self.out_pos)
-    }
-
-    /// Takes the out buffer back after an asynchronous send of `sent` more bytes.
-    pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
-        self.phase = Phase::Open;
-        self.out = buf;
-        self.out_pos = (self.out_pos + sent).min(self.out.len());
-    }
-
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
     /// (out bytes, then a file body), until done or EAGAIN. A CGI body is pumped in
     /// between: its output goes through the out bytes.
@@ -342,26 +321,6 @@ impl Session {
                 CgiFlow::Done => return Sent::Done,
             }
         }
-    }
-
-    /// For drivers that send the out bytes themselves ([`Session::lend_out`]): corks the
-    /// connection's last response before its head, as `send.rs` rules
-    /// ([`send::cork_before_head`]). Call once, before the head's first byte.
-    pub(crate) fn cork_before_head<Fd: AsFd>(&self, fd: &Fd) {
-        if self.out_pos == 0 {
-            send::cork_before_head(fd, !self.keep_alive, &self.body);
-        }
-    }
-
-    /// For drivers that send the out bytes themselves: moves the file body once they are
-    /// out ([`send::send_body`]).
-    pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
-        send::send_body(fd, &mut self.body)
-    }
-
-    /// Whether file bytes are still to move after the out bytes.
-    pub(crate) fn file_follows(&self) -> bool {
-        send::file_follows(&self.body)
     }
 
     /// For the blocking driver, which runs a script's answer itself (`blocking::serve_cgi`):

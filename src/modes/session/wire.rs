@@ -7,10 +7,19 @@
 
 use super::{Pool, Session};
 use crate::modes::tls::{Inflow, Tls};
+use crate::server::Server;
 use rustix::io::Errno;
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
 
 impl Session {
+    /// A session for a connection `server` accepted: over TLS if it serves HTTPS.
+    pub(crate) fn open(peer: SocketAddr, server: &Server) -> Session {
+        let mut session = Session::new(peer);
+        session.tls = server.tls.as_ref().and_then(Tls::new);
+        session
+    }
+
     /// Whether the connection speaks TLS.
     pub(crate) fn is_tls(&self) -> bool {
         self.tls.is_some()
