@@ -11,6 +11,7 @@
 #   gcc             builds the example C handler (tests/handler.rs)
 #   nginx-light     the peer of the differential test (tests/differential_nginx.rs)
 #   openssl         makes a --basic-auth hash as the README says (tests/features_access.rs)
+#   (curl and python3 are also the independent TLS clients of tests/tls.rs)
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
 #   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
 #   chromium        a real browser (headless): the listing and --compress as a browser sees
@@ -52,3 +53,19 @@ fi
 export SPIDEY_REQUIRE_CHROMIUM=1
 echo "test: cargo test --workspace"
 cargo test --workspace "$@"
+
+# The TLS pass: every test binary whose cases run through for_each_mode! (in its file or
+# its directory of modules) runs again with SPIDEY_TEST_TLS=1, so each server starts with
+# a test certificate made by rcgen and every harness client speaks TLS (tests/common/tls.rs).
+# Left out: tls (TLS already) and ops, whose own harness (IPv6 addresses, inherited
+# sockets, its plain clients) does not go through Spidey::spawn.
+suites=()
+for f in tests/*.rs; do
+  n=$(basename "$f" .rs)
+  case "$n" in tls | ops) continue ;; esac
+  if grep -qs 'for_each_mode!(' "$f" "tests/$n"/*.rs; then suites+=(--test "$n"); fi
+done
+echo "test: over TLS: SPIDEY_TEST_TLS=1 cargo test ${suites[*]}"
+start=$(date +%s)
+SPIDEY_TEST_TLS=1 cargo test "${suites[@]}" "$@"
+echo "test: the TLS pass took $(( $(date +%s) - start )) s"

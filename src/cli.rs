@@ -19,6 +19,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run: a boxed variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve a directory over HTTP/1.1.
@@ -166,6 +168,13 @@ pub struct ServeArgs {
     /// How long in-flight responses may run after SIGINT or SIGTERM.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first);
+    /// needs --tls-key. TLS 1.3 and 1.2, ALPN http/1.1, session tickets.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
     // --- Compression, headers and access (src/content/compress.rs, headers.rs, access.rs) ---
     /// Serve FILE.br, FILE.zst or FILE.gz beside FILE when the client's Accept-Encoding
     /// allows (a sibling older than FILE is stale and ignored), with Vary: Accept-Encoding.

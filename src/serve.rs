@@ -50,12 +50,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install(args.grace)?;
     let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
     crate::signals::install(if forks { Watcher::ForkingMaster } else { Watcher::Thread })?;
+    let scheme = if server.tls.is_some() { "https" } else { "http" };
     let mut out = std::io::stdout().lock();
     // One line per listener; the first line's format is what scripts and tests parse.
     for listener in &listeners {
         let url = match listener.addr {
-            SocketAddr::V4(a) => format!("http://{a}"),
-            SocketAddr::V6(a) => format!("http://[{}]:{}", a.ip(), a.port()),
+            SocketAddr::V4(a) => format!("{scheme}://{a}"),
+            SocketAddr::V6(a) => format!("{scheme}://[{}]:{}", a.ip(), a.port()),
         };
         writeln!(out, "spidey listening on {url} (mode {})", args.mode.name())?;
     }
@@ -111,7 +112,21 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
     let site = Site::open(&args.root, options)
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
     let timeouts = Timeouts { head: args.head_timeout, idle: args.idle_timeout, send: args.send_timeout };
-    Ok(Server { site, limits, timeouts, max_body: args.max_body, max_requests: args.max_requests, quiet: args.quiet })
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::modes::tls::server_config(cert, key)?),
+        (None, None) => None,
+        (Some(_), None) => return Err(ConfigError("--tls-cert needs --tls-key".into()).into()),
+        (None, Some(_)) => return Err(ConfigError("--tls-key needs --tls-cert".into()).into()),
+    };
+    Ok(Server {
+        site,
+        limits,
+        timeouts,
+        max_body: args.max_body,
+        max_requests: args.max_requests,
+        quiet: args.quiet,
+        tls,
+    })
 }
 
 /// The options of `--precompressed`, `--compress`, `--header`, `--cors`, `--basic-auth`

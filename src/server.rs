@@ -28,4 +28,6 @@ pub struct Server {
     pub max_requests: u32,
     /// No access log.
     pub quiet: bool,
+    /// HTTPS (`--tls-cert`, `--tls-key`): every connection speaks TLS (`modes/tls.rs`).
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }

@@ -29,7 +29,7 @@ fn start(mode: &str, root: &Path, args: &[&str]) -> Spidey {
 }
 
 /// Reads until the server closes (or `limit` passes); returns what came and whether it closed.
-fn read_until_close(s: &mut std::net::TcpStream, limit: Duration) -> (String, bool) {
+fn read_until_close(s: &mut common::Conn, limit: Duration) -> (String, bool) {
     let end = Instant::now() + limit;
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
@@ -109,9 +109,9 @@ fn scripts_beyond_max_cgi_are_503(mode: &str) {
     script(&root, "cgi-bin/slow", "#!/bin/sh\nsleep 1.5\nprintf 'Content-Type: text/plain\\r\\n\\r\\nslow'\n");
     script(&root, "cgi-bin/fast", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nfast'\n");
     let server = start(mode, &root, &["--max-cgi", "1", "--workers", "4"]);
-    let port = server.port;
+    let (port, tls) = (server.port, server.tls);
     let first = std::thread::spawn(move || {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut s = common::dial(port, tls);
         s.write_all(b"GET /cgi-bin/slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
         common::read_to_close(&mut s)
     });
@@ -122,9 +122,9 @@ fn scripts_beyond_max_cgi_are_503(mode: &str) {
         // the script's worker is free again, if all four were busy at that moment.
         let tries: Vec<_> = (0..6)
             .map(|_| {
-                let port = server.port;
+                let (port, tls) = (server.port, server.tls);
                 std::thread::spawn(move || {
-                    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    let mut s = common::dial(port, tls);
                     s.write_all(b"GET /cgi-bin/fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
                     common::read_to_close(&mut s)
                 })

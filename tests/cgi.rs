@@ -55,7 +55,7 @@ fn start(mode: &str, fx: &Fixture) -> Spidey {
 }
 
 /// Reads one chunked-or-length response from a kept-alive stream: (head, decoded body).
-fn read_framed(s: &mut std::net::TcpStream) -> (String, Vec<u8>) {
+fn read_framed(s: &mut common::Conn) -> (String, Vec<u8>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {

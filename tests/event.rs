@@ -3,9 +3,9 @@
 
 mod common;
 
+use common::Conn;
 use common::{read_response, status_of, Fixture, ReadRetry, Spidey};
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,7 +77,7 @@ fn slowloris_does_not_delay_a_normal_request(mode: &str) {
     let fx = Fixture::new();
     let spidey = Spidey::start(mode, &fx.root(), &["--quiet", "--workers", "1"]);
     let request = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nX-Slow: trickling-one-byte-at-a-time\r\n\r\n";
-    let mut slow: Vec<TcpStream> = (0..CLIENTS).map(|_| spidey.connect()).collect();
+    let mut slow: Vec<Conn> = (0..CLIENTS).map(|_| spidey.connect()).collect();
     let bytes_sent = Arc::new(AtomicUsize::new(0));
     let trickle = {
         let bytes_sent = Arc::clone(&bytes_sent);
@@ -131,7 +131,7 @@ fn pipelined_requests_are_answered_in_order(mode: &str) {
 }
 
 /// Reads a response to HEAD: the head alone, whatever its Content-Length says.
-fn head_only(s: &mut TcpStream) -> (String, Vec<u8>) {
+fn head_only(s: &mut Conn) -> (String, Vec<u8>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {

@@ -266,7 +266,8 @@ fn on_the_fly_compression_decodes_to_the_file(mode: &str) {
     assert!(String::from_utf8(decode("gzip", &body)).unwrap().contains("&lt;img src=x onerror=alert(1)&gt;"));
     // curl --compressed decodes to the file's bytes; Python's gzip module decodes the raw body.
     let name = fx.root().join("z").join(HOSTILE);
-    let out = Command::new("curl")
+    let out = s
+        .curl()
         .args(["-s", "--compressed", "-o", "-", "-D", "/dev/stderr", &s.url(&url_path(HOSTILE))])
         .output()
         .unwrap();

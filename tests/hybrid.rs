@@ -5,9 +5,9 @@
 
 mod common;
 
+use common::Conn as TcpStream;
 use common::{c_handler, status_of, Fixture, Spidey, HELLO};
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

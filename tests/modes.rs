@@ -6,9 +6,9 @@
 
 mod common;
 
+use common::Conn;
 use common::{read_response, read_to_close, status_of, wait_timeout, Fixture, ReadRetry, Spidey, HELLO};
 use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 const KEEP_ALIVE_GET: &[u8] = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n";
@@ -68,7 +68,7 @@ fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 /// A connection that has been served one keep-alive request and now sits idle, holding
 /// whatever the mode gives a connection (a thread, a worker, a child).
-fn held_connection(s: &Spidey) -> TcpStream {
+fn held_connection(s: &Spidey) -> Conn {
     let mut c = s.connect();
     c.write_all(KEEP_ALIVE_GET).unwrap();
     let (head, body) = read_response(&mut c);
@@ -77,7 +77,7 @@ fn held_connection(s: &Spidey) -> TcpStream {
 }
 
 /// Whether a response starts arriving on `c` within `wait`.
-fn answered_within(c: &mut TcpStream, wait: Duration) -> bool {
+fn answered_within(c: &mut Conn, wait: Duration) -> bool {
     c.set_read_timeout(Some(wait)).unwrap();
     let mut byte = [0u8; 1];
     let answered = match c.read_retry(&mut byte) {
@@ -118,7 +118,7 @@ fn connection_cap_holds_in_thread_and_pool() {
     for &(mode, args, max_threads) in cases {
         let fx = Fixture::new();
         let s = Spidey::start(mode, &fx.root(), args);
-        let mut held: Vec<TcpStream> = (0..4).map(|_| held_connection(&s)).collect();
+        let mut held: Vec<Conn> = (0..4).map(|_| held_connection(&s)).collect();
         let mut fifth = s.connect();
         fifth.write_all(KEEP_ALIVE_GET).unwrap();
         assert!(!answered_within(&mut fifth, Duration::from_millis(500)), "{mode}: a 5th connection was served");
@@ -134,7 +134,7 @@ fn pool_backpressure_leaves_connections_in_the_listen_queue() {
     let fx = Fixture::new();
     let s = Spidey::start("pool", &fx.root(), &["--workers", "1", "--idle-timeout", "30s", "-q"]);
     let holder = held_connection(&s);
-    let mut waiting: Vec<TcpStream> = (0..6).map(|_| s.connect()).collect();
+    let mut waiting: Vec<Conn> = (0..6).map(|_| s.connect()).collect();
     for c in &mut waiting {
         c.write_all(CLOSE_GET).unwrap();
     }
@@ -172,7 +172,7 @@ fn pool_grows_when_busy_and_retires_to_min() {
     let s = Spidey::start("pool", &fx.root(), &["--workers", "1-3", "--idle-timeout", "30s", "-q"]);
     let pid = s.child.id();
     // Three connections held at once are only possible if the pool grew from 1 to 3.
-    let mut held: Vec<TcpStream> = (0..3).map(|_| held_connection(&s)).collect();
+    let mut held: Vec<Conn> = (0..3).map(|_| held_connection(&s)).collect();
     let mut fourth = s.connect();
     fourth.write_all(CLOSE_GET).unwrap();
     assert!(!answered_within(&mut fourth, Duration::from_millis(500)), "grew beyond MAX");
@@ -190,7 +190,7 @@ fn prefork_grows_when_busy_and_retires_to_min() {
     assert!(eventually(Duration::from_secs(5), || children_of(pid).len() == 1));
     let held = held_connection(&s);
     assert!(eventually(Duration::from_secs(5), || children_of(pid).len() == 2), "did not grow while busy");
-    let crowd: Vec<TcpStream> = (0..6).map(|_| s.connect()).collect();
+    let crowd: Vec<Conn> = (0..6).map(|_| s.connect()).collect();
     std::thread::sleep(Duration::from_millis(500));
     assert!(children_of(pid).len() <= 3, "grew beyond MAX: {:?}", children_of(pid));
     drop((held, crowd));
@@ -204,7 +204,7 @@ fn prefork_grows_when_busy_and_retires_to_min() {
 fn burst_of_500_connections_all_answered(mode: &str) {
     let fx = Fixture::new();
     let s = Spidey::start(mode, &fx.root(), &["-q"]);
-    let mut conns: Vec<TcpStream> = (0..500).map(|_| s.connect()).collect();
+    let mut conns: Vec<Conn> = (0..500).map(|_| s.connect()).collect();
     for c in &mut conns {
         c.write_all(CLOSE_GET).unwrap();
     }
@@ -260,7 +260,7 @@ fn default_workers_survive_a_slowloris_crowd() {
 fn slowloris_crowd_does_not_delay_a_legitimate_request(mode: &str) {
     let fx = Fixture::new();
     let s = Spidey::start(mode, &fx.root(), &["-q"]);
-    let crowd: Vec<TcpStream> = (0..64)
+    let crowd: Vec<Conn> = (0..64)
         .map(|_| {
             let mut c = s.connect();
             c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n").unwrap();

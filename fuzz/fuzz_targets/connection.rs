@@ -39,6 +39,7 @@ fn server() -> &'static Server {
                 max_body: 1 << 20,
                 max_requests: 1000,
                 quiet: true,
+                tls: None,
             };
             (root, server)
         })

@@ -20,6 +20,7 @@
 
 use super::send::{self, Outgoing, Sent};
 use super::session::{Pool, Session};
+use super::tls::{Inflow, Tls};
 use crate::exchange::{Answer, Exchanger};
 use crate::exchange::{Body, CgiResponse, CgiStep};
 use crate::net::{wait_readable, Shutdown, Wake};
@@ -39,10 +40,10 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
     if stream.set_nonblocking(true).is_err() {
         return;
     }
-    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown };
+    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown, tls: None };
     let mut exchanger = Exchanger::new();
     let mut pool = Pool::new(server);
-    let mut session = Session::new(peer);
+    let mut session = Session::open(peer, server);
     let mut head_started: Option<Instant> = None;
     loop {
         if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
@@ -52,13 +53,15 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
             }
             let sent = match session.take_cgi() {
                 Some(cgi) => {
+                    client.tls = session.take_tls(); // serve_cgi reads and writes through the client
                     let (buf, start, end) = session.input(&mut pool);
                     let mut pending = Pending { buf, start, end };
                     let keep = serve_cgi(&mut client, &mut pending, cgi, server, shutdown, &mut exchanger, peer);
                     session.received(0, &mut pool); // gives an emptied buffer back
+                    session.return_tls(client.tls.take());
                     keep.map(|keep| session.end_cgi(keep))
                 }
-                None => client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool)),
+                None => client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)),
             };
             head_started = session.has_partial_request().then(Instant::now);
             if finish(&client, &mut session, &mut pool, server, sent) {
@@ -66,36 +69,42 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
             }
             break;
         }
-        // Need more bytes: wait for them.
+        // TLS: a handshake flight (or tickets) goes out before the client is waited for.
+        if session.is_sending() {
+            if client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)).is_err() {
+                break;
+            }
+            continue;
+        }
+        // Need more bytes: wait for them (unless rustls holds decrypted ones already).
         crate::log::flush();
-        let ready = match head_started {
-            // A request has begun: it may finish within its deadline, shutdown or not.
-            Some(t) if session.has_partial_request() => {
-                wait_socket(&client.stream, PollFlags::IN, t + server.timeouts.head)
-            }
-            _ => {
-                let deadline = Instant::now() + server.timeouts.idle;
-                // Idle, or asked to stop with no request under way: close.
-                matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
-            }
-        };
+        let ready = session.has_buffered_plaintext()
+            || match head_started {
+                // A request has begun: it may finish within its deadline, shutdown or not.
+                Some(t) if session.has_partial_request() => {
+                    wait_socket(&client.stream, PollFlags::IN, t + server.timeouts.head)
+                }
+                _ => {
+                    let deadline = Instant::now() + server.timeouts.idle;
+                    // Idle, or asked to stop with no request under way: close.
+                    matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
+                }
+            };
         if !ready {
-            if session.has_partial_request() {
+            // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
+            if session.has_partial_request() && !session.is_handshaking() {
                 session.answer_timeout(&mut exchanger, server, &mut pool);
-                let sent = client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool));
+                let sent = client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool));
                 finish(&client, &mut session, &mut pool, server, sent);
             }
             break;
         }
-        let space = session.recv_space(&mut pool);
-        match rustix::io::read(&client.stream, space) {
-            Ok(0) => break,
-            Ok(n) => {
-                session.received(n, &mut pool);
+        match session.read_from(&client.stream, &mut pool) {
+            Inflow::Bytes { .. } => {
                 head_started.get_or_insert_with(Instant::now);
             }
-            Err(Errno::AGAIN | Errno::INTR) => session.received(0, &mut pool),
-            Err(_) => break,
+            Inflow::Again => {}
+            Inflow::Closed => break,
         }
     }
     session.release(&mut pool);
@@ -143,13 +152,16 @@ pub(crate) struct Client<'s> {
     stream: TcpStream,
     send_timeout: Duration,
     shutdown: &'s Shutdown,
+    /// A TLS connection's state while `serve_cgi` reads and writes through the client
+    /// (the session holds it otherwise).
+    tls: Option<Box<Tls>>,
 }
 
 impl Client<'_> {
     /// Repeats a non-blocking send `step` until it is done, waiting for room in between.
-    fn until_sent(&self, mut step: impl FnMut(&TcpStream) -> Sent) -> io::Result<()> {
+    fn until_sent(&mut self, mut step: impl FnMut(&TcpStream, Option<&mut Tls>) -> Sent) -> io::Result<()> {
         loop {
-            match step(&self.stream) {
+            match step(&self.stream, self.tls.as_deref_mut()) {
                 Sent::Done => return Ok(()),
                 Sent::Blocked => self.wait_room()?,
                 Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
@@ -172,15 +184,11 @@ impl Client<'_> {
 }
 
 impl Write for Client<'_> {
+    /// Writes all of `buf` by `send.rs`'s rules (encrypted over TLS).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        loop {
-            match send::send_bytes(&self.stream, buf, false) {
-                Ok(n) => return Ok(n),
-                Err(Errno::AGAIN) => self.wait_room()?,
-                Err(Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let (mut pos, mut body) = (0, None);
+        self.until_sent(|fd, tls| send::send_response(&fd, tls, buf, &mut pos, &mut body, false))?;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -189,8 +197,26 @@ impl Write for Client<'_> {
 }
 
 impl Read for Client<'_> {
+    /// Over TLS, WouldBlock when the ciphertext read held no whole record: wait again.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&self.stream).read(buf)
+        let Some(tls) = self.tls.as_mut() else { return (&self.stream).read(buf) };
+        loop {
+            if tls.has_plaintext() {
+                return Ok(tls.take_plaintext(buf));
+            }
+            match tls.read_from(&self.stream) {
+                Inflow::Bytes { .. } => {}
+                Inflow::Again => return Err(io::ErrorKind::WouldBlock.into()),
+                Inflow::Closed => return Ok(0),
+            }
+        }
+    }
+}
+
+impl Client<'_> {
+    /// Over TLS, whether decrypted bytes wait in rustls (read them before waiting).
+    fn has_plaintext(&mut self) -> bool {
+        self.tls.as_mut().is_some_and(|t| t.has_plaintext())
     }
 }
 
@@ -250,14 +276,18 @@ fn serve_cgi(
                 // The whole body is bounded (`CgiResponse::body_deadline`), not each read:
                 // past it, the next pump answers 408.
                 let deadline = cgi.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
-                match wait_readable(stream.as_fd(), shutdown, Some(deadline))? {
-                    Wake::Ready => {}
-                    Wake::Timeout => continue,
-                    Wake::Shutdown => return Ok(false),
+                if !stream.has_plaintext() {
+                    match wait_readable(stream.as_fd(), shutdown, Some(deadline))? {
+                        Wake::Ready => {}
+                        Wake::Timeout => continue,
+                        Wake::Shutdown => return Ok(false),
+                    }
                 }
-                match stream.read(&mut pending.buf[..])? {
-                    0 => return Ok(false),
-                    n => *pending.end = n,
+                match stream.read(&mut pending.buf[..]) {
+                    Ok(0) => return Ok(false),
+                    Ok(n) => *pending.end = n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // a partial TLS record
+                    Err(e) => return Err(e),
                 }
             }
             CgiStep::Wait => wait_script(&cgi, shutdown)?,
@@ -311,5 +341,5 @@ fn send(stream: &mut Client<'_>, answer: Answer<'_>, _server: &Server, _shutdown
         return Err(io::Error::other("a CGI body is driven by serve_cgi"));
     }
     let mut pos = 0;
-    stream.until_sent(|fd| send::send_response(&fd, &out, &mut pos, &mut body, !answer.keep_alive))
+    stream.until_sent(|fd, tls| send::send_response(&fd, tls, &out, &mut pos, &mut body, !answer.keep_alive))
 }

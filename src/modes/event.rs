@@ -18,11 +18,12 @@ use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::loops::{self, LoopContext};
 use super::send::Sent;
 use super::session::{Pool, Session};
+use super::tls::Inflow;
 use super::ModeContext;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
@@ -157,26 +158,22 @@ impl Backend for Epoll {
         }
     }
 
+    /// Reads until drained: a short plain read or EAGAIN. Over TLS, plaintext rustls
+    /// still holds is taken even when the socket is drained.
     fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
-        if io.drained {
+        if io.drained && !(conn.session.is_tls() && conn.session.has_buffered_plaintext()) {
             return Received::Wait;
         }
-        let space = conn.session.recv_space(pool);
-        let asked = space.len();
-        match (&io.stream).read(space) {
-            Ok(0) => Received::Closed,
-            Ok(n) => {
-                conn.session.received(n, pool);
-                io.drained = n < asked && !io.peer_closed;
+        match conn.session.read_from(&io.stream, pool) {
+            Inflow::Bytes { short } => {
+                io.drained = short && !io.peer_closed;
                 Received::Bytes
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                conn.session.received(0, pool); // gives an unused buffer back
+            Inflow::Again => {
                 io.drained = true;
                 Received::Wait
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Received::Bytes,
-            Err(_) => Received::Closed,
+            Inflow::Closed => Received::Closed,
         }
     }
 

@@ -42,6 +42,7 @@ pub mod session_fuzz;
 pub mod single;
 pub mod thread;
 mod timer;
+pub(crate) mod tls;
 pub mod uring;
 
 pub(crate) use evloop::conns::MAX_LISTENERS;

@@ -13,8 +13,11 @@
 //! [`send_bytes`] is the one place buffer bytes are written to a client socket by a system
 //! call and [`send_body`] the one place file bytes are; `uring`'s ring send
 //! (`spidey_sys::uring::Ring::send`) is the one other kind of write, of the same out bytes.
-//! A TLS layer slots in at these three.
+//! A TLS connection (`tls.rs`) encrypts the same bytes and writes the ciphertext through
+//! [`send_bytes`] as well (file bodies read a record at a time, never with sendfile);
+//! `uring` sends a TLS connection's ciphertext that way too, not with a ring send.
 
+use super::tls::Tls;
 use crate::exchange::{Body, CgiResponse};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
@@ -70,14 +73,19 @@ pub(crate) fn file_follows(body: &Option<Outgoing>) -> bool {
 /// Sends a framed response on the non-blocking socket `fd`: `out[*pos..]`, then a file
 /// body, until done, the socket is full, or the peer is gone. `last`: the connection
 /// closes after this response. A CGI body is left to the caller ([`Sent::Done`] once the
-/// out bytes are out).
+/// out bytes are out). Over TLS (`tls`) the same bytes are encrypted and leave through
+/// [`send_bytes`] too ([`Tls::send_response`]: no sendfile, no cork).
 pub(crate) fn send_response<Fd: AsFd>(
     fd: &Fd,
+    tls: Option<&mut Tls>,
     out: &[u8],
     pos: &mut usize,
     body: &mut Option<Outgoing>,
     last: bool,
 ) -> Sent {
+    if let Some(tls) = tls {
+        return tls.send_response(fd, out, pos, body);
+    }
     if *pos == 0 {
         cork_before_head(fd, last, body);
     }

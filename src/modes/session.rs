@@ -21,6 +21,7 @@
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
 use super::send::{self, Outgoing, Sent};
+use super::tls::Tls;
 use crate::exchange::{Answer, Body, CgiResponse, Exchanger, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
@@ -28,7 +29,9 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
+mod lent;
 mod pool;
+mod wire;
 pub(crate) use cgi::CgiFlow;
 pub(crate) use pool::{Pool, RECV_ROOM};
 
@@ -92,6 +95,9 @@ pub(crate) struct Session {
     keep_alive: bool,
     served: u32,
     phase: Phase,
+    /// The TLS state of an HTTPS connection (`--tls-cert`); `None`: plain, and every
+    /// byte moves as before, with sendfile for files (`session/wire.rs`).
+    tls: Option<Box<Tls>>,
 }
 
 impl Session {
@@ -107,18 +113,24 @@ impl Session {
             keep_alive: true,
             served: 0,
             phase: Phase::Open,
+            tls: None,
         }
     }
 
     /// Whether part of a request has arrived (the head deadline runs).
+    /// Over TLS, a handshake under way counts: the head deadline bounds it.
     pub(crate) fn has_partial_request(&self) -> bool {
-        self.start < self.end
+        self.start < self.end || self.tls.as_ref().is_some_and(|t| t.mid_handshake())
     }
 
     /// Whether a response is under way: framed and not yet finished with
     /// [`Session::finish_response`] (even if all its bytes are out).
+    /// Over TLS, ciphertext rustls wants written (a handshake flight, tickets) counts too.
     pub(crate) fn is_sending(&self) -> bool {
-        self.phase == Phase::Lent || !self.out.is_empty() || self.body.is_some()
+        self.phase == Phase::Lent
+            || !self.out.is_empty()
+            || self.body.is_some()
+            || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -289,27 +301,13 @@ impl Session {
         &self.out[self.out_pos..]
     }
 
-    /// Lends the out buffer and how much of it was already sent to a driver that sends
-    /// it asynchronously; [`Session::return_out`] gives it back.
-    pub(crate) fn lend_out(&mut self) -> (Vec<u8>, usize) {
-        debug_assert_eq!(self.phase, Phase::Open, "lent while {:?}", self.phase);
-        self.phase = Phase::Lent;
-        (std::mem::take(&mut self.out), self.out_pos)
-    }
-
-    /// Takes the out buffer back after an asynchronous send of `sent` more bytes.
-    pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
-        self.phase = Phase::Open;
-        self.out = buf;
-        self.out_pos = (self.out_pos + sent).min(self.out.len());
-    }
-
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
     /// (out bytes, then a file body), until done or EAGAIN. A CGI body is pumped in
     /// between: its output goes through the out bytes.
     pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
         loop {
-            match send::send_response(&fd, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
+            let tls = self.tls.as_deref_mut();
+            match send::send_response(&fd, tls, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
                 Sent::Done => {}
                 other => return other,
             }
@@ -323,26 +321,6 @@ impl Session {
                 CgiFlow::Done => return Sent::Done,
             }
         }
-    }
-
-    /// For drivers that send the out bytes themselves ([`Session::lend_out`]): corks the
-    /// connection's last response before its head, as `send.rs` rules
-    /// ([`send::cork_before_head`]). Call once, before the head's first byte.
-    pub(crate) fn cork_before_head<Fd: AsFd>(&self, fd: &Fd) {
-        if self.out_pos == 0 {
-            send::cork_before_head(fd, !self.keep_alive, &self.body);
-        }
-    }
-
-    /// For drivers that send the out bytes themselves: moves the file body once they are
-    /// out ([`send::send_body`]).
-    pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {
-        send::send_body(fd, &mut self.body)
-    }
-
-    /// Whether file bytes are still to move after the out bytes.
-    pub(crate) fn file_follows(&self) -> bool {
-        send::file_follows(&self.body)
     }
 
     /// For the blocking driver, which runs a script's answer itself (`blocking::serve_cgi`):
@@ -401,6 +379,9 @@ impl Session {
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
+        if let Some(tls) = &mut self.tls {
+            tls.close_notify(fd);
+        }
         if !unread && !self.has_partial_request() {
             return false;
         }

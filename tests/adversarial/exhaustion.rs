@@ -117,7 +117,7 @@ fn reset_mid_response_leaks_no_fd(mode: &str) {
         let mut s = server.connect();
         s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
         let _ = std::io::Read::read(&mut s, &mut [0u8; 1000]);
-        socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO)).unwrap();
+        socket2::SockRef::from(s.tcp()).set_linger(Some(Duration::ZERO)).unwrap();
     }
     let after = settled_fds(pid, Duration::from_secs(10));
     assert!(after <= baseline + 2, "descriptors leaked: {baseline} before, {after} after 50 resets");

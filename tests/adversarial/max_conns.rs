@@ -4,7 +4,7 @@
 //! however many loops or workers share the count.
 
 use super::table::read_one;
-use crate::common::{status_of, Spidey, HELLO};
+use crate::common::{status_of, Conn, Spidey, HELLO};
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::mpsc;
@@ -22,9 +22,10 @@ fn serves_all_open(mode: &str) -> bool {
 
 /// A client: connects, sends a keep-alive GET, reports its response (or the error that
 /// ended it) as `(index, Ok/Err)`, then holds the connection until told to close.
-fn client(port: u16, i: usize, done: mpsc::Sender<(usize, Result<(), String>)>, close: mpsc::Receiver<()>) {
+fn client(port: u16, tls: bool, i: usize, done: mpsc::Sender<(usize, Result<(), String>)>, close: mpsc::Receiver<()>) {
     let result = (|| {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+        let s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+        let mut s = if tls { Conn::tls(s) } else { Conn::plain(s) };
         s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         s.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n").map_err(|e| format!("write: {e}"))?;
         let (head, body) = read_one(&mut s).map_err(|e| format!("no response: {e}"))?;
@@ -61,8 +62,8 @@ fn check_bound(mode: &str, args: &[&str]) {
     for i in 0..CLIENTS {
         let (close_tx, close_rx) = mpsc::channel();
         closers.push(Some(close_tx));
-        let (port, done_tx) = (server.port, done_tx.clone());
-        threads.push(std::thread::spawn(move || client(port, i, done_tx, close_rx)));
+        let (port, tls, done_tx) = (server.port, server.tls, done_tx.clone());
+        threads.push(std::thread::spawn(move || client(port, tls, i, done_tx, close_rx)));
     }
     let mut answered = Vec::new();
     let mut failures = Vec::new();

@@ -3,7 +3,6 @@
 
 use crate::common::{status_of, Fixture, ReadRetry, Spidey};
 use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 const ARGS: &[&str] = &["--quiet", "--head-timeout", "1s", "--idle-timeout", "1s", "--send-timeout", "1s"];
@@ -83,7 +82,7 @@ fn slow_reader(mode: &str) {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     socket.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], server.port)).into()).unwrap();
-    let mut s: TcpStream = socket.into();
+    let mut s = server.wrap(socket.into());
     s.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_secs(1) + SLACK);
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

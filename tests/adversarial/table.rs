@@ -5,9 +5,9 @@
 //! close, nothing may follow that response (so a request hidden in a body is never answered);
 //! when it is expected to stay open, a follow-up request on it must be answered 200.
 
+use crate::common::Conn;
 use crate::common::{head_field, status_of, ReadRetry, Spidey, HELLO};
 use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 /// The connection is closed after the response.
@@ -63,7 +63,7 @@ fn check(server: &Spidey, case: &Case) -> Result<(), String> {
 }
 
 /// Reads one response: its head and a `Content-Length` body.
-pub fn read_one(s: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
+pub fn read_one(s: &mut Conn) -> std::io::Result<(String, Vec<u8>)> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -83,7 +83,7 @@ pub fn read_one(s: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
 }
 
 /// Everything until the server closes (a reset counts as closing), within 5 s.
-fn read_rest(s: &mut TcpStream) -> Result<Vec<u8>, String> {
+fn read_rest(s: &mut Conn) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     match s.read_to_end(&mut out) {
         Ok(_) => Ok(out),

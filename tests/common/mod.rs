@@ -1,18 +1,50 @@
 //! The integration harness: start the real `spidey` binary on `--port 0`, talk to it over
 //! loopback with ureq and raw sockets, stop it with SIGTERM.
+//!
+//! With `SPIDEY_TEST_TLS=1` (scripts/test.sh's second pass) every server starts with a
+//! test certificate (`tls.rs`) and every client of this harness speaks TLS: `connect`,
+//! `raw`, `get`, `url` (https) and `curl`. A case that measures what TLS changes opts out
+//! with [`plaintext_only`], which names why.
 #![allow(dead_code)]
+
+pub mod tls;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
+pub use tls::Conn;
 
 /// A running server; stopped (SIGTERM, then SIGKILL) on drop.
 pub struct Spidey {
     pub child: Child,
     pub port: u16,
     pub stdout: Option<BufReader<ChildStdout>>,
+    /// Whether it serves HTTPS (its startup line said `https://`).
+    pub tls: bool,
+}
+
+/// A new connection to the server on `port` (for threads that hold no `Spidey`), over
+/// TLS if `tls`; a 10 s read timeout.
+pub fn dial(port: u16, tls: bool) -> Conn {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    if tls {
+        Conn::tls(s)
+    } else {
+        Conn::plain(s)
+    }
+}
+
+/// In the TLS pass, says why a case is left out and returns true: the case measures
+/// something TLS changes on purpose (name it in `reason`). Plain runs always run it.
+pub fn plaintext_only(reason: &str) -> bool {
+    if tls::enabled() {
+        eprintln!("plaintext only, skipped over TLS: {reason}");
+        return true;
+    }
+    false
 }
 
 impl Spidey {
@@ -25,14 +57,26 @@ impl Spidey {
 
     /// Spawns `command` (a `spidey serve ... --port 0 --mode MODE`, perhaps behind a wrapper
     /// such as prlimit) with stdout piped, and waits for its startup line.
+    ///
+    /// In the TLS pass a `serve` command without `--tls-cert` gets the test certificate.
     pub fn spawn(mut command: Command, mode: &str) -> Spidey {
+        let args: Vec<_> = command.get_args().map(|a| a.to_os_string()).collect();
+        let add_tls = tls::enabled() && args.iter().any(|a| a == "serve") && !args.iter().any(|a| a == "--tls-cert");
+        if add_tls {
+            let pki = tls::pki();
+            command.arg("--tls-cert").arg(&pki.cert).arg("--tls-key").arg(&pki.key);
+        }
         let mut child = command.stdout(Stdio::piped()).spawn().expect("spawn spidey");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).expect("read startup line");
         let want = format!("(mode {mode})");
+        let tls = line.starts_with("spidey listening on https://");
+        assert!(tls || !add_tls, "the TLS pass started a server that does not say https: {line:?}");
         assert!(
-            line.starts_with("spidey listening on http://127.0.0.1:") && line.trim_end().ends_with(&want),
+            (tls || line.starts_with("spidey listening on http://127.0.0.1:"))
+                && line.contains("://127.0.0.1:")
+                && line.trim_end().ends_with(&want),
             "startup line: {line:?}"
         );
         let port = line
@@ -41,17 +85,36 @@ impl Spidey {
             .and_then(|p| p.split(' ').next())
             .and_then(|p| p.parse().ok())
             .expect("port in startup line");
-        Spidey { child, port, stdout: Some(stdout) }
+        Spidey { child, port, stdout: Some(stdout), tls }
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
     }
 
-    pub fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s
+    /// A new connection, over TLS if the server speaks it (the handshake runs with the
+    /// first write or read).
+    pub fn connect(&self) -> Conn {
+        dial(self.port, self.tls)
+    }
+
+    /// `stream` (connected to this server some other way) as this server's clients speak.
+    pub fn wrap(&self, stream: TcpStream) -> Conn {
+        if self.tls {
+            Conn::tls(stream)
+        } else {
+            Conn::plain(stream)
+        }
+    }
+
+    /// `curl`, trusting the test CA when the server speaks TLS.
+    pub fn curl(&self) -> Command {
+        let mut c = Command::new("curl");
+        if self.tls {
+            c.arg("--cacert").arg(tls::ca_file());
+        }
+        c
     }
 
     /// Sends `request` on a fresh connection and reads until the server closes it.
@@ -64,7 +127,11 @@ impl Spidey {
 
     /// GET with ureq, never following redirects; any status is returned, not an error.
     pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
-        let agent = ureq::AgentBuilder::new().redirects(0).timeout(Duration::from_secs(10)).build();
+        let mut agent = ureq::AgentBuilder::new().redirects(0).timeout(Duration::from_secs(10));
+        if self.tls {
+            agent = agent.tls_config(std::sync::Arc::clone(&tls::pki().client));
+        }
+        let agent = agent.build();
         let mut req = agent.get(&self.url(path));
         for (n, v) in headers {
             req = req.set(n, v);
@@ -148,14 +215,14 @@ impl Reply {
     }
 }
 
-pub fn read_to_close(s: &mut TcpStream) -> String {
+pub fn read_to_close(s: &mut impl Read) -> String {
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Reads exactly one response (head plus Content-Length body) from a kept-alive stream.
-pub fn read_response(s: &mut TcpStream) -> (String, Vec<u8>) {
+pub fn read_response(s: &mut impl Read) -> (String, Vec<u8>) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -185,7 +252,7 @@ pub fn head_field<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Whether the server has closed `s` (EOF within `wait`).
-pub fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+pub fn closed_within(s: &mut Conn, wait: Duration) -> bool {
     s.set_read_timeout(Some(wait)).unwrap();
     let mut buf = [0u8; 64];
     loop {

@@ -25,7 +25,7 @@ pub fn spawn(mut command: Command) -> Spidey {
     let url = line.strip_prefix("spidey listening on http://").unwrap_or_else(|| panic!("startup line: {line:?}"));
     let host_port = url.split(' ').next().unwrap();
     let port = host_port.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).expect("port in startup line");
-    Spidey { child, port, stdout: Some(stdout) }
+    Spidey { child, port, stdout: Some(stdout), tls: false }
 }
 
 /// Sends `request` to `addr` on a fresh connection; the status and the whole response.

@@ -284,7 +284,7 @@ impl<B: Backend> Loop<B> {
     /// Serves an accepted connection, which holds one place of the shared count.
     fn add(&mut self, socket: OwnedFd, peer: Option<rustix::net::SocketAddrAny>) {
         let Some(peer) = peer.and_then(|p| SocketAddr::try_from(p).ok()) else { return self.limit.give_back() };
-        let mut session = Session::new(peer);
+        let mut session = Session::open(peer, &self.server);
         // The request has often arrived by the time the connection is accepted: the
         // backend may read it now, and the drive answers it at once.
         let io = self.backend.open(socket, &mut session, &mut self.pool);
@@ -315,6 +315,8 @@ impl<B: Backend> Loop<B> {
                 continue; // re-armed or disarmed since
             };
             match kind {
+                // A TLS handshake not done in time: no HTTP to answer 408 in, so close.
+                Kind::Head if conn.session.is_handshaking() => self.close(slot),
                 Kind::Head => {
                     if !conn.session.is_sending() {
                         conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.pool);

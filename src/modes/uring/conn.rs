@@ -6,7 +6,8 @@
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
-use crate::modes::session::{CgiFlow, Session};
+use crate::modes::session::{CgiFlow, Pool, Session};
+use crate::modes::tls::Inflow;
 use spidey_sys::uring::Ring;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -68,6 +69,12 @@ impl Io {
     /// ring. Nothing there yet: the ring receive is armed as usual.
     pub(super) fn open(socket: OwnedFd, session: &mut Session, pool: &mut crate::modes::session::Pool) -> Io {
         let stream = TcpStream::from(socket);
+        if session.is_tls() {
+            // A ClientHello already there starts the handshake; an error shows at the next read.
+            let _ = session.read_from(&stream, pool);
+            let input = Input::Unknown;
+            return Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input };
+        }
         let space = session.recv_space(pool);
         let room = space.len();
         let n = rustix::io::read(&stream, space).unwrap_or(0);
@@ -110,8 +117,17 @@ impl Io {
     /// → pipe → socket splices were tried and measured slower at every size, 1 KiB to
     /// 1 MiB: io_uring runs splices on its worker threads, and that hand-off costs more
     /// than the copy-free syscall; see the README's benchmark.)
+    ///
+    /// A TLS connection's ciphertext is written from the loop thread by the session
+    /// (`send.rs`, a record at a time), waiting for room with the same ring poll.
     pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
         let session = conn.session;
+        if session.is_tls() {
+            return match session.send(&self.stream, shared.ex, shared.server, shared.pool) {
+                Sent::Blocked => self.wait_room(ring, conn.id),
+                sent => sent,
+            };
+        }
         if session.is_cgi() && session.out().is_empty() {
             match session.pump_cgi(shared.ex, shared.server, shared.pool) {
                 CgiFlow::Write => {}
@@ -132,25 +148,42 @@ impl Io {
             };
         }
         match session.send_body(&self.stream) {
-            Sent::Blocked => {
-                self.room_armed = true;
-                self.forget_input();
-                match ring.poll(self.stream.as_fd(), pollout(), conn.id.tag(Op::Room)) {
-                    Ok(()) => Sent::Blocked,
-                    Err(_) => Sent::Failed,
-                }
-            }
+            Sent::Blocked => self.wait_room(ring, conn.id),
             sent => sent,
         }
     }
 
-    /// Arms the socket's receive, if it is not armed yet.
-    pub(super) fn receive(&mut self, ring: &mut Ring, id: ConnId) -> Received {
+    /// The socket is full: a ring poll waits for room.
+    fn wait_room(&mut self, ring: &mut Ring, id: ConnId) -> Sent {
+        self.room_armed = true;
+        self.forget_input();
+        match ring.poll(self.stream.as_fd(), pollout(), id.tag(Op::Room)) {
+            Ok(()) => Sent::Blocked,
+            Err(_) => Sent::Failed,
+        }
+    }
+
+    /// Arms the socket's receive, if it is not armed yet. A TLS connection reads its
+    /// ciphertext itself when a ring poll says the socket is readable (rustls reads in its
+    /// own pieces), taking plaintext rustls still holds first.
+    pub(super) fn receive(&mut self, ring: &mut Ring, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
         if self.recv_armed {
             return Received::Wait;
         }
+        if conn.session.is_tls() {
+            match conn.session.read_from(&self.stream, pool) {
+                Inflow::Bytes { .. } => return Received::Bytes,
+                Inflow::Closed => return Received::Closed,
+                Inflow::Again => {}
+            }
+            self.recv_armed = true;
+            return match ring.poll(self.stream.as_fd(), pollin(), conn.id.tag(Op::Socket)) {
+                Ok(()) => Received::Wait,
+                Err(_) => Received::Closed,
+            };
+        }
         self.recv_armed = true;
-        match ring.recv(self.stream.as_fd(), id.tag(Op::Socket)) {
+        match ring.recv(self.stream.as_fd(), conn.id.tag(Op::Socket)) {
             Ok(()) => Received::Wait,
             Err(_) => Received::Closed,
         }
@@ -204,6 +237,12 @@ impl Io {
                 self.send_armed = false;
                 session.return_out(buf, *r.as_ref().unwrap_or(&0));
                 r.is_ok()
+            }
+            Event::Polled if op == Op::Socket => {
+                // A TLS connection's socket is readable: the drive reads it.
+                self.recv_armed = false;
+                self.input = Input::Unknown;
+                true
             }
             Event::Polled if op == Op::ScriptOut || op == Op::ScriptIn => {
                 self.script_polls = self.script_polls.saturating_sub(1);

@@ -159,8 +159,8 @@ impl Backend for Uring {
         io.send(&mut self.ring, conn, shared)
     }
 
-    fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, _: &mut Pool) -> Received {
-        io.receive(&mut self.ring, conn.id)
+    fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
+        io.receive(&mut self.ring, conn, pool)
     }
 
     fn watch_script(&mut self, io: &mut Io, conn: ConnRef<'_>) -> bool {

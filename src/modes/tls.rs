@@ -1,0 +1,266 @@
+//! TLS on one connection, with rustls driven sans-IO: the connection's [`Tls`] never
+//! touches the socket except through `send.rs` (ciphertext out, [`send::send_bytes`]) and
+//! one non-blocking read (ciphertext in, [`Tls::read_from`]), so a handshake never blocks
+//! an event loop: a loop learns readiness as for any other connection and the session
+//! flushes what rustls wants written (`Session::is_sending` is true while it has some).
+//!
+//! Response bytes are encrypted in records of at most [`RECORD`] bytes: out bytes as they
+//! are, a file body read with pread(2) (the open-file cache shares the descriptor, so its
+//! offset never moves) a record at a time, so a large file never sits whole in memory.
+//! sendfile(2) is for plain connections only; kTLS is left out (no `tls` ULP here).
+//!
+//! The server's configuration (certificate, key, ALPN, tickets) is made once at startup
+//! by [`server_config`]; every mode's connections share it, forked processes included.
+
+use super::send::{self, Outgoing, Sent};
+use crate::config::ConfigError;
+use rustix::io::Errno;
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ServerConfig, ServerConnection, ServerSessionMemoryCache};
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The most plaintext bytes encrypted at once: one full TLS record.
+pub(crate) const RECORD: usize = 16 * 1024;
+
+/// Longer than any ticket's plaintext (a session's secrets, ALPN, SNI: a few hundred bytes).
+const TICKET_BOUND: usize = 1024;
+
+/// Session IDs remembered for TLS 1.2 resumption without a ticket, per process.
+const SESSION_CACHE: usize = 4096;
+
+/// Loads `--tls-cert` and `--tls-key` (PEM) and makes the server's TLS configuration:
+/// TLS 1.3 and 1.2 with ring's cipher suites, ALPN `http/1.1`, stateless session tickets
+/// (rustls's rotating ticketer) and a per-process session-ID cache. Every mistake is one
+/// line naming the file: unreadable, no certificate, no key, or a key that is not the
+/// certificate's.
+pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ConfigError> {
+    let bad = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
+        ConfigError(format!("--tls-{what} {}: {e}", path.display()))
+    };
+    let certs = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| bad("cert", cert, &pem_error(e)))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad("cert", cert, &pem_error(e)))?;
+    if certs.is_empty() {
+        return Err(bad("cert", cert, &"no certificate (-----BEGIN CERTIFICATE-----) in the file"));
+    }
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| match e {
+        pem::Error::NoItemsFound => bad("key", key, &"no private key (-----BEGIN ... PRIVATE KEY-----) in the file"),
+        e => bad("key", key, &pem_error(e)),
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| ConfigError(format!("TLS: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key_der)
+        .map_err(|e| match e {
+            rustls::Error::InconsistentKeys(_) => {
+                bad("key", key, &format_args!("does not match the certificate in {}", cert.display()))
+            }
+            e => bad("key", key, &e),
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
+    config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| ConfigError(format!("TLS tickets: {e}")))?;
+    // ring's ticketer refuses to decrypt a ticket longer than the longest it has made
+    // itself, and a `fork` child or a `prefork` worker starts with that bound at 0 (its
+    // parent never made one), so it would refuse its siblings' tickets. One ticket made
+    // here, longer than any real one, gives every process the bound before it forks.
+    let _ = config.ticketer.encrypt(&[0; TICKET_BOUND]);
+    Ok(Arc::new(config))
+}
+
+fn pem_error(e: pem::Error) -> String {
+    match e {
+        pem::Error::Io(e) => format!("cannot read it ({e})"),
+        e => format!("not PEM ({e:?})"),
+    }
+}
+
+/// What a read of the socket brought.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Inflow {
+    /// Bytes arrived (perhaps only ciphertext that yielded no plaintext yet). `short`: a
+    /// plain read was short, so the socket is drained (never said for TLS: rustls reads
+    /// in its own pieces).
+    Bytes { short: bool },
+    /// Nothing to read now (EAGAIN).
+    Again,
+    /// The peer closed, the socket failed, or the TLS stream is broken (a plain-HTTP
+    /// request to a TLS port is one: rustls refuses it, and the alert has been sent).
+    Closed,
+}
+
+/// One connection's TLS state.
+pub(crate) struct Tls {
+    conn: ServerConnection,
+    /// Whether any ciphertext has arrived: from then until the handshake ends, the head
+    /// deadline bounds it.
+    began: bool,
+    /// rustls refused the stream (not TLS, a bad record): every later read is the end.
+    broken: bool,
+    /// Where a file body's record is read into before it is encrypted (taken on first use).
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls").field("handshaking", &self.conn.is_handshaking()).finish()
+    }
+}
+
+/// The socket as rustls's reader and writer. Writes go through [`send::send_bytes`].
+struct Wire<'a, Fd: AsFd>(&'a Fd);
+
+impl<Fd: AsFd> Read for Wire<'_, Fd> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(rustix::io::read(self.0, buf)?)
+    }
+}
+
+impl<Fd: AsFd> Write for Wire<'_, Fd> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(send::send_bytes(self.0, buf, false)?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Tls {
+    pub(crate) fn new(config: &Arc<ServerConfig>) -> Option<Box<Tls>> {
+        let conn = ServerConnection::new(Arc::clone(config)).ok()?;
+        Some(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
+    }
+
+    /// Whether the handshake has begun and not ended: the head deadline runs.
+    pub(crate) fn mid_handshake(&self) -> bool {
+        self.began && self.conn.is_handshaking()
+    }
+
+    /// Whether rustls has ciphertext to send (handshake, tickets, alerts, records).
+    pub(crate) fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// Whether decrypted bytes wait in rustls: read them before waiting on the socket.
+    pub(crate) fn has_plaintext(&mut self) -> bool {
+        self.conn.process_new_packets().is_ok_and(|s| s.plaintext_bytes_to_read() > 0)
+    }
+
+    /// Moves decrypted bytes into `space`; returns how many.
+    pub(crate) fn take_plaintext(&mut self, space: &mut [u8]) -> usize {
+        // WouldBlock: none yet; UnexpectedEof: the caller sees the close at its next read.
+        self.conn.reader().read(space).unwrap_or_default()
+    }
+
+    /// Reads ciphertext from the non-blocking socket `fd` and decrypts it; the plaintext
+    /// waits in rustls ([`Tls::take_plaintext`]).
+    pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd) -> Inflow {
+        if self.broken {
+            return Inflow::Closed;
+        }
+        match self.conn.read_tls(&mut Wire(fd)) {
+            Ok(0) => Inflow::Closed,
+            Ok(_) => {
+                self.began = true;
+                match self.conn.process_new_packets() {
+                    Ok(_) => Inflow::Bytes { short: false },
+                    Err(_) => {
+                        // Not TLS, or a broken stream: send rustls's alert if the socket
+                        // takes it now, then close.
+                        let _ = self.flush(fd);
+                        self.broken = true;
+                        Inflow::Closed
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Inflow::Again,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Inflow::Bytes { short: false },
+            Err(_) => Inflow::Closed,
+        }
+    }
+
+    /// Writes pending ciphertext until none is left or the socket is full (EAGAIN).
+    pub(crate) fn flush<Fd: AsFd>(&mut self, fd: &Fd) -> Result<(), Errno> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut Wire(fd)) {
+                Ok(_) => {}
+                Err(e) => match Errno::from_io_error(&e) {
+                    Some(Errno::INTR) => {}
+                    Some(errno) => return Err(errno),
+                    None => return Err(Errno::IO),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// Encrypts up to one record of `bytes`; returns how many were taken.
+    pub(crate) fn encrypt(&mut self, bytes: &[u8]) -> usize {
+        let take = bytes.len().min(RECORD);
+        self.conn.writer().write(&bytes[..take]).unwrap_or(0)
+    }
+
+    /// Sends a framed response by `send.rs`'s rules, encrypted: `out[*pos..]`, then a file
+    /// body read a record at a time, each flushed before the next is read, so at most one
+    /// record of the response is in memory. [`Sent::Done`] only once every ciphertext
+    /// byte is out. A CGI body is left to the caller, as on plain connections.
+    pub(crate) fn send_response<Fd: AsFd>(
+        &mut self,
+        fd: &Fd,
+        out: &[u8],
+        pos: &mut usize,
+        body: &mut Option<Outgoing>,
+    ) -> Sent {
+        loop {
+            match self.flush(fd) {
+                Ok(()) => {}
+                Err(Errno::AGAIN) => return Sent::Blocked,
+                Err(_) => return Sent::Failed,
+            }
+            if *pos < out.len() {
+                match self.encrypt(&out[*pos..]) {
+                    0 => return Sent::Failed,
+                    n => *pos += n,
+                }
+                continue;
+            }
+            let Some(Outgoing::File { file, offset, end }) = body else { return Sent::Done };
+            if *offset >= *end {
+                *body = None;
+                return Sent::Done;
+            }
+            let want = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(RECORD);
+            self.scratch.resize(RECORD, 0);
+            match rustix::io::pread(&**file, &mut self.scratch[..want], *offset) {
+                Ok(0) => return Sent::Failed, // the file shrank under us
+                Ok(n) => {
+                    let scratch = std::mem::take(&mut self.scratch);
+                    let taken = self.encrypt(&scratch[..n]);
+                    self.scratch = scratch;
+                    if taken == 0 {
+                        return Sent::Failed;
+                    }
+                    *offset += taken as u64;
+                }
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+        }
+    }
+
+    /// Before the server closes: a close_notify alert, sent if the socket takes it now
+    /// (it has just taken the whole response, so it has room).
+    pub(crate) fn close_notify<Fd: AsFd>(&mut self, fd: &Fd) {
+        self.conn.send_close_notify();
+        let _ = self.flush(fd);
+    }
+}
