@@ -56,9 +56,11 @@ fn keep_alive_does_one_handshake_per_connection() {
             let (r, report, _) = bench(&["-n", "40", "-c", "3", "-t", "2", "--cacert", &ca, &url]);
             let what = format!("{versions:?} {file}");
             assert_all_answered(&r, 40, len, &what);
-            assert_eq!(r.handshakes.unwrap().total(), 3, "{what}: one per connection");
+            // At most one per connection (a connection the others outpaced may do none).
+            let total = r.handshakes.unwrap().total();
+            assert!((1..=3).contains(&total), "{what}: {total} handshakes for 3 connections");
             assert_histogram_counts_handshakes(&r, &what);
-            assert!(report.contains("TLS handshake") && report.contains("Handshakes:   3"), "{report}");
+            assert!(report.contains("TLS handshake") && report.contains(&format!("Handshakes:   {total}")), "{report}");
         }
     }
 }
@@ -141,15 +143,18 @@ fn python_ssl_server_answers_every_request() {
     let (certs, root) = (Certs::new(), fixture());
     let python = PythonTls::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"));
     let ca = certs.path("ca.pem");
-    // (flags, handshakes): keep-alive, one per connection; close, one per request.
-    let cases: &[(&[&str], u64)] = &[(&[], 2), (&["--no-keepalive"], 20), (&["--no-keepalive", "--no-resume"], 20)];
+    // (flags, least and most handshakes): keep-alive, at most one per connection; close,
+    // one per request.
+    let cases: &[(&[&str], u64, u64)] =
+        &[(&[], 1, 2), (&["--no-keepalive"], 20, 20), (&["--no-keepalive", "--no-resume"], 20, 20)];
     for (file, len) in [("1k", 1024), ("64k", 65536)] {
         let url = format!("https://localhost:{}/{file}", python.port);
-        for (flags, handshakes) in cases {
+        for (flags, least, most) in cases {
             let (r, _, _) = bench(&[&["-n", "20", "-c", "2", "-t", "1", "--cacert", &ca, &url], *flags].concat());
             let what = format!("python {file} {flags:?}");
             assert_all_answered(&r, 20, len, &what);
-            assert_eq!(r.handshakes.unwrap().total(), *handshakes, "{what}");
+            let total = r.handshakes.unwrap().total();
+            assert!((*least..=*most).contains(&total), "{what}: {total} handshakes");
         }
     }
 }
@@ -160,11 +165,13 @@ fn https_runs_merge_with_their_handshakes() {
     let nginx = Nginx::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
     let url = format!("https://localhost:{}/1k", nginx.port);
     let dir = tempfile::tempdir().unwrap();
-    let mut files = Vec::new();
+    let (mut files, mut handshakes) = (Vec::new(), Vec::new());
     for (i, c) in ["2", "3"].iter().enumerate() {
         let json = dir.path().join(format!("run{i}.json"));
         let args = ["bench", "-n", "12", "-c", c, "-t", "1", "--insecure", "--json", json.to_str().unwrap(), &url];
         assert!(Command::new(env!("CARGO_BIN_EXE_spidey")).args(args).output().unwrap().status.success());
+        let part: BenchResult = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        handshakes.push(part.handshakes.unwrap());
         files.push(json);
     }
     let merged = dir.path().join("merged.json");
@@ -178,6 +185,35 @@ fn https_runs_merge_with_their_handshakes() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: BenchResult = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
     assert_all_answered(&r, 24, 1024, "merged");
-    assert_eq!(r.handshakes.unwrap().total(), 5, "2 + 3 connections");
+    let (full, resumed) = (handshakes.iter().map(|h| h.full).sum(), handshakes.iter().map(|h| h.resumed).sum());
+    assert_eq!((r.handshakes.unwrap().full, r.handshakes.unwrap().resumed), (full, resumed), "{handshakes:?}");
     assert_histogram_counts_handshakes(&r, "merged");
+}
+
+#[test]
+fn a_pinned_cipher_suite_is_the_one_negotiated_or_the_handshake_fails() {
+    let (certs, root) = (Certs::new(), fixture());
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let ca = certs.path("ca.pem");
+    let tls13 = Nginx::start(root.path(), &cert, &key, Versions::Tls13);
+    let tls12 = Nginx::start(root.path(), &cert, &key, Versions::Tls12Only);
+    // (server, offered suite, negotiated; None: no suite in common, a TLS error).
+    let cases = [
+        (&tls13, "TLS13_AES_128_GCM_SHA256", Some("TLSv1_3 TLS13_AES_128_GCM_SHA256")),
+        (&tls13, "TLS13_CHACHA20_POLY1305_SHA256", Some("TLSv1_3 TLS13_CHACHA20_POLY1305_SHA256")),
+        (&tls12, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", Some("TLSv1_2 TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256")),
+        (&tls12, "TLS13_AES_128_GCM_SHA256", None),
+    ];
+    for (server, suite, want) in cases {
+        let url = format!("https://localhost:{}/1k", server.port);
+        let (r, report, _) = bench(&["-n", "6", "-c", "2", "-t", "1", "--cacert", &ca, "--tls-cipher", suite, &url]);
+        match want {
+            Some(negotiated) => {
+                assert_all_answered(&r, 6, 1024, suite);
+                assert_eq!(r.tls_negotiated.as_deref(), Some(negotiated), "{suite}");
+                assert!(report.contains(negotiated), "{report}");
+            }
+            None => assert_eq!((r.responses, r.errors.tls, r.tls_negotiated), (0, 6, None), "{suite}"),
+        }
+    }
 }

@@ -58,6 +58,11 @@ pub struct BenchArgs {
     /// default a new connection resumes with a ticket or session ID when the server allows).
     #[arg(long)]
     pub no_resume: bool,
+    /// https: offer only this cipher suite (repeatable; rustls' names, e.g.
+    /// TLS13_AES_128_GCM_SHA256 or TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), so that servers
+    /// compared use the same one. TLS 1.2 suites alone: only TLS 1.2 is offered.
+    #[arg(long = "tls-cipher", value_name = "SUITE")]
+    pub tls_ciphers: Vec<String>,
     /// Threads, each with its own event loop [default: the number of cores].
     #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
@@ -195,7 +200,8 @@ impl BenchArgs {
             (Some(path), false) => Verify::CaFile(path.clone()),
             (None, false) => Verify::System,
         };
-        TlsOptions { verify, resume: if self.no_resume { Resume::Off } else { Resume::On } }
+        let resume = if self.no_resume { Resume::Off } else { Resume::On };
+        TlsOptions { verify, resume, ciphers: self.tls_ciphers.clone() }
     }
 }
 
@@ -310,13 +316,23 @@ mod tests {
     fn tls_flags_table() {
         let ca = PathBuf::from("ca.pem");
         let cases: &[(&[&str], Option<TlsOptions>)] = &[
-            (&[], Some(TlsOptions { verify: Verify::System, resume: Resume::On })),
-            (&["--insecure"], Some(TlsOptions { verify: Verify::Insecure, resume: Resume::On })),
-            (&["--cacert", "ca.pem"], Some(TlsOptions { verify: Verify::CaFile(ca.clone()), resume: Resume::On })),
-            (&["--no-resume"], Some(TlsOptions { verify: Verify::System, resume: Resume::Off })),
-            (&["--insecure", "--no-resume"], Some(TlsOptions { verify: Verify::Insecure, resume: Resume::Off })),
+            (&[], Some(TlsOptions { verify: Verify::System, resume: Resume::On, ciphers: vec![] })),
+            (&["--insecure"], Some(TlsOptions { verify: Verify::Insecure, resume: Resume::On, ciphers: vec![] })),
+            (
+                &["--cacert", "ca.pem"],
+                Some(TlsOptions { verify: Verify::CaFile(ca.clone()), resume: Resume::On, ciphers: vec![] }),
+            ),
+            (&["--no-resume"], Some(TlsOptions { verify: Verify::System, resume: Resume::Off, ciphers: vec![] })),
+            (
+                &["--insecure", "--no-resume"],
+                Some(TlsOptions { verify: Verify::Insecure, resume: Resume::Off, ciphers: vec![] }),
+            ),
             (&["--insecure", "--cacert", "ca.pem"], None),
             (&["--cacert"], None),
+            (
+                &["--tls-cipher", "A", "--tls-cipher", "B"],
+                Some(TlsOptions { verify: Verify::System, resume: Resume::On, ciphers: vec!["A".into(), "B".into()] }),
+            ),
         ];
         for (flags, want) in cases {
             let got = bench_args(flags).ok().map(|a| a.tls_options());

@@ -52,33 +52,42 @@ impl Worker<'_> {
         let (Some(stream), Some(session)) = (stream.as_mut(), tls.as_deref_mut()) else { return Step::Wait };
         let connecting = *phase == Phase::Connecting;
         let io_class = |e: &io::Error| if connecting { classify_connect(e) } else { classify_io(e) };
-        let mut moved = false;
-        if *written < request.len() {
-            match session.conn.writer().write(&request[*written..]) {
-                Ok(n) => {
-                    *written += n;
-                    moved |= n > 0;
+        // Out: the request as far as rustls takes it, and all the ciphertext the socket takes.
+        loop {
+            let mut took = 0;
+            if *written < request.len() {
+                match session.conn.writer().write(&request[*written..]) {
+                    Ok(n) => took = n,
+                    Err(e) => {
+                        self.rec.note_tls_error(&e);
+                        return Step::Fail(ErrorClass::Tls);
+                    }
                 }
-                Err(e) => {
-                    self.rec.note_tls_error(&e);
-                    return Step::Fail(ErrorClass::Tls);
+                *written += took;
+            }
+            let mut sent = 0;
+            while session.conn.wants_write() {
+                match session.conn.write_tls(stream) {
+                    Ok(n) => {
+                        sent += n;
+                        *phase = Phase::Writing;
+                    }
+                    Err(e) if would_block(&e) => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Step::Fail(io_class(&e)),
                 }
             }
-        }
-        while session.conn.wants_write() {
-            match session.conn.write_tls(stream) {
-                Ok(n) => {
-                    moved |= n > 0;
-                    *phase = Phase::Writing;
-                }
-                Err(e) if would_block(&e) => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Step::Fail(io_class(&e)),
+            // Done, blocked (the socket is full, or not connected yet), or rustls took nothing.
+            if *written == request.len() || session.conn.wants_write() || took + sent == 0 {
+                break;
             }
         }
         if *phase == Phase::Writing && *written == request.len() && !session.conn.wants_write() {
             *phase = Phase::Reading;
         }
+        // In: one read; only bytes read make another pass worth it (writing alone does not:
+        // the answer comes as a readable event, and other connections get their turn).
+        let mut moved = false;
         match session.conn.read_tls(stream) {
             Ok(n) => {
                 *wire += n as u64;
@@ -95,6 +104,9 @@ impl Worker<'_> {
             return Step::Fail(ErrorClass::Tls);
         }
         if let Some((began, kind)) = session.handshake_done() {
+            if self.rec.tls_negotiated.is_none() {
+                self.rec.tls_negotiated = Some(session.negotiated());
+            }
             if *counted {
                 self.rec.handshake(Instant::now().saturating_duration_since(began), kind);
             }

@@ -131,7 +131,8 @@ pub fn human_report(r: &BenchResult) -> String {
     let errors: Vec<String> =
         r.errors.named().iter().filter(|(_, n)| *n > 0).map(|(name, n)| format!("{name}: {n}")).collect();
     if let Some(h) = &r.handshakes {
-        let _ = writeln!(w, "  Handshakes:   {} ({} full, {} resumed)", h.total(), h.full, h.resumed);
+        let with = r.tls_negotiated.as_deref().map(|n| format!(", {n}")).unwrap_or_default();
+        let _ = writeln!(w, "  Handshakes:   {} ({} full, {} resumed){with}", h.total(), h.full, h.resumed);
     }
     let _ = writeln!(w, "  Errors:       {}", if errors.is_empty() { "none".into() } else { errors.join(", ") });
     if let Some(e) = &r.tls_error {

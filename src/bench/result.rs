@@ -56,6 +56,9 @@ pub struct BenchResult {
     /// https only: those handshakes, full and resumed.
     #[serde(default)]
     pub handshakes: Option<HandshakeCounts>,
+    /// https: the protocol version and cipher suite of the first completed handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_negotiated: Option<String>,
     /// https: what the first TLS error (`errors.tls`) was, as rustls describes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_error: Option<String>,
@@ -123,6 +126,7 @@ pub(crate) fn result(
         handshake: tls.then(|| LatencySummary::of(&all.handshake)),
         handshakes: tls.then_some(all.handshakes),
         tls_error: all.tls_error,
+        tls_negotiated: all.tls_negotiated,
         status,
         errors: all.errors,
         backlog: all.backlog,

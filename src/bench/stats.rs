@@ -161,6 +161,8 @@ pub(crate) struct Recorder {
     pub handshakes: HandshakeCounts,
     /// The first TLS error's description, for the report.
     pub tls_error: Option<String>,
+    /// The protocol version and cipher suite of the first completed handshake.
+    pub tls_negotiated: Option<String>,
     /// Responses by status code (index = code; 0..=999).
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
@@ -184,6 +186,7 @@ impl Recorder {
             handshake: histogram(3),
             handshakes: HandshakeCounts::default(),
             tls_error: None,
+            tls_negotiated: None,
             status: vec![0; 1000],
             errors: ErrorCounts::default(),
             responses: 0,
@@ -289,6 +292,9 @@ impl Recorder {
         self.handshakes.merge(&o.handshakes);
         if self.tls_error.is_none() {
             self.tls_error.clone_from(&o.tls_error);
+        }
+        if self.tls_negotiated.is_none() {
+            self.tls_negotiated.clone_from(&o.tls_negotiated);
         }
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;

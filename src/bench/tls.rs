@@ -4,8 +4,9 @@
 //! The connection is rustls' sans-IO [`ClientConnection`], driven by the worker's own
 //! non-blocking socket code (`client_tls.rs`): rustls reads ciphertext into its receive
 //! buffer and decrypts each record there, in place. rustls 0.23 then moves each record's
-//! plaintext into a buffer of its own (one allocation per record, its unbuffered API alike);
-//! the worker reads it from there without another copy of the body.
+//! plaintext into a buffer of its own, and encrypts each record it sends into a new one:
+//! one allocation per record each way, inside rustls (its unbuffered API does the same on
+//! receive in 0.23). The worker adds none: the body is counted where rustls holds it.
 //!
 //! Certificates are verified against the system's CA bundle by default, against the
 //! certificates of `--cacert` instead, or not at all with `--insecure` (the handshake
@@ -54,6 +55,9 @@ pub enum Resume {
 pub struct TlsOptions {
     pub verify: Verify,
     pub resume: Resume,
+    /// Offer only these cipher suites (rustls' names, e.g. `TLS13_AES_128_GCM_SHA256`);
+    /// empty for rustls' defaults. Only TLS 1.2 suites: only TLS 1.2 is offered.
+    pub ciphers: Vec<String>,
 }
 
 /// How a completed handshake went, from rustls' [`HandshakeKind`].
@@ -93,6 +97,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// The protocol version and cipher suite negotiated, e.g. `TLSv1_3 TLS13_AES_128_GCM_SHA256`.
+    pub fn negotiated(&self) -> String {
+        let version = self.conn.protocol_version().map(|v| format!("{v:?}")).unwrap_or_default();
+        let suite = self.conn.negotiated_cipher_suite().map(|s| format!("{:?}", s.suite())).unwrap_or_default();
+        format!("{version} {suite}")
+    }
+
     /// If the handshake has just completed: when it began and what kind it was (once).
     pub fn handshake_done(&mut self) -> Option<(Instant, Handshake)> {
         if self.conn.is_handshaking() {
@@ -109,7 +120,7 @@ impl Session {
 
 /// The client configuration for a run: ring, TLS 1.2 and 1.3, ALPN `http/1.1`.
 pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, ConfigError> {
-    let provider = Arc::new(ring::default_provider());
+    let provider = Arc::new(provider(&opts.ciphers)?);
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| ConfigError(format!("TLS configuration: {e}")))?;
@@ -132,6 +143,20 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, Conf
         Resume::Off => Resumption::disabled(),
     };
     Ok(Arc::new(config))
+}
+
+/// ring's provider, its suites narrowed to `ciphers` (all when empty).
+fn provider(ciphers: &[String]) -> Result<CryptoProvider, ConfigError> {
+    let mut provider = ring::default_provider();
+    let name = |s: &rustls::SupportedCipherSuite| format!("{:?}", s.suite());
+    if let Some(unknown) = ciphers.iter().find(|c| !provider.cipher_suites.iter().any(|s| name(s) == **c)) {
+        let known: Vec<String> = provider.cipher_suites.iter().map(name).collect();
+        return Err(ConfigError(format!("unknown --tls-cipher '{unknown}'; known: {}", known.join(", "))));
+    }
+    if !ciphers.is_empty() {
+        provider.cipher_suites.retain(|s| ciphers.contains(&name(s)));
+    }
+    Ok(provider)
 }
 
 /// The certificates of a PEM file as trust anchors; an unreadable file, or one without a
@@ -204,7 +229,7 @@ mod tests {
         let cases =
             [("cert.pem", None), ("empty.pem", Some("no usable certificate")), ("missing.pem", Some("No such file"))];
         for (name, want_err) in cases {
-            let opts = TlsOptions { verify: Verify::CaFile(dir.path().join(name)), resume: Resume::On };
+            let opts = TlsOptions { verify: Verify::CaFile(dir.path().join(name)), ..TlsOptions::default() };
             match (client_config(&opts), want_err) {
                 (Ok(c), None) => assert_eq!(c.alpn_protocols, vec![b"http/1.1".to_vec()], "{name}"),
                 (Err(e), Some(want)) => assert!(e.0.contains("--cacert") && e.0.contains(want), "{name}: {e}"),
@@ -214,8 +239,30 @@ mod tests {
     }
 
     #[test]
+    fn cipher_lists_table() {
+        use rustls::CipherSuite::*;
+        let cases: &[(&[&str], Option<&[rustls::CipherSuite]>)] = &[
+            (&["TLS13_AES_128_GCM_SHA256"], Some(&[TLS13_AES_128_GCM_SHA256])),
+            (&["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"], Some(&[TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256])),
+            (&["TLS_AES_128_GCM_SHA256"], None),
+        ];
+        for (names, want) in cases {
+            let ciphers: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            let got = provider(&ciphers).map(|p| p.cipher_suites.iter().map(|s| s.suite()).collect::<Vec<_>>());
+            match (got, want) {
+                (Ok(got), Some(want)) => assert_eq!(got, *want, "{names:?}"),
+                (Err(e), None) => assert!(e.0.contains("known: TLS13_"), "{e}"),
+                (got, _) => panic!("{names:?}: {got:?}"),
+            }
+        }
+        let tls12 =
+            TlsOptions { ciphers: vec!["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()], ..TlsOptions::default() };
+        assert!(client_config(&TlsOptions { verify: Verify::Insecure, ..tls12 }).is_ok());
+    }
+
+    #[test]
     fn server_names_table() {
-        let config = client_config(&TlsOptions { verify: Verify::Insecure, resume: Resume::Off }).unwrap();
+        let config = client_config(&TlsOptions { verify: Verify::Insecure, ..TlsOptions::default() }).unwrap();
         for (host, ok) in [("localhost", true), ("127.0.0.1", true), ("::1", true), ("bad host", false)] {
             assert_eq!(Endpoint::new(&config, host).is_ok(), ok, "{host}");
         }
