@@ -217,3 +217,21 @@ fn a_pinned_cipher_suite_is_the_one_negotiated_or_the_handshake_fails() {
         }
     }
 }
+
+#[test]
+fn https_to_a_plain_http_server_is_a_tls_error() {
+    // Answers whatever arrives (a ClientHello) the way a plain HTTP server does, then closes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let _ = s.read(&mut [0u8; 4096]);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let url = format!("https://127.0.0.1:{port}/");
+    let (r, _, took) = bench(&["-n", "5", "-c", "1", "-t", "1", "--insecure", "--timeout", "10s", &url]);
+    assert_eq!((r.responses, r.errors.tls, r.errors.total()), (0, 5, 5), "{:?}", r.errors);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}

@@ -356,6 +356,16 @@ mod tests {
     }
 
     #[test]
+    fn http_and_https_urls_do_not_mix() {
+        let mut cfg = config(true, &[], None);
+        cfg.targets.push(args::parse_url("https://127.0.0.1:8443/").unwrap());
+        let err = validate(&cfg).unwrap_err();
+        assert!(err.0.contains("all http:// or all https://"), "{err}");
+        cfg.targets.remove(0);
+        assert!(validate(&cfg).is_ok());
+    }
+
+    #[test]
     fn shares_add_up_and_differ_by_at_most_one() {
         for (total, threads) in [(10, 3), (1, 4), (32, 1), (1000, 7)] {
             let parts: Vec<usize> = (0..threads).map(|i| share(total, threads, i)).collect();
