@@ -338,7 +338,7 @@ run_wrk() { # server workload [duration] -> req/s
     read -r -a tls <<<"$(tls_flags "$2")"
     "$SPIDEY" bench -t"$THREADS" -c"$CONNS" -d"${3:-$DURATION}" "${tls[@]}" --json "$tmp/tls.json" "$url" >/dev/null
     check_tls_run "$tmp/tls.json" "$2" "$1" || exit 1
-    python3 -c 'import json,sys; print(f"{json.load(open(sys.argv[1]))[\"requests_per_sec\"]:.2f}")' "$tmp/tls.json"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % d["requests_per_sec"])' "$tmp/tls.json"
     return
   fi
   [ "$2" = 1k-close ] && hdr=(-H 'Connection: close')
