@@ -1,5 +1,6 @@
 //! `spidey bench` flags, and their translation into a [`BenchConfig`].
 
+use super::tls::{Resume, TlsOptions, Verify};
 use super::{BenchConfig, OpenModel, Stop, Target, LATE_AFTER};
 use crate::config::{duration, ConfigError};
 use clap::{Args, Subcommand};
@@ -12,7 +13,8 @@ use std::time::Duration;
 pub struct BenchArgs {
     #[command(subcommand)]
     pub action: Option<BenchAction>,
-    /// The URLs to load (http:// only); with several, each request picks one at random.
+    /// The URLs to load, all http:// or all https://; with several, each request picks one
+    /// at random.
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
     /// Connections held open at once, shared among the threads.
@@ -45,6 +47,22 @@ pub struct BenchArgs {
     /// A new connection for every request (sends Connection: close).
     #[arg(long)]
     pub no_keepalive: bool,
+    /// https: accept any server certificate, for any name (self-signed test servers); the
+    /// handshake signatures are still checked.
+    #[arg(long, conflicts_with = "cacert")]
+    pub insecure: bool,
+    /// https: trust the certificates in this PEM file instead of the system's CA bundle.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: no session resumption; every new connection does a full handshake (by
+    /// default a new connection resumes with a ticket or session ID when the server allows).
+    #[arg(long)]
+    pub no_resume: bool,
+    /// https: offer only this cipher suite (repeatable; rustls' names, e.g.
+    /// TLS13_AES_128_GCM_SHA256 or TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), so that servers
+    /// compared use the same one. TLS 1.2 suites alone: only TLS 1.2 is offered.
+    #[arg(long = "tls-cipher", value_name = "SUITE")]
+    pub tls_ciphers: Vec<String>,
     /// Threads, each with its own event loop [default: the number of cores].
     #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
@@ -139,38 +157,72 @@ impl BenchArgs {
     }
 }
 
-/// Parses `http://host[:port][/path][?query]` and resolves the host.
-pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
-    let bad = |why: &str| ConfigError(format!("invalid URL '{url}': {why}"));
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(bad("expected http://HOST[:PORT]/PATH"));
+/// A URL's scheme: what the connections speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    fn default_port(self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+}
+
+/// A URL taken apart: scheme, `host[:port]` as written, and path with query (no fragment).
+pub(crate) fn split_url(url: &str) -> Option<(Scheme, &str, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = if scheme.eq_ignore_ascii_case("http") {
+        Scheme::Http
+    } else if scheme.eq_ignore_ascii_case("https") {
+        Scheme::Https
+    } else {
+        return None;
     };
-    if scheme.eq_ignore_ascii_case("https") {
-        return Err(ConfigError(format!(
-            "https is not supported: spidey bench speaks plain http:// only (got '{url}')"
-        )));
-    }
-    if !scheme.eq_ignore_ascii_case("http") {
-        return Err(bad("only http:// is supported"));
-    }
     let rest = rest.split('#').next().unwrap_or("");
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
+    Some((scheme, authority, path))
+}
+
+impl BenchArgs {
+    /// How https:// URLs are loaded: `--insecure`, `--cacert`, `--no-resume`.
+    pub fn tls_options(&self) -> TlsOptions {
+        let verify = match (&self.cacert, self.insecure) {
+            (_, true) => Verify::Insecure,
+            (Some(path), false) => Verify::CaFile(path.clone()),
+            (None, false) => Verify::System,
+        };
+        let resume = if self.no_resume { Resume::Off } else { Resume::On };
+        TlsOptions { verify, resume, ciphers: self.tls_ciphers.clone() }
+    }
+}
+
+/// Parses `http[s]://host[:port][/path][?query]` and resolves the host.
+pub fn parse_url(url: &str) -> Result<Target, ConfigError> {
+    let bad = |why: &str| ConfigError(format!("invalid URL '{url}': {why}"));
+    let (scheme, authority, path) =
+        split_url(url).ok_or_else(|| bad("expected http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH"))?;
     if authority.is_empty() || authority.contains('@') {
         return Err(bad("expected a host (and no user info)"));
     }
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(bad("the path has spaces or control characters; percent-encode them"));
     }
-    let (host, port) = split_host_port(authority).ok_or_else(|| bad("bad port"))?;
+    let (host, port) = split_host_port(authority, scheme.default_port()).ok_or_else(|| bad("bad port"))?;
     let addr = resolve(host, port).map_err(|e| bad(&e))?;
     Ok(Target { url: url.to_string(), addr, host_header: authority.to_string(), path })
 }
 
-fn split_host_port(authority: &str) -> Option<(&str, u16)> {
+/// `host[:port]` split, the brackets of an IPv6 host removed; `default` when no port is given.
+pub(crate) fn split_host_port(authority: &str, default: u16) -> Option<(&str, u16)> {
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (h, after) = v6.split_once(']')?;
         (h, after.strip_prefix(':'))
@@ -182,7 +234,7 @@ fn split_host_port(authority: &str) -> Option<(&str, u16)> {
     };
     let port = match port {
         Some(p) => p.parse().ok()?,
-        None => 80,
+        None => default,
     };
     Some((host, port))
 }
@@ -219,7 +271,9 @@ mod tests {
             ("http://127.0.0.1:81?q", Some(("127.0.0.1:81", 81, "/?q"))),
             ("HTTP://127.0.0.1:81/#frag", Some(("127.0.0.1:81", 81, "/"))),
             ("http://[::1]:9/x", Some(("[::1]:9", 9, "/x"))),
-            ("https://127.0.0.1/", None),
+            ("https://127.0.0.1/", Some(("127.0.0.1", 443, "/"))),
+            ("HTTPS://127.0.0.1:8443/a?b", Some(("127.0.0.1:8443", 8443, "/a?b"))),
+            ("https://[::1]/x", Some(("[::1]", 443, "/x"))),
             ("ftp://127.0.0.1/", None),
             ("127.0.0.1:80/", None),
             ("http://user@127.0.0.1/", None),
@@ -235,9 +289,55 @@ mod tests {
     }
 
     #[test]
-    fn https_is_refused_by_name() {
-        let err = parse_url("https://127.0.0.1/").unwrap_err();
-        assert!(err.0.contains("https is not supported"), "{err}");
+    fn tls_hosts_table() {
+        let cases = [
+            ("http://127.0.0.1:8080/", None),
+            ("https://127.0.0.1:8443/", Some("127.0.0.1")),
+            ("https://localhost/a", Some("localhost")),
+            ("https://[::1]:9/", Some("::1")),
+        ];
+        for (url, want) in cases {
+            assert_eq!(parse_url(url).unwrap().tls_host(), want, "{url}");
+        }
+    }
+
+    /// `spidey bench` with `flags` and one https URL, parsed as the CLI does.
+    fn bench_args(flags: &[&str]) -> Result<BenchArgs, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let argv = ["bench"].iter().chain(flags).chain(&["https://127.0.0.1:1/"]);
+        <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.bench)
+    }
+
+    #[test]
+    fn tls_flags_table() {
+        let ca = PathBuf::from("ca.pem");
+        let cases: &[(&[&str], Option<TlsOptions>)] = &[
+            (&[], Some(TlsOptions { verify: Verify::System, resume: Resume::On, ciphers: vec![] })),
+            (&["--insecure"], Some(TlsOptions { verify: Verify::Insecure, resume: Resume::On, ciphers: vec![] })),
+            (
+                &["--cacert", "ca.pem"],
+                Some(TlsOptions { verify: Verify::CaFile(ca.clone()), resume: Resume::On, ciphers: vec![] }),
+            ),
+            (&["--no-resume"], Some(TlsOptions { verify: Verify::System, resume: Resume::Off, ciphers: vec![] })),
+            (
+                &["--insecure", "--no-resume"],
+                Some(TlsOptions { verify: Verify::Insecure, resume: Resume::Off, ciphers: vec![] }),
+            ),
+            (&["--insecure", "--cacert", "ca.pem"], None),
+            (&["--cacert"], None),
+            (
+                &["--tls-cipher", "A", "--tls-cipher", "B"],
+                Some(TlsOptions { verify: Verify::System, resume: Resume::On, ciphers: vec!["A".into(), "B".into()] }),
+            ),
+        ];
+        for (flags, want) in cases {
+            let got = bench_args(flags).ok().map(|a| a.tls_options());
+            assert_eq!(got, *want, "{flags:?}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ use super::conn::{Conn, Phase};
 use super::response::{Feed, ResponseReader};
 use super::stats::{classify_connect, classify_io, ErrorClass, Recorder, SecondSample, Sent};
 use super::timer::{SlotTimer, SPIN, TIMER};
+use super::tls::Endpoint;
 use super::Plan;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -42,6 +43,8 @@ pub(crate) struct Requests {
     /// The request bytes for each target.
     pub bytes: Vec<Vec<u8>>,
     pub addrs: Vec<SocketAddr>,
+    /// Each https:// target's TLS endpoint (None for http://).
+    pub tls: Vec<Option<Endpoint>>,
     pub head_method: bool,
     pub keepalive: bool,
     pub timeout: Duration,
@@ -241,34 +244,47 @@ impl<'a> Worker<'a> {
         c.phase = Phase::Writing;
         self.in_flight += 1;
         if self.conns[ci].stream.is_none() {
-            if let Err(e) = self.connect(ci) {
-                return self.fail(ci, classify_connect(&e));
+            if let Err(class) = self.connect(ci) {
+                return self.fail(ci, class);
             }
         }
         self.write(ci);
     }
 
-    fn connect(&mut self, ci: usize) -> io::Result<()> {
+    /// Opens the connection (and, for https, its TLS session, timed from here).
+    fn connect(&mut self, ci: usize) -> Result<(), ErrorClass> {
+        let began = Instant::now();
         let c = &mut self.conns[ci];
-        let mut stream = TcpStream::connect(self.requests.addrs[c.target])?;
-        stream.set_nodelay(true)?;
-        self.poll.registry().register(&mut stream, Token(ci), Interest::READABLE | Interest::WRITABLE)?;
+        let session = match &self.requests.tls[c.target] {
+            Some(endpoint) => Some(endpoint.session(began).map_err(|_| ErrorClass::Tls)?),
+            None => None,
+        };
+        let mut stream = TcpStream::connect(self.requests.addrs[c.target]).map_err(|e| classify_connect(&e))?;
+        stream.set_nodelay(true).map_err(|e| classify_connect(&e))?;
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        self.poll.registry().register(&mut stream, Token(ci), interest).map_err(|e| classify_connect(&e))?;
         c.stream = Some(stream);
+        c.tls = session;
         c.phase = Phase::Connecting;
         Ok(())
     }
 
     fn on_event(&mut self, ci: usize) {
-        match self.conns[ci].phase {
-            Phase::Connecting | Phase::Writing => self.write(ci),
-            Phase::Reading => self.read(ci),
-            Phase::Idle | Phase::Backoff(_) => self.check_idle(ci),
+        match (self.conns[ci].phase, self.conns[ci].tls.is_some()) {
+            (Phase::Connecting | Phase::Writing | Phase::Reading, true) => self.drive_tls(ci),
+            (Phase::Connecting | Phase::Writing, false) => self.write(ci),
+            (Phase::Reading, false) => self.read(ci),
+            (Phase::Idle | Phase::Backoff(_), true) => self.check_idle_tls(ci),
+            (Phase::Idle | Phase::Backoff(_), false) => self.check_idle(ci),
         }
         self.dispatch(Instant::now());
     }
 
     /// Writes the rest of the request; once it is all out, reads.
     fn write(&mut self, ci: usize) {
+        if self.conns[ci].tls.is_some() {
+            return self.drive_tls(ci);
+        }
         let c = &mut self.conns[ci];
         let bytes = &self.requests.bytes[c.target];
         let Some(stream) = c.stream.as_mut() else { return };
@@ -321,7 +337,7 @@ impl<'a> Worker<'a> {
         let Some(stream) = c.stream.as_mut() else { return };
         match stream.read(&mut c.buf[..]) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            _ => c.stream = None,
+            _ => c.close(),
         }
     }
 
@@ -333,7 +349,7 @@ impl<'a> Worker<'a> {
             self.rec.response(now, sent, r.status, r.body_bytes, c.wire);
         }
         if !(self.requests.keepalive && c.response.keep_alive) {
-            c.stream = None;
+            c.close();
         }
         c.phase = Phase::Idle;
         self.in_flight -= 1;
@@ -346,7 +362,7 @@ impl<'a> Worker<'a> {
         if c.counted {
             self.rec.error(now, class);
         }
-        c.stream = None;
+        c.close();
         self.in_flight -= 1;
         // Per request, the failed request was the connection's only one: nothing to retry.
         let retry = matches!(class, ErrorClass::Connect | ErrorClass::FdExhausted | ErrorClass::PortsExhausted);
@@ -388,3 +404,6 @@ impl<'a> Worker<'a> {
         }
     }
 }
+
+#[path = "client_tls.rs"]
+mod tls;

@@ -21,6 +21,9 @@ pub(crate) enum ErrorClass {
     FdExhausted,
     /// No free local port for a new connection (EADDRNOTAVAIL).
     PortsExhausted,
+    /// The TLS handshake failed (a certificate not trusted, no common protocol or cipher,
+    /// an alert, a connection closed mid-handshake), or a record could not be decrypted.
+    Tls,
     /// Any other I/O error.
     Other,
     /// Answered, but sent more than `--late-after` after its intended time (open loop): the
@@ -45,6 +48,9 @@ pub struct ErrorCounts {
     pub fd_exhausted: u64,
     pub ports_exhausted: u64,
     pub other: u64,
+    /// https: TLS failures ([`ErrorClass::Tls`]).
+    #[serde(default)]
+    pub tls: u64,
     #[serde(default)]
     pub unsent: u64,
     #[serde(default)]
@@ -61,6 +67,7 @@ impl ErrorCounts {
             ErrorClass::Malformed => &mut self.malformed,
             ErrorClass::FdExhausted => &mut self.fd_exhausted,
             ErrorClass::PortsExhausted => &mut self.ports_exhausted,
+            ErrorClass::Tls => &mut self.tls,
             ErrorClass::Other => &mut self.other,
             ErrorClass::Late => &mut self.late,
         } += 1;
@@ -71,7 +78,7 @@ impl ErrorCounts {
     }
 
     /// Each class with its name, in report order.
-    pub fn named(&self) -> [(&'static str, u64); 10] {
+    pub fn named(&self) -> [(&'static str, u64); 11] {
         [
             ("connect", self.connect),
             ("timeout", self.timeout),
@@ -80,6 +87,7 @@ impl ErrorCounts {
             ("malformed", self.malformed),
             ("fd exhausted (EMFILE/ENFILE)", self.fd_exhausted),
             ("ports exhausted (EADDRNOTAVAIL)", self.ports_exhausted),
+            ("tls", self.tls),
             ("other", self.other),
             ("unsent", self.unsent),
             ("late", self.late),
@@ -95,6 +103,7 @@ impl ErrorCounts {
         self.fd_exhausted += o.fd_exhausted;
         self.ports_exhausted += o.ports_exhausted;
         self.other += o.other;
+        self.tls += o.tls;
         self.unsent += o.unsent;
         self.late += o.late;
     }

@@ -27,6 +27,9 @@ pub struct Histograms {
     /// Open loop only: behind `send_lateness`.
     #[serde(default)]
     pub send_lateness: Option<String>,
+    /// https only: behind `handshake` (TCP connect to TLS handshake complete).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<String>,
 }
 
 /// Why a histogram string could not be read.
@@ -78,7 +81,18 @@ impl Histograms {
             latency: encode(latency),
             latency_uncorrected: uncorrected.map(encode),
             send_lateness: lateness.map(encode),
+            handshake: None,
         }
+    }
+
+    /// These histograms and the TLS handshake's.
+    pub(crate) fn with_handshake(self, handshake: Option<&Histogram<u64>>) -> Histograms {
+        Histograms { handshake: handshake.map(encode), ..self }
+    }
+
+    /// The handshake histogram decoded, if there is one.
+    pub(crate) fn decode_handshake(&self) -> Result<Option<Histogram<u64>>, CodecError> {
+        self.handshake.as_deref().map(decode).transpose()
     }
 
     /// The three histograms decoded (the optional ones only where present).

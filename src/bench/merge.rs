@@ -11,7 +11,7 @@
 
 use super::histo_codec::{self, CodecError, Histograms};
 use super::report::human_report;
-use super::stats::{self, LatencySummary, SecondSample, SecondStats};
+use super::stats::{self, HandshakeCounts, LatencySummary, SecondSample, SecondStats};
 use super::{BenchResult, ErrorCounts};
 use crate::config::ConfigError;
 use anyhow::Context;
@@ -85,6 +85,7 @@ struct Decoded {
     latency: Histogram<u64>,
     uncorrected: Option<Histogram<u64>>,
     lateness: Option<Histogram<u64>>,
+    handshake: Option<Histogram<u64>>,
     start_ms: u64,
 }
 
@@ -98,6 +99,7 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
     agree(parts, "keep-alive", |p| p.keepalive)?;
     agree(parts, "warmups", |p| p.warmup_s)?;
     agree(parts, "timeouts", |p| p.timeout_s)?;
+    agree(parts, "schemes (http, https)", |p| if p.handshakes.is_some() { "https" } else { "http" })?;
     let decoded = parts.iter().enumerate().map(|(i, p)| decode(i + 1, p)).collect::<Result<Vec<_>, _>>()?;
     let start_ms = decoded.iter().map(|d| d.start_ms).min().unwrap_or_default();
     let offset_s = |d: &Decoded| (d.start_ms - start_ms) as f64 / 1000.0;
@@ -107,9 +109,12 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
 
     let mut latency = summed();
     let (mut uncorrected, mut lateness) = (None::<Histogram<u64>>, None::<Histogram<u64>>);
+    let mut handshake = None::<Histogram<u64>>;
     for d in &decoded {
         add(&mut latency, &d.latency);
-        for (sum, h) in [(&mut uncorrected, &d.uncorrected), (&mut lateness, &d.lateness)] {
+        let optional =
+            [(&mut uncorrected, &d.uncorrected), (&mut lateness, &d.lateness), (&mut handshake, &d.handshake)];
+        for (sum, h) in optional {
             if let Some(h) = h {
                 add(sum.get_or_insert_with(summed), h);
             }
@@ -118,7 +123,11 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
     let mut urls: Vec<String> = Vec::new();
     let mut status: BTreeMap<u16, u64> = BTreeMap::new();
     let mut errors = ErrorCounts::default();
+    let mut handshakes = first.handshakes.map(|_| HandshakeCounts::default());
     for p in parts {
+        if let (Some(sum), Some(h)) = (&mut handshakes, &p.handshakes) {
+            sum.merge(h);
+        }
         urls.extend(p.urls.iter().filter(|u| !urls.contains(u)).cloned().collect::<Vec<_>>());
         for (code, n) in &p.status {
             *status.entry(*code).or_default() += n;
@@ -151,12 +160,18 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         latency: LatencySummary::of(&latency),
         latency_uncorrected: uncorrected.as_ref().map(LatencySummary::of),
         send_lateness: lateness.as_ref().map(LatencySummary::of),
+        handshake: handshakes.map(|_| LatencySummary::of(handshake.as_ref().unwrap_or(&summed()))),
+        handshakes,
+        tls_error: parts.iter().find_map(|p| p.tls_error.clone()),
+        tls_negotiated: parts.iter().find_map(|p| p.tls_negotiated.clone()),
         status,
         errors,
         backlog: sum(|p| p.backlog),
         series: series(parts, &offsets)?,
         started_at_unix_ms: Some(start_ms),
-        histograms: Some(Histograms::of(&latency, uncorrected.as_ref(), lateness.as_ref())),
+        histograms: Some(
+            Histograms::of(&latency, uncorrected.as_ref(), lateness.as_ref()).with_handshake(handshake.as_ref()),
+        ),
     })
 }
 
@@ -178,7 +193,8 @@ fn decode(part: usize, p: &BenchResult) -> Result<Decoded, MergeError> {
         return Err(MergeError::NoHistograms { part });
     };
     let (latency, uncorrected, lateness) = h.decode().map_err(|error| MergeError::Codec { part, error })?;
-    Ok(Decoded { latency, uncorrected, lateness, start_ms })
+    let handshake = h.decode_handshake().map_err(|error| MergeError::Codec { part, error })?;
+    Ok(Decoded { latency, uncorrected, lateness, handshake, start_ms })
 }
 
 /// An empty histogram of bench's bounds that grows if a part recorded beyond them.

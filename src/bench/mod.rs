@@ -25,6 +25,7 @@ mod response;
 mod result;
 mod stats;
 mod timer;
+mod tls;
 
 pub use args::BenchArgs;
 pub use errors::ErrorCounts;
@@ -32,7 +33,8 @@ pub use histo_codec::{decode as decode_histogram, encode as encode_histogram, Co
 pub use merge::{merge, MergeError};
 pub use report::{human_report, run};
 pub use result::BenchResult;
-pub use stats::{LatencySummary, SecondStats};
+pub use stats::{HandshakeCounts, LatencySummary, SecondStats};
+pub use tls::{Resume, TlsOptions, Verify};
 
 use crate::config::ConfigError;
 use std::net::SocketAddr;
@@ -49,6 +51,17 @@ pub struct Target {
     pub host_header: String,
     /// Path and query.
     pub path: String,
+}
+
+impl Target {
+    /// The host a TLS connection names (SNI) and verifies the certificate for, if the URL
+    /// is https://; None for http://.
+    pub(crate) fn tls_host(&self) -> Option<&str> {
+        match args::split_url(&self.url)? {
+            (args::Scheme::Https, authority, _) => args::split_host_port(authority, 443).map(|(host, _)| host),
+            (args::Scheme::Http, ..) => None,
+        }
+    }
 }
 
 /// How the open loop gets a connection for each scheduled request.
@@ -131,14 +144,25 @@ pub(crate) struct Plan {
     pub late_after: Duration,
 }
 
-/// Runs a benchmark and returns its results; prints nothing.
+/// Runs a benchmark and returns its results; prints nothing. https:// targets are loaded
+/// with the default [`TlsOptions`] (system CA bundle, resumption on).
 pub fn run_bench(cfg: &BenchConfig) -> anyhow::Result<BenchResult> {
-    run_bench_with_progress(cfg, &mut |_| {})
+    run_bench_with(cfg, &TlsOptions::default(), &mut |_| {})
 }
 
 /// [`run_bench`], calling `progress` about ten times a second from the calling thread.
 pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progress)) -> anyhow::Result<BenchResult> {
+    run_bench_with(cfg, &TlsOptions::default(), progress)
+}
+
+/// [`run_bench_with_progress`], https:// targets loaded as `tls` says.
+pub fn run_bench_with(
+    cfg: &BenchConfig,
+    tls: &TlsOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> anyhow::Result<BenchResult> {
     validate(cfg)?;
+    let endpoints = endpoints(cfg, tls)?;
     let per_request = per_request(cfg);
     let cfg = &BenchConfig { keepalive: cfg.keepalive && !per_request, ..cfg.clone() };
     // Per request, connections are the load: as many as the descriptor limit allows.
@@ -152,6 +176,7 @@ pub fn run_bench_with_progress(cfg: &BenchConfig, progress: &mut dyn FnMut(Progr
         head_method: cfg.method.eq_ignore_ascii_case("HEAD"),
         keepalive: cfg.keepalive,
         timeout: cfg.timeout,
+        tls: endpoints,
     };
     let workers = (0..threads)
         .map(|i| {
@@ -211,7 +236,20 @@ fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
     if cfg.timeout.is_zero() {
         return fail("--timeout must be more than 0");
     }
+    // A kept-alive connection serves whichever target a request picks: one scheme for all.
+    if cfg.targets.windows(2).any(|w| w[0].tls_host().is_some() != w[1].tls_host().is_some()) {
+        return fail("the URLs must be all http:// or all https://");
+    }
     Ok(())
+}
+
+/// Each target's TLS endpoint (None for http://), one client configuration shared by all.
+fn endpoints(cfg: &BenchConfig, tls: &TlsOptions) -> Result<Vec<Option<tls::Endpoint>>, ConfigError> {
+    if cfg.targets.iter().all(|t| t.tls_host().is_none()) {
+        return Ok(cfg.targets.iter().map(|_| None).collect());
+    }
+    let config = tls::client_config(tls)?;
+    cfg.targets.iter().map(|t| t.tls_host().map(|host| tls::Endpoint::new(&config, host)).transpose()).collect()
 }
 
 fn per_request(cfg: &BenchConfig) -> bool {
@@ -315,6 +353,16 @@ mod tests {
             let cfg = config(*keepalive, headers, *body);
             assert_eq!(String::from_utf8(request_bytes(&cfg, &cfg.targets[0])).unwrap(), *want);
         }
+    }
+
+    #[test]
+    fn http_and_https_urls_do_not_mix() {
+        let mut cfg = config(true, &[], None);
+        cfg.targets.push(args::parse_url("https://127.0.0.1:8443/").unwrap());
+        let err = validate(&cfg).unwrap_err();
+        assert!(err.0.contains("all http:// or all https://"), "{err}");
+        cfg.targets.remove(0);
+        assert!(validate(&cfg).is_ok());
     }
 
     #[test]

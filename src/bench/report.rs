@@ -2,7 +2,7 @@
 //! is a terminal, the human report on stdout, the JSON file on request.
 
 use super::args::BenchAction;
-use super::{run_bench_with_progress, BenchArgs, BenchResult, LatencySummary, Progress, Stop};
+use super::{run_bench_with, BenchArgs, BenchResult, LatencySummary, Progress, Stop};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -19,7 +19,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         wait_until(ms);
     }
     let bar = std::io::stderr().is_terminal().then(|| progress_bar(cfg.stop, cfg.warmup));
-    let result = run_bench_with_progress(&cfg, &mut |p| {
+    let result = run_bench_with(&cfg, &args.tls_options(), &mut |p| {
         if let Some(bar) = &bar {
             update(bar, cfg.stop, cfg.warmup, p);
         }
@@ -107,6 +107,9 @@ pub fn human_report(r: &BenchResult) -> String {
     if let Some(l) = &r.send_lateness {
         latency_row(w, "send lateness", l);
     }
+    if let Some(h) = &r.handshake {
+        latency_row(w, "TLS handshake", h);
+    }
     let _ = writeln!(w);
     let _ = writeln!(
         w,
@@ -127,7 +130,14 @@ pub fn human_report(r: &BenchResult) -> String {
     let _ = writeln!(w, "  Status:       {}", if status.is_empty() { "none".into() } else { status.join(", ") });
     let errors: Vec<String> =
         r.errors.named().iter().filter(|(_, n)| *n > 0).map(|(name, n)| format!("{name}: {n}")).collect();
+    if let Some(h) = &r.handshakes {
+        let with = r.tls_negotiated.as_deref().map(|n| format!(", {n}")).unwrap_or_default();
+        let _ = writeln!(w, "  Handshakes:   {} ({} full, {} resumed){with}", h.total(), h.full, h.resumed);
+    }
     let _ = writeln!(w, "  Errors:       {}", if errors.is_empty() { "none".into() } else { errors.join(", ") });
+    if let Some(e) = &r.tls_error {
+        let _ = writeln!(w, "  TLS error:    {e} (the first of {})", r.errors.tls);
+    }
     if let (Some(_), Some(bound)) = (r.rate, r.late_after_us) {
         let _ = writeln!(
             w,

@@ -73,6 +73,17 @@ impl ResponseReader {
         self.body(body)
     }
 
+    /// Whether the head is complete: what follows is body, for [`Self::feed_body`].
+    pub fn in_body(&self) -> bool {
+        !matches!(self.framing, Framing::Head)
+    }
+
+    /// Takes in body bytes where they lie (after a complete head): counted, never copied.
+    pub fn feed_body(&mut self, bytes: &[u8]) -> Feed {
+        debug_assert!(self.in_body(), "feed_body before the head is complete");
+        self.body(bytes)
+    }
+
     /// The connection reached EOF: whether that completes the response.
     pub fn complete_at_eof(&self) -> bool {
         matches!(self.framing, Framing::UntilClose)

@@ -2,7 +2,7 @@
 //! its assembly from the threads' merged [`stats::Recorder`]s.
 
 use super::histo_codec::Histograms;
-use super::stats::{self, LatencySummary, SecondStats};
+use super::stats::{self, HandshakeCounts, LatencySummary, SecondStats};
 use super::{BenchConfig, ErrorCounts, Stop};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -49,6 +49,19 @@ pub struct BenchResult {
     /// every counted request sent (late ones included).
     #[serde(default)]
     pub send_lateness: Option<LatencySummary>,
+    /// https only: from the start of each new connection's TCP connect to its TLS handshake
+    /// complete, for the handshakes counted requests waited for.
+    #[serde(default)]
+    pub handshake: Option<LatencySummary>,
+    /// https only: those handshakes, full and resumed.
+    #[serde(default)]
+    pub handshakes: Option<HandshakeCounts>,
+    /// https: the protocol version and cipher suite of the first completed handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_negotiated: Option<String>,
+    /// https: what the first TLS error (`errors.tls`) was, as rustls describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_error: Option<String>,
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
     pub errors: ErrorCounts,
@@ -85,6 +98,7 @@ pub(crate) fn result(
         Stop::Requests(_) => last,
     };
     let secs = duration.as_secs_f64().max(1e-9);
+    let tls = cfg.targets.iter().any(|t| t.tls_host().is_some());
     let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
     BenchResult {
         urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
@@ -109,11 +123,18 @@ pub(crate) fn result(
         latency: LatencySummary::of(&all.latency),
         latency_uncorrected: all.uncorrected.as_ref().map(LatencySummary::of),
         send_lateness: all.lateness.as_ref().map(LatencySummary::of),
+        handshake: tls.then(|| LatencySummary::of(&all.handshake)),
+        handshakes: tls.then_some(all.handshakes),
+        tls_error: all.tls_error,
+        tls_negotiated: all.tls_negotiated,
         status,
         errors: all.errors,
         backlog: all.backlog,
         series,
         started_at_unix_ms: started_at.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64),
-        histograms: Some(Histograms::of(&all.latency, all.uncorrected.as_ref(), all.lateness.as_ref())),
+        histograms: Some(
+            Histograms::of(&all.latency, all.uncorrected.as_ref(), all.lateness.as_ref())
+                .with_handshake(tls.then_some(&all.handshake)),
+        ),
     }
 }

@@ -128,6 +128,25 @@ pub(crate) struct Sent {
     pub late: bool,
 }
 
+/// TLS handshakes completed for counted requests, by kind (rustls' `handshake_kind()`; a
+/// full handshake after a HelloRetryRequest counts as full).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandshakeCounts {
+    pub full: u64,
+    pub resumed: u64,
+}
+
+impl HandshakeCounts {
+    pub fn total(&self) -> u64 {
+        self.full + self.resumed
+    }
+
+    pub(crate) fn merge(&mut self, o: &HandshakeCounts) {
+        self.full += o.full;
+        self.resumed += o.resumed;
+    }
+}
+
 /// One thread's measurements. Recording is allocation-free except once per second.
 pub(crate) struct Recorder {
     /// Latency from the intended send time (open loop) or the issue time (closed loop).
@@ -136,6 +155,14 @@ pub(crate) struct Recorder {
     pub uncorrected: Option<Histogram<u64>>,
     /// Open loop only: the generator's own send lateness (issued minus intended).
     pub lateness: Option<Histogram<u64>>,
+    /// https: TCP connect to TLS handshake complete, for each handshake a counted request
+    /// waited for.
+    pub handshake: Histogram<u64>,
+    pub handshakes: HandshakeCounts,
+    /// The first TLS error's description, for the report.
+    pub tls_error: Option<String>,
+    /// The protocol version and cipher suite of the first completed handshake.
+    pub tls_negotiated: Option<String>,
     /// Responses by status code (index = code; 0..=999).
     pub status: Vec<u64>,
     pub errors: ErrorCounts,
@@ -156,6 +183,10 @@ impl Recorder {
             latency: histogram(3),
             uncorrected: open_loop.then(|| histogram(3)),
             lateness: open_loop.then(|| histogram(3)),
+            handshake: histogram(3),
+            handshakes: HandshakeCounts::default(),
+            tls_error: None,
+            tls_negotiated: None,
             status: vec![0; 1000],
             errors: ErrorCounts::default(),
             responses: 0,
@@ -195,6 +226,23 @@ impl Recorder {
         self.responses += 1;
         self.second.responses += 1;
         self.last_event = Some(now);
+    }
+
+    /// Records a completed TLS handshake that took `took`.
+    pub fn handshake(&mut self, took: Duration, kind: super::tls::Handshake) {
+        self.handshake.saturating_record(micros(took));
+        match kind {
+            super::tls::Handshake::Full => self.handshakes.full += 1,
+            super::tls::Handshake::Resumed => self.handshakes.resumed += 1,
+        }
+    }
+
+    /// Keeps the description of the first TLS error (the error itself is counted by
+    /// [`Recorder::error`]).
+    pub fn note_tls_error(&mut self, e: &dyn std::fmt::Display) {
+        if self.tls_error.is_none() {
+            self.tls_error = Some(e.to_string());
+        }
     }
 
     /// Counts `n` scheduled requests that were never sent.
@@ -239,6 +287,14 @@ impl Recorder {
             if let (Some(a), Some(b)) = (a, b) {
                 a.add(b).expect("same histogram bounds");
             }
+        }
+        self.handshake.add(&o.handshake).expect("same histogram bounds");
+        self.handshakes.merge(&o.handshakes);
+        if self.tls_error.is_none() {
+            self.tls_error.clone_from(&o.tls_error);
+        }
+        if self.tls_negotiated.is_none() {
+            self.tls_negotiated.clone_from(&o.tls_negotiated);
         }
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;
