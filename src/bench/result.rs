@@ -99,6 +99,7 @@ pub(crate) fn result(
     };
     let secs = duration.as_secs_f64().max(1e-9);
     let tls = cfg.targets.iter().any(|t| t.tls_host().is_some());
+    let handshake = tls.then(|| all.handshake.take().unwrap_or_else(|| stats::histogram(3)));
     let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
     BenchResult {
         urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
@@ -123,7 +124,7 @@ pub(crate) fn result(
         latency: LatencySummary::of(&all.latency),
         latency_uncorrected: all.uncorrected.as_ref().map(LatencySummary::of),
         send_lateness: all.lateness.as_ref().map(LatencySummary::of),
-        handshake: tls.then(|| LatencySummary::of(&all.handshake)),
+        handshake: handshake.as_ref().map(LatencySummary::of),
         handshakes: tls.then_some(all.handshakes),
         tls_error: all.tls_error,
         tls_negotiated: all.tls_negotiated,
@@ -134,7 +135,7 @@ pub(crate) fn result(
         started_at_unix_ms: started_at.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64),
         histograms: Some(
             Histograms::of(&all.latency, all.uncorrected.as_ref(), all.lateness.as_ref())
-                .with_handshake(tls.then_some(&all.handshake)),
+                .with_handshake(handshake.as_ref()),
         ),
     }
 }

@@ -156,8 +156,8 @@ pub(crate) struct Recorder {
     /// Open loop only: the generator's own send lateness (issued minus intended).
     pub lateness: Option<Histogram<u64>>,
     /// https: TCP connect to TLS handshake complete, for each handshake a counted request
-    /// waited for.
-    pub handshake: Histogram<u64>,
+    /// waited for; made at the first (a plain run, and the start of every run, pay nothing).
+    pub handshake: Option<Histogram<u64>>,
     pub handshakes: HandshakeCounts,
     /// The first TLS error's description, for the report.
     pub tls_error: Option<String>,
@@ -183,7 +183,7 @@ impl Recorder {
             latency: histogram(3),
             uncorrected: open_loop.then(|| histogram(3)),
             lateness: open_loop.then(|| histogram(3)),
-            handshake: histogram(3),
+            handshake: None,
             handshakes: HandshakeCounts::default(),
             tls_error: None,
             tls_negotiated: None,
@@ -230,7 +230,7 @@ impl Recorder {
 
     /// Records a completed TLS handshake that took `took`.
     pub fn handshake(&mut self, took: Duration, kind: super::tls::Handshake) {
-        self.handshake.saturating_record(micros(took));
+        self.handshake.get_or_insert_with(|| histogram(3)).saturating_record(micros(took));
         match kind {
             super::tls::Handshake::Full => self.handshakes.full += 1,
             super::tls::Handshake::Resumed => self.handshakes.resumed += 1,
@@ -288,7 +288,9 @@ impl Recorder {
                 a.add(b).expect("same histogram bounds");
             }
         }
-        self.handshake.add(&o.handshake).expect("same histogram bounds");
+        if let Some(h) = &o.handshake {
+            self.handshake.get_or_insert_with(|| histogram(3)).add(h).expect("same histogram bounds");
+        }
         self.handshakes.merge(&o.handshakes);
         if self.tls_error.is_none() {
             self.tls_error.clone_from(&o.tls_error);
