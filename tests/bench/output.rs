@@ -66,11 +66,3 @@ fn json_has_every_documented_field() {
     let series_total: u64 = v["series"].as_array().unwrap().iter().map(|s| s["responses"].as_u64().unwrap()).sum();
     assert_eq!(Some(series_total), v["responses"].as_u64(), "the series adds up to the total");
 }
-
-#[test]
-fn https_urls_are_refused_with_a_clear_line() {
-    let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(["bench", "https://127.0.0.1:1/"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("https is not supported") && stderr.lines().count() == 1, "{stderr}");
-}
