@@ -39,10 +39,14 @@
 # or a Spidey mode with --workers N (event:1, uring:2, hybrid:2...). With SPIDEY_ALT set to
 # another spidey binary (another commit's build), alt-MODE:N runs that one, for A/B runs:
 #   SPIDEY_ALT=/tmp/spidey-before SERVERS="lighttpd alt-event:1 event:1" bench/vs-peers.sh
+# SPIDEY_ALT_ARGS adds serve flags to the alt- servers (plain ones), so one binary can be
+# compared with itself under a flag, e.g. the cost of --metrics:
+#   SPIDEY_ALT=target/release/spidey SPIDEY_ALT_ARGS="--metrics /-/metrics" SERVERS="alt-event:1 event:1" bench/vs-peers.sh
 # Loopback only; everything it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SPIDEY_ALT_ARGS=${SPIDEY_ALT_ARGS:-}
 SERVERS=${SERVERS:-"lighttpd nginx:1 nginx:2 event:1 event:2 uring:1 uring:2"}
 read -r -a workloads <<<"${WORKLOADS:-1k-keepalive 1k-close 1m-keepalive tls-1k-keepalive tls-1k-close tls-1k-resume tls-1m-keepalive}"
 ROUNDS=${ROUNDS:-5}
@@ -250,7 +254,7 @@ for s in "${servers[@]}"; do
   case $name in
     lighttpd) start_lighttpd "$s" ;;
     nginx) start_nginx "$s" "$loops" ;;
-    alt-*) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" >"$tmp/${s//:/-}.out" 2>&1 ;;
+    alt-*) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" $SPIDEY_ALT_ARGS >"$tmp/${s//:/-}.out" 2>&1 ;;
     *) start_spidey "$s" "$name" "$loops" >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac
   if [ "$tls_wanted" = 1 ]; then
