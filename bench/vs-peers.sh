@@ -89,8 +89,11 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 LIGHTTPD=$(command -v lighttpd || echo /usr/sbin/lighttpd)
 
+# The load generator is always this checkout's build; SPIDEY=BINARY serves with that build
+# instead (e.g. an A/B of two old commits, with SPIDEY_ALT the other).
 cargo build --release -q
-SPIDEY=$(realpath "${CARGO_TARGET_DIR:-target}/release/spidey")
+BENCH=$(realpath "${CARGO_TARGET_DIR:-target}/release/spidey")
+SPIDEY=${SPIDEY:-$BENCH}
 if [ "$tls_wanted" = 1 ]; then
   for s in $SERVERS; do
     case ${s%%:*} in lighttpd | nginx) continue ;; alt-*) bin=${SPIDEY_ALT:-} ;; *) bin=$SPIDEY ;; esac
@@ -100,8 +103,8 @@ if [ "$tls_wanted" = 1 ]; then
       exit 1
     fi
   done
-  if ! "$SPIDEY" bench --help | grep -q -- '--tls-cipher'; then
-    echo "$SPIDEY bench has no --tls-cipher: the tls-* workloads need it" >&2
+  if ! "$BENCH" bench --help | grep -q -- '--tls-cipher'; then
+    echo "$BENCH bench has no --tls-cipher: the tls-* workloads need it" >&2
     exit 1
   fi
 fi
@@ -340,7 +343,7 @@ run_wrk() { # server workload [duration] -> req/s
   url=$(url_of "$1" "$2")
   if [[ $2 == tls-* ]]; then
     read -r -a tls <<<"$(tls_flags "$2")"
-    "$SPIDEY" bench -t"$THREADS" -c"$CONNS" -d"${3:-$DURATION}" "${tls[@]}" --json "$tmp/tls.json" "$url" >/dev/null
+    "$BENCH" bench -t"$THREADS" -c"$CONNS" -d"${3:-$DURATION}" "${tls[@]}" --json "$tmp/tls.json" "$url" >/dev/null
     check_tls_run "$tmp/tls.json" "$2" "$1" || exit 1
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % d["requests_per_sec"])' "$tmp/tls.json"
     return
@@ -354,7 +357,7 @@ run_cpu() { # server workload -> server CPU microseconds per response at the wor
   [ "$2" = 1k-close ] && ka=(--no-keepalive)
   [[ $2 == tls-* ]] && read -r -a ka <<<"$(tls_flags "$2")"
   before=$(cpu_us "$cg")
-  "$SPIDEY" bench -c "$CONNS" -d "$CPU_DURATION" --rate "${!rate_var}" "${ka[@]}" --json "$tmp/cpu.json" "$url" >/dev/null
+  "$BENCH" bench -c "$CONNS" -d "$CPU_DURATION" --rate "${!rate_var}" "${ka[@]}" --json "$tmp/cpu.json" "$url" >/dev/null
   [[ $2 != tls-* ]] || check_tls_run "$tmp/cpu.json" "$2" "$1" || exit 1
   after=$(cpu_us "$cg")
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); n=d["responses"]; print(f"{(int(sys.argv[3])-int(sys.argv[2]))/n:.2f}" if n else "nan")' \
@@ -439,3 +442,5 @@ echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r);" \
   "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo '+changes'); $ROUNDS rounds, order rotated every round;" \
   "lighttpd $({ [ -x "$LIGHTTPD" ] && "$LIGHTTPD" -v 2>&1; } | head -1 | awk '{print $1}'), nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), cpu accounting: cgroup $cg_kind"
+[ "$SPIDEY" = "$BENCH" ] || echo "spidey servers: $SPIDEY"
+[ -z "${SPIDEY_ALT:-}" ] || echo "alt- servers: $SPIDEY_ALT $SPIDEY_ALT_ARGS"
