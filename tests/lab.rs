@@ -196,3 +196,72 @@ fn points_carry_the_servers_own_count_beside_the_clients() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Answered: client / server (--metrics)"), "the report's tables show both counts");
 }
+
+/// Experiment 007 (the cost of TLS) end to end, cut to two modes: the lab makes a
+/// certificate, starts each `X tls` server with it and loads it over https, and the report
+/// pairs every TLS server with its plain twin (`TLS ÷ plain` with an interval) in each of
+/// the three connection uses. The handshakes the client counted show which use is which:
+/// one per connection with keep-alive, all full with `resume = false`, resumed otherwise.
+#[test]
+fn tls_experiment_reports_tls_against_plain_per_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/007-tls.toml")).unwrap();
+    let marker = "quick.clients = [";
+    assert!(text.contains(marker), "007-tls.toml has a quick.clients line");
+    let servers = r#"quick.servers = ["fork", "fork tls", "event", "event tls"]"#;
+    let exps = dir.path().join("exps");
+    std::fs::create_dir(&exps).unwrap();
+    std::fs::write(exps.join("007-tls.toml"), text.replacen(marker, &format!("{servers}\n{marker}"), 1)).unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "--quick", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## 007-tls: The cost of TLS per architecture"), "{md}");
+    let header = "| Server | Workload | Connection | req/s (plain) | req/s (tls) | req/s: TLS ÷ plain | server CPU per request (µs) (plain) | server CPU per request (µs) (tls) | server CPU per request (µs): TLS ÷ plain | Disturbed repeats (both) |";
+    assert!(md.contains(header), "the TLS ÷ plain table:\n{md}");
+    let uses = ["keep-alive", "new per request (TLS: resumed)", "new per request (TLS: full handshake)"];
+    for mode in ["fork", "event"] {
+        for used in uses {
+            let start = format!("| {mode} | 1 KB | {used} |");
+            let row = md.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("no row {start}:\n{md}"));
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            // req/s: TLS ÷ plain, then CPU's: `0.62× [0.55–0.70]`, a measured ratio with its interval.
+            for ratio in [cells[6], cells[9]] {
+                let x: f64 = ratio.split('×').next().unwrap().parse().unwrap_or_else(|_| panic!("{row}"));
+                assert!(x > 0.0 && ratio.contains(" [") && ratio.ends_with(']'), "a ratio with its interval: {row}");
+            }
+        }
+    }
+
+    let mut seen = 0;
+    for point in lines(&out.join("results.jsonl")) {
+        let server = point["server"].as_str().unwrap();
+        assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
+        let (m, raw) = (&point["measurement"], &point["raw"]);
+        assert!(m["responses"].as_u64().unwrap() > 0 && m["errors"] == 0, "{}: {m}", id(&point));
+        let shakes = &raw["handshakes"];
+        if !server.ends_with(" tls") {
+            assert!(shakes.is_null(), "{}: plain http did handshakes: {shakes}", id(&point));
+            continue;
+        }
+        let (full, resumed) = (shakes["full"].as_u64().unwrap(), shakes["resumed"].as_u64().unwrap());
+        let client = point["client"]["keepalive"].as_bool().unwrap_or(true);
+        let resume = point["client"]["resume"].as_bool().unwrap_or(true);
+        match (client, resume) {
+            (true, _) => assert!(full + resumed <= 4, "{}: keep-alive, {full}+{resumed} handshakes", id(&point)),
+            (false, false) => assert!(full > 4 && resumed == 0, "{}: {full} full, {resumed} resumed", id(&point)),
+            (false, true) => assert!(resumed > full, "{}: {full} full, {resumed} resumed", id(&point)),
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2 * 3 * 3, "two TLS servers × three connection uses × three repeats");
+}

@@ -132,6 +132,19 @@ pub(crate) struct ServerSpec {
     pub prepare: Vec<String>,
     /// The workloads this server runs (all of the sweep's when absent).
     pub only: Option<Vec<String>>,
+    /// `https`: the lab makes a certificate at run time and starts spidey with
+    /// `--tls-cert`/`--tls-key`; its load is `https://` ([`crate::lab::tls`]).
+    #[serde(default)]
+    pub scheme: Scheme,
+}
+
+/// What a server speaks on its port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Scheme {
+    #[default]
+    Http,
+    Https,
 }
 
 impl ServerSpec {
@@ -154,6 +167,10 @@ pub(crate) struct ClientSpec {
     /// With a rate: wrk2's pool of `c` connections, or httperf's connection per request.
     #[serde(default, skip_serializing_if = "Model::is_pool")]
     pub model: Model,
+    /// Over TLS: whether a new connection may resume an earlier session (`false`: a full
+    /// handshake every connection, `spidey bench --no-resume`). Plain HTTP ignores it.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub resume: bool,
 }
 
 /// How an open-loop client gets a connection for each request ([`crate::bench::OpenModel`]).
@@ -190,6 +207,9 @@ impl ClientSpec {
         if self.model == Model::PerRequest {
             s += "-per-request";
         }
+        if !self.resume {
+            s += "-no-resume";
+        }
         s
     }
 }
@@ -203,6 +223,19 @@ pub(crate) struct TableSpec {
     /// Normalise one column by a baseline point, for the seed and for us (shapes, not
     /// absolute numbers).
     pub baseline: Option<Baseline>,
+    /// A second table: each server `X{suffix}` against server `X` ([`crate::lab::versus`]).
+    pub versus: Option<Versus>,
+}
+
+/// Pairs of servers told apart by a label suffix (`event tls` against `event`): the ratio
+/// of each metric, the suffixed one over the other, with its bootstrap interval.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Versus {
+    pub suffix: String,
+    /// What the ratio is called in the table: `TLS ÷ plain`.
+    pub name: String,
+    pub metrics: Vec<crate::lab::metric::Metric>,
 }
 
 /// The point each row is divided by: the row's coordinates with those `at` names
@@ -233,6 +266,9 @@ pub(crate) enum Dim {
     Requests,
     Rate,
     Clients,
+    /// How the client uses connections: keep-alive, or a new one per request (over TLS
+    /// with or without session resumption).
+    Connection,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -306,6 +342,9 @@ fn ten() -> u64 {
 }
 fn yes() -> bool {
     true
+}
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 impl Experiment {

@@ -3,11 +3,15 @@
 //! returns the lab's [`Measurement`] plus bench's full result, kept in `results.jsonl` as it
 //! reported it.
 
-use crate::bench::{run_bench, BenchConfig, BenchResult, OpenModel, Stop, Target, LATE_AFTER};
+use crate::bench::LATE_AFTER;
+use crate::bench::{
+    run_bench, run_bench_with, BenchConfig, BenchResult, OpenModel, Resume, Stop, Target, TlsOptions, Verify,
+};
 use crate::lab::experiment::{ClientSpec, Model};
 use crate::lab::hosts::Hosts;
 use crate::lab::metric::Measurement;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 /// One load to apply: `client` settings against `paths` (picked at random per request).
@@ -17,6 +21,8 @@ pub(crate) struct Load<'a> {
     pub client: &'a ClientSpec,
     /// Where the server listens and where the load comes from.
     pub hosts: &'a Hosts,
+    /// Over HTTPS: the CA file that verifies the server (the load runs on this host).
+    pub tls: Option<&'a Path>,
 }
 
 /// How long a request may take before it counts as a timeout error.
@@ -25,9 +31,14 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Runs the load and measures it.
 pub(crate) fn measure(load: &Load<'_>) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
     let cfg = config(load)?;
-    let result = match load.hosts.measure(&cfg) {
-        Some(merged) => merged?,
-        None => run_bench(&cfg)?,
+    let result = match (load.tls, load.hosts.measure(&cfg)) {
+        (Some(ca), _) => {
+            let resume = if load.client.resume { Resume::On } else { Resume::Off };
+            let tls = TlsOptions { verify: Verify::CaFile(ca.to_path_buf()), resume, ciphers: Vec::new() };
+            run_bench_with(&cfg, &tls, &mut |_| {})?
+        }
+        (None, Some(merged)) => merged?,
+        (None, None) => run_bench(&cfg)?,
     };
     let raw = serde_json::to_value(&result).ok();
     Ok((measurement(&result), raw))
@@ -45,7 +56,12 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
         Model::Pool => OpenModel::Pool,
         Model::PerRequest => OpenModel::PerRequest,
     };
-    let base = bench_config(addr, load.paths, c.c as usize, stop);
+    let mut base = bench_config(addr, load.paths, c.c as usize, stop);
+    if load.tls.is_some() {
+        for t in &mut base.targets {
+            t.url = format!("https://{addr}{}", t.path);
+        }
+    }
     Ok(BenchConfig { rate: c.rate, open_model, keepalive: c.keepalive, ..base })
 }
 

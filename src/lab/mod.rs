@@ -31,7 +31,9 @@ mod shape;
 mod sources;
 mod stats;
 mod table;
+mod tls;
 mod verdict;
+mod versus;
 
 use crate::cli::LabArgs;
 use anyhow::Context;

@@ -5,7 +5,7 @@ use crate::lab::experiment::Experiment;
 use crate::lab::machine::Machine;
 use crate::lab::plan;
 use crate::lab::results::{Outcome, Record};
-use crate::lab::{finding, plot, table, verdict};
+use crate::lab::{finding, plot, table, verdict, versus};
 use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -86,6 +86,15 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         doc.push(Block::Heading(3, a.sweep.title.clone()));
         let (headers, rows) = table::build(&a, &samples);
         doc.push(Block::Table(headers, rows));
+        if let Some(v) = &a.sweep.table.versus {
+            doc.push(Block::Para(format!(
+                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name} (the ratio of the medians) with the bootstrap interval of that ratio.",
+                suffix = v.suffix,
+                name = v.name
+            )));
+            let (headers, rows) = versus::build(v, &samples);
+            doc.push(Block::Table(headers, rows));
+        }
         if let Some(note) = &a.sweep.seed_note {
             doc.push(Block::Para(format!("About the seed's numbers: {note}")));
         }

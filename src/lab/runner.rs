@@ -14,6 +14,7 @@ use indicatif::ProgressBar;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::Duration;
 
 /// Everything a run needs beside the experiment.
@@ -57,11 +58,11 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
         Ok(Started::Unavailable(note)) => return record_all(exp, sr, Outcome::Skipped, &note, run),
         Err(e) => return record_all(exp, sr, Outcome::Failed, &format!("{e:#}"), run),
     };
-    warm_up(server.port, sr, root, run.hosts);
+    warm_up(&server, sr, root, run.hosts);
     let mut checked: BTreeMap<&str, Result<(), String>> = BTreeMap::new();
     for point in &sr.points {
         run.bar.set_message(point.id.clone());
-        let check = checked.entry(&point.workload).or_insert_with(|| probe(server.addr(), root, &point.workload));
+        let check = checked.entry(&point.workload).or_insert_with(|| probe(&server, root, &point.workload, run.hosts));
         let record = match check {
             Ok(()) => measure_point(exp, point, &server, root, run.hosts),
             Err(why) => {
@@ -81,24 +82,44 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
 }
 
 /// A few requests of the first workload before measuring; a failure shows up in the points.
-fn warm_up(port: u16, sr: &ServerRun, root: &DocRoot, hosts: &Hosts) {
+fn warm_up(server: &server::Running, sr: &ServerRun, root: &DocRoot, hosts: &Hosts) {
     let Some(first) = sr.points.first() else { return };
     if sr.warmup == 0 {
         return;
     }
-    let client =
-        ClientSpec { c: 1, n: Some(sr.warmup), duration: None, rate: None, keepalive: true, model: Default::default() };
     let paths = root.urls.get(&first.workload).cloned().unwrap_or_default();
-    let _ = measure(&Load { port, paths: &paths, client: &client, hosts });
+    let _ = measure(&Load {
+        port: server.port,
+        paths: &paths,
+        client: &one_client(sr.warmup),
+        hosts,
+        tls: server.tls.as_deref(),
+    });
+}
+
+/// One keep-alive connection sending `n` requests.
+fn one_client(n: u64) -> ClientSpec {
+    ClientSpec {
+        c: 1,
+        n: Some(n),
+        duration: None,
+        rate: None,
+        keepalive: true,
+        model: Default::default(),
+        resume: true,
+    }
 }
 
 /// One request for a workload's first URL: it must be 2xx with the expected body length,
 /// so a build without CGI (which would send the script itself) is not measured as CGI.
 /// It speaks HTTP/1.0, so a body of unknown length (CGI) comes close-delimited rather
 /// than chunked and its bytes on the wire are the body's.
-fn probe(server: std::net::SocketAddr, root: &DocRoot, workload: &str) -> Result<(), String> {
+fn probe(server: &server::Running, root: &DocRoot, workload: &str, hosts: &Hosts) -> Result<(), String> {
     let path = root.urls.get(workload).and_then(|u| u.first()).ok_or("no URL")?;
-    let mut s = TcpStream::connect(server).map_err(|e| e.to_string())?;
+    if let Some(ca) = &server.tls {
+        return probe_tls(server.port, ca, root, workload, path, hosts);
+    }
+    let mut s = TcpStream::connect(server.addr()).map_err(|e| e.to_string())?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     s.write_all(format!("GET {path} HTTP/1.0\r\nHost: lab\r\n\r\n").as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
@@ -115,13 +136,33 @@ fn probe(server: std::net::SocketAddr, root: &DocRoot, workload: &str) -> Result
     }
 }
 
+/// [`probe`] over HTTPS: one request through the lab's own load (`spidey bench`'s TLS
+/// client, verifying the certificate against `ca`), which counts the status and body bytes.
+fn probe_tls(port: u16, ca: &Path, root: &DocRoot, workload: &str, path: &str, hosts: &Hosts) -> Result<(), String> {
+    let paths = [path.to_string()];
+    let load = Load { port, paths: &paths, client: &one_client(1), hosts, tls: Some(ca) };
+    let (m, raw) = measure(&load).map_err(|e| format!("{e:#}"))?;
+    if m.responses != 1 || m.non_success != 0 || m.errors != 0 {
+        return Err(format!(
+            "GET {path} over TLS: {} answers, {} of status 400 or above, {} errors",
+            m.responses, m.non_success, m.errors
+        ));
+    }
+    let body = raw.as_ref().and_then(|r| r["body_bytes"].as_u64());
+    match (root.expect.get(workload).copied().flatten(), body) {
+        (Some(want), Some(got)) if want != got => Err(format!("GET {path} sent {got} bytes, not {want}")),
+        _ => Ok(()),
+    }
+}
+
 /// One point, with the server tree's CPU time and the machine's state around it.
 fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot, hosts: &Hosts) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
     let load1 = cpu::load1();
     let counts_before = server.counts.then(|| server_counts::scrape(server.addr())).flatten();
     let before = cpu::Snapshot::take(server.pid());
-    let measured = measure(&Load { port: server.port, paths: &paths, client: &point.client, hosts });
+    let load = Load { port: server.port, paths: &paths, client: &point.client, hosts, tls: server.tls.as_deref() };
+    let measured = measure(&load);
     let after = cpu::Snapshot::take(server.pid());
     let counts_after = counts_before.as_ref().and_then(|_| server_counts::scrape(server.addr()));
     match measured {

@@ -11,7 +11,7 @@
 //! the lab. A server is spawned on the server's CPUs when the lab pins ([`crate::lab::cpu`]).
 
 use crate::lab::docroot::DocRoot;
-use crate::lab::experiment::{Peer, ServerSpec};
+use crate::lab::experiment::{Peer, Scheme, ServerSpec};
 use crate::lab::hosts::Hosts;
 use anyhow::Context;
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
@@ -33,6 +33,8 @@ pub(crate) struct Running {
     pub ip: IpAddr,
     /// Whether it answers `--metrics` at `server_counts::PATH` (spidey does, peers do not).
     pub counts: bool,
+    /// Over HTTPS: the CA file that verifies its certificate ([`crate::lab::tls`]).
+    pub tls: Option<PathBuf>,
 }
 
 /// The outcome of a start: running, or not available here (with the reason for the report).
@@ -50,7 +52,13 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &H
         return Ok(Started::Unavailable(format!("{}: preparation failed: {e:#}", spec.label)));
     }
     match (&spec.mode, &spec.peer) {
+        (Some(_), _) if spec.scheme == Scheme::Https && !hosts.is_local() => {
+            Ok(Started::Unavailable(format!("{}: HTTPS servers run only on this host, on loopback", spec.label)))
+        }
         (Some(mode), _) => start_spidey(spec, mode, root, hosts),
+        (None, Some(_)) if spec.scheme == Scheme::Https => {
+            Ok(Started::Unavailable(format!("{}: the lab has no HTTPS peers (bench/vs-peers.sh has)", spec.label)))
+        }
         (None, Some(_)) if !hosts.is_local() => {
             Ok(Started::Unavailable(format!("{}: peers run only on this host, on loopback", spec.label)))
         }
@@ -112,8 +120,18 @@ fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
 fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) -> anyhow::Result<Started> {
     let stderr_path = root.scratch().join(format!("{}.stderr", safe(&spec.label)));
     let mut command = hosts.server_command()?;
+    let mut args = spidey_args(spec, mode, root);
+    let tls = match spec.scheme {
+        Scheme::Http => None,
+        Scheme::Https => {
+            let pki = crate::lab::tls::make(&root.scratch().join(format!("{}.tls", safe(&spec.label))))?;
+            args.extend(["--tls-cert".into(), pki.cert.display().to_string()]);
+            args.extend(["--tls-key".into(), pki.key.display().to_string()]);
+            Some(pki.ca)
+        }
+    };
     command
-        .args(spidey_args(spec, mode, root))
+        .args(args)
         .args(hosts.listen_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -121,12 +139,13 @@ fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) ->
     let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     match startup_port(stdout) {
-        Some(port) => ready(Running { child, port, ip: hosts.server_ip(), counts: true }),
+        // `server_counts` scrapes over plain HTTP: an HTTPS server's own count is not taken.
+        Some(port) => ready(Running { child, port, ip: hosts.server_ip(), counts: tls.is_none(), tls }),
         None => unavailable_or_error(child, &stderr_path, &spec.label),
     }
 }
 
-/// Reads the startup line (`spidey listening on http://127.0.0.1:PORT (mode M)`) for the port.
+/// Reads the startup line (`spidey listening on http[s]://127.0.0.1:PORT (mode M)`) for the port.
 fn startup_port(stdout: std::process::ChildStdout) -> Option<u16> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -138,7 +157,7 @@ fn startup_port(stdout: std::process::ChildStdout) -> Option<u16> {
         let _ = std::io::copy(&mut reader, &mut std::io::sink());
     });
     let line = rx.recv_timeout(START_LIMIT).ok()?;
-    let addr = line.split("http://").nth(1)?.split_whitespace().next()?;
+    let addr = line.split("://").nth(1)?.split_whitespace().next()?;
     addr.rsplit(':').next()?.parse().ok()
 }
 
@@ -180,7 +199,7 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
     let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
-    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false })
+    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None })
 }
 
 /// Spawns a server as the leader of a process group of its own, so that killing the group
@@ -191,11 +210,16 @@ fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
     crate::lab::cpu::spawn_as_server(|| command.spawn())
 }
 
-/// Waits until the server answers a request, or fails.
+/// Waits until the server answers a request (an HTTPS one: accepts a connection; the
+/// runner's probe then checks an answer over TLS), or fails.
 fn ready(mut server: Running) -> anyhow::Result<Started> {
     let deadline = Instant::now() + START_LIMIT;
     while Instant::now() < deadline {
-        if answers(server.addr()) {
+        let up = match server.tls {
+            None => answers(server.addr()),
+            Some(_) => TcpStream::connect_timeout(&server.addr(), Duration::from_secs(2)).is_ok(),
+        };
+        if up {
             return Ok(Started::Running(server));
         }
         if let Ok(Some(status)) = server.child.try_wait() {
@@ -315,7 +339,7 @@ mod tests {
             stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
         };
         assert!(!gone(), "the sleeper should be running");
-        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false });
+        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None });
         let start = Instant::now();
         while !gone() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));

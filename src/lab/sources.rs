@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The experiment files built into the binary, so `spidey lab` runs from any directory
 /// (`--experiments-dir` reads a directory instead).
-const BUILT_IN: [(&str, &str); 7] = [
+const BUILT_IN: [(&str, &str); 8] = [
     ("000-fork.toml", include_str!("../../experiments/000-fork.toml")),
     ("001-delay.toml", include_str!("../../experiments/001-delay.toml")),
     ("002-threads.toml", include_str!("../../experiments/002-threads.toml")),
@@ -14,6 +14,7 @@ const BUILT_IN: [(&str, &str); 7] = [
     ("004-fork-thread-pool.toml", include_str!("../../experiments/004-fork-thread-pool.toml")),
     ("005-modes.toml", include_str!("../../experiments/005-modes.toml")),
     ("006-robustness.toml", include_str!("../../experiments/006-robustness.toml")),
+    ("007-tls.toml", include_str!("../../experiments/007-tls.toml")),
 ];
 
 /// The source files experiments compile (`{repo}` in a server's `prepare`), built in for

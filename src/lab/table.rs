@@ -35,10 +35,12 @@ impl Sample {
 
     /// The point's coordinate along a dimension, as a number (NaN for names).
     pub fn coord(&self, dim: Dim) -> f64 {
+        let c = &self.client;
         match dim {
             Dim::Connections | Dim::Clients => f64::from(self.client.c),
             Dim::Requests => self.client.n.map(|n| n as f64).unwrap_or(f64::NAN),
             Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
+            Dim::Connection => CONNECTION_USES.iter().position(|u| u.0 == (c.keepalive, c.resume)).unwrap_or(0) as f64,
             Dim::Server | Dim::Workload => f64::NAN,
         }
     }
@@ -68,6 +70,7 @@ impl Sample {
                 Some(n) => format!("{} × {}", self.client.c, n / u64::from(self.client.c.max(1))),
                 None => self.client.c.to_string(),
             },
+            Dim::Connection => phrase(Dim::Connection, self.coord(Dim::Connection)),
         }
     }
 }
@@ -200,8 +203,18 @@ pub(crate) fn dim_header(d: Dim) -> &'static str {
         Dim::Requests => "Requests",
         Dim::Rate => "Rate (req/s)",
         Dim::Clients => "Clients × requests",
+        Dim::Connection => "Connection",
     }
 }
+
+/// The connection uses along [`Dim::Connection`], in order: (keep-alive, resume), words.
+/// Plain HTTP ignores resumption: its two `new per request` rows are the same load.
+const CONNECTION_USES: [((bool, bool), &str); 4] = [
+    ((true, true), "keep-alive"),
+    ((false, true), "new per request (TLS: resumed)"),
+    ((false, false), "new per request (TLS: full handshake)"),
+    ((true, false), "keep-alive (TLS: no resumption)"),
+];
 
 /// How a coordinate reads in a sentence: "4 connections", "N = 1000", "500 req/s".
 pub(crate) fn phrase(d: Dim, x: f64) -> String {
@@ -209,6 +222,7 @@ pub(crate) fn phrase(d: Dim, x: f64) -> String {
         Dim::Connections | Dim::Clients => format!("{x} connection{}", if x == 1.0 { "" } else { "s" }),
         Dim::Requests => format!("N = {x}"),
         Dim::Rate => format!("{x} req/s"),
+        Dim::Connection => CONNECTION_USES.get(x as usize).map_or("?", |u| u.1).to_string(),
         Dim::Server | Dim::Workload => format!("{x}"),
     }
 }

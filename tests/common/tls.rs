@@ -28,6 +28,9 @@ pub struct Pki {
     pub ca: PathBuf,
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// The leaf's SubjectPublicKeyInfo pin (base64 of its SHA-256), for Chromium's
+    /// `--ignore-certificate-errors-spki-list`.
+    pub spki_pin: String,
     pub client: Arc<ClientConfig>,
 }
 
@@ -53,8 +56,29 @@ pub fn pki() -> &'static Pki {
         std::fs::write(&cert, leaf_cert.pem()).unwrap();
         std::fs::write(&key, leaf_key.serialize_pem()).unwrap();
         let client = client_config(ca_cert.der().clone());
-        Pki { _dir: dir, ca, cert, key, client }
+        let spki_pin = spki_pin(&leaf_key);
+        Pki { _dir: dir, ca, cert, key, spki_pin, client }
     })
+}
+
+/// Base64 of the SHA-256 of `key`'s SubjectPublicKeyInfo: the form Chromium's
+/// `--ignore-certificate-errors-spki-list` takes (and HPKP's `pin-sha256` did).
+pub fn spki_pin(key: &rcgen::KeyPair) -> String {
+    use base64::Engine;
+    use rcgen::PublicKeyData;
+    use sha2::Digest;
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(key.subject_public_key_info()))
+}
+
+/// A self-signed certificate for `127.0.0.1` and `localhost`, its key, written to `dir`
+/// as `cert.pem` and `key.pem`; returns (cert, key, SPKI pin).
+pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let rcgen::CertifiedKey { cert, signing_key } = rcgen::generate_simple_self_signed(names).unwrap();
+    let (cert_file, key_file) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, signing_key.serialize_pem()).unwrap();
+    (cert_file, key_file, spki_pin(&signing_key))
 }
 
 fn client_config(ca: CertificateDer<'static>) -> Arc<ClientConfig> {
