@@ -429,7 +429,13 @@ table() { # title table-name higher|lower unit
     best=$(best_peer "$2" "$w" "$3")
     for s in "${servers[@]}"; do
       serves "$s" "$w" || continue
-      if [ "$s" = "$best" ]; then r="best peer"; else r=$(ratio "${t[$best,$w]:-}" "${t[$s,$w]:-}"); fi
+      if [ -z "$best" ]; then
+        r="no peer in this run"
+      elif [ "$s" = "$best" ]; then
+        r="best peer"
+      else
+        r=$(ratio "${t[$best,$w]:-}" "${t[$s,$w]:-}")
+      fi
       echo "| $w | $s | $(summary "${t[$s,$w]:-}") | $r |"
     done
   done
