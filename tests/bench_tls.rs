@@ -4,10 +4,11 @@
 //! request (close), resume only when allowed, and fail an untrusted certificate as `tls`
 //! errors, quickly.
 
+mod common;
 #[path = "bench_tls/servers.rs"]
 mod servers;
 
-use servers::{fixture, Certs, Nginx, PythonTls, Versions};
+use servers::{fixture, nginx_tls, Certs, PythonTls, Versions};
 use spidey::bench::{decode_histogram, BenchResult};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -50,7 +51,7 @@ fn keep_alive_does_one_handshake_per_connection() {
     let (certs, root) = (Certs::new(), fixture());
     let ca = certs.path("ca.pem");
     for versions in [Versions::Tls13, Versions::Tls12Only] {
-        let nginx = Nginx::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), versions);
+        let nginx = nginx_tls(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), versions);
         for (file, len) in [("1k", 1024), ("64k", 65536)] {
             let url = format!("https://localhost:{}/{file}", nginx.port);
             let (r, report, _) = bench(&["-n", "40", "-c", "3", "-t", "2", "--cacert", &ca, &url]);
@@ -70,7 +71,7 @@ fn close_per_request_does_a_handshake_per_request_resumed_unless_no_resume() {
     let (certs, root) = (Certs::new(), fixture());
     let ca = certs.path("ca.pem");
     for versions in [Versions::Tls13, Versions::Tls12Only] {
-        let nginx = Nginx::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), versions);
+        let nginx = nginx_tls(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), versions);
         let url = format!("https://localhost:{}/1k", nginx.port);
         // (flags, lowest number of resumed handshakes, highest): one connection at a time,
         // so only the first needs a full handshake when resumption is on.
@@ -92,7 +93,7 @@ fn close_per_request_does_a_handshake_per_request_resumed_unless_no_resume() {
 #[test]
 fn open_loop_pool_and_per_request_over_tls() {
     let (certs, root) = (Certs::new(), fixture());
-    let nginx = Nginx::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
+    let nginx = nginx_tls(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
     let url = format!("https://localhost:{}/1k", nginx.port);
     let ca = certs.path("ca.pem");
     // (model, most handshakes): the pool keeps its 2 connections; per request, one each.
@@ -108,7 +109,7 @@ fn open_loop_pool_and_per_request_over_tls() {
 #[test]
 fn an_untrusted_certificate_is_a_tls_error_not_a_hang() {
     let (certs, root) = (Certs::new(), fixture());
-    let nginx = Nginx::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
+    let nginx = nginx_tls(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
     let url = format!("https://localhost:{}/1k", nginx.port);
     let other = certs.path("other-ca.pem");
     // No flag: the system's CA bundle, which does not know the test CA; --cacert of another CA.
@@ -127,7 +128,7 @@ fn an_untrusted_certificate_is_a_tls_error_not_a_hang() {
 fn insecure_accepts_a_self_signed_certificate() {
     let (certs, root) = (Certs::new(), fixture());
     let (cert, key) = (certs.path("self.pem"), certs.path("self-key.pem"));
-    let nginx = Nginx::start(root.path(), &cert, &key, Versions::Tls13);
+    let nginx = nginx_tls(root.path(), &cert, &key, Versions::Tls13);
     let url = format!("https://127.0.0.1:{}/1k", nginx.port);
     let (refused, _, _) = bench(&["-n", "4", "-c", "1", "-t", "1", &url]);
     assert_eq!((refused.responses, refused.errors.tls), (0, 4));
@@ -162,7 +163,7 @@ fn python_ssl_server_answers_every_request() {
 #[test]
 fn https_runs_merge_with_their_handshakes() {
     let (certs, root) = (Certs::new(), fixture());
-    let nginx = Nginx::start(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
+    let nginx = nginx_tls(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
     let url = format!("https://localhost:{}/1k", nginx.port);
     let dir = tempfile::tempdir().unwrap();
     let (mut files, mut handshakes) = (Vec::new(), Vec::new());
@@ -195,8 +196,8 @@ fn a_pinned_cipher_suite_is_the_one_negotiated_or_the_handshake_fails() {
     let (certs, root) = (Certs::new(), fixture());
     let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
     let ca = certs.path("ca.pem");
-    let tls13 = Nginx::start(root.path(), &cert, &key, Versions::Tls13);
-    let tls12 = Nginx::start(root.path(), &cert, &key, Versions::Tls12Only);
+    let tls13 = nginx_tls(root.path(), &cert, &key, Versions::Tls13);
+    let tls12 = nginx_tls(root.path(), &cert, &key, Versions::Tls12Only);
     // (server, offered suite, negotiated; None: no suite in common, a TLS error).
     let cases = [
         (&tls13, "TLS13_AES_128_GCM_SHA256", Some("TLSv1_3 TLS13_AES_128_GCM_SHA256")),

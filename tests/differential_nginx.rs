@@ -21,78 +21,14 @@
 
 mod common;
 
+use common::nginx::Nginx;
 use common::{Fixture, Spidey, HELLO};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[path = "differential_nginx/cases.rs"]
 mod cases;
-
-const NGINX: &str = "/usr/sbin/nginx";
-
-/// nginx, run in the foreground as one process with its own prefix in a temporary
-/// directory; killed on drop.
-struct Nginx {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Nginx {
-    fn start(root: &Path) -> Nginx {
-        assert!(
-            Path::new(NGINX).exists(),
-            "{NGINX} not found: the differential test needs nginx from Debian's package \
-             (apt-get install nginx-light)"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let d = dir.path().display();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log {d}/error.log info;\npid {d}/nginx.pid;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
-             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
-             default_type application/octet-stream;\n  \
-             server {{\n    listen 127.0.0.1:{port};\n    root {};\n    autoindex on;\n  }}\n}}\n",
-            root.display()
-        );
-        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let child = Command::new(NGINX)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(dir.path().join("nginx.conf"))
-            .arg("-e")
-            .arg(dir.path().join("error.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {NGINX} (apt-get install nginx-light): {e}"));
-        let mut nginx = Nginx { child, port, dir };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = nginx.child.try_wait() {
-                let log = std::fs::read_to_string(nginx.dir.path().join("error.log")).unwrap_or_default();
-                panic!("nginx exited at start ({status}):\n{log}");
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "nginx did not listen within 10 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        nginx
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Sends `stream`, half-closes, reads every response to the close, and summarises them.
 fn summarise(mut s: common::Conn, stream: &[u8]) -> String {
@@ -174,7 +110,7 @@ fn spidey_and_nginx_split_and_accept_the_same_streams(mode: &str) {
     let fx = Fixture::new();
     std::fs::write(fx.root().join("smuggled.txt"), cases::SMUGGLED).unwrap();
     let spidey = Spidey::start(mode, &fx.root(), &[]);
-    let nginx = Nginx::start(&fx.root());
+    let nginx = Nginx::start(&fx.root(), "", "autoindex on;");
     let rows = cases::rows();
     let mut failures = Vec::new();
     for row in &rows {

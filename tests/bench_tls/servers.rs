@@ -3,12 +3,10 @@
 //! fixture directory with a certificate rcgen makes at test time (no key is committed).
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-const NGINX: &str = "/usr/sbin/nginx";
+pub use crate::common::nginx::Nginx;
 
 /// Test certificates in a temporary directory: `ca.pem` (a CA), `cert.pem`/`key.pem` (a
 /// leaf for localhost and 127.0.0.1 signed by it), `other-ca.pem` (a CA that signed nothing
@@ -57,61 +55,18 @@ pub enum Versions {
     Tls12Only,
 }
 
-/// nginx with `ssl`, session tickets and a session cache, in the foreground as one process
-/// with its own prefix; killed on drop.
-pub struct Nginx {
-    child: Child,
-    pub port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Nginx {
-    /// Serves `root` over TLS with `cert`/`key` (PEM files).
-    pub fn start(root: &Path, cert: &str, key: &str, versions: Versions) -> Nginx {
-        assert!(Path::new(NGINX).exists(), "{NGINX} not found: apt-get install nginx-light");
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let d = dir.path().display();
-        let protocols = match versions {
-            Versions::Tls13 => "TLSv1.2 TLSv1.3",
-            Versions::Tls12Only => "TLSv1.2",
-        };
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log {d}/error.log info;\npid {d}/nginx.pid;\n\
-             events {{ worker_connections 256; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
-             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
-             default_type application/octet-stream;\n  \
-             server {{\n    listen 127.0.0.1:{port} ssl;\n    root {};\n    \
-             ssl_certificate {cert};\n    ssl_certificate_key {key};\n    ssl_protocols {protocols};\n    \
-             ssl_session_cache shared:SSL:1m;\n    ssl_session_tickets on;\n  }}\n}}\n",
-            root.display()
-        );
-        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let child = Command::new(NGINX)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(dir.path().join("nginx.conf"))
-            .arg("-e")
-            .arg(dir.path().join("error.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {NGINX}: {e}"));
-        let mut nginx = Nginx { child, port, dir };
-        let log = nginx.dir.path().join("error.log");
-        wait_listening(port, &mut nginx.child, &log);
-        nginx
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// nginx with `ssl`, session tickets and a session cache, serving `root` over TLS with
+/// `cert`/`key` (PEM files); see [`crate::common::nginx`].
+pub fn nginx_tls(root: &Path, cert: &str, key: &str, versions: Versions) -> Nginx {
+    let protocols = match versions {
+        Versions::Tls13 => "TLSv1.2 TLSv1.3",
+        Versions::Tls12Only => "TLSv1.2",
+    };
+    let directives = format!(
+        "ssl_certificate {cert};\n    ssl_certificate_key {key};\n    ssl_protocols {protocols};\n    \
+         ssl_session_cache shared:SSL:1m;\n    ssl_session_tickets on;"
+    );
+    Nginx::start(root, "ssl", &directives)
 }
 
 /// Python's `http.server` (HTTP/1.1, keep-alive) behind `ssl`, threads per connection;
@@ -160,21 +115,6 @@ impl Drop for PythonTls {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn wait_listening(port: u16, child: &mut Child, log: &PathBuf) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("nginx exited ({status}): {}", std::fs::read_to_string(log).unwrap_or_default());
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "nginx did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
