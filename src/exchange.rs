@@ -65,6 +65,9 @@ pub enum Body {
     Empty,
     /// Bytes built in memory (listings, error pages, handler output).
     Bytes(Vec<u8>),
+    /// A range of bytes kept in memory and shared (a small cached file), copied once into
+    /// the out buffer.
+    Shared(std::sync::Arc<[u8]>, std::ops::Range<usize>),
     /// `len` bytes of `file` from `offset`, to be sent with sendfile (shared with the
     /// content side's open-file cache: every send reads at its own offset).
     File {
@@ -276,6 +279,7 @@ impl Exchanger {
         let body = match frame(&mut self.head, date, server.quiet, response, headers, meta, !close) {
             content::Body::Empty => Body::Empty,
             content::Body::Bytes(bytes) => Body::Bytes(bytes),
+            content::Body::Shared(bytes, range) => Body::Shared(bytes, range),
             content::Body::File { file, offset, len } => Body::File { file, offset, len },
             // INVARIANT: `finish` gets error pages and plain answers; `step` gives a script's
             // answer to a `CgiResponse` instead.

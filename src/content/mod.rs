@@ -43,6 +43,9 @@ pub enum Body {
     Empty,
     /// Bytes built in memory (listings, error pages).
     Bytes(Vec<u8>),
+    /// `range` of bytes kept in memory and shared, without a copy (a small file's bytes
+    /// in the open-file cache).
+    Shared(Arc<[u8]>, std::ops::Range<usize>),
     /// `len` bytes of `file` from `offset`, to be sent with sendfile. Shared with the
     /// thread's open-file cache ([`file_cache`]), so every use reads at its own offset.
     File {
@@ -62,6 +65,7 @@ impl Body {
         match self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
+            Body::Shared(_, range) => range.len() as u64,
             Body::File { len, .. } => *len,
             Body::Cgi(_) => 0,
         }
@@ -266,10 +270,10 @@ impl Site {
     fn file(&self, req: &Request<'_, '_>, file: Arc<File>, meta: &std::fs::Metadata, relative: &[u8]) -> Response {
         let content_type = static_file::content_type(relative);
         let choice = compress::choose(&self.root, self.options.compress, req, relative, meta, content_type);
-        // A small file's bytes from memory: its head and body then leave in one send. Not
-        // for HEAD, which sends no body (the file stands for its length).
-        let small = match req.method {
-            Method::Get => self.root.small_contents(relative, meta),
+        // A small file's bytes from memory, when the file itself is sent (not a sibling, not
+        // encoded now): its head and body then leave in one send.
+        let small = match choice.encoding {
+            compress::Encoding::Identity => self.root.small_contents(relative, meta),
             _ => None,
         };
         static_file::respond(

@@ -19,7 +19,8 @@ use std::time::SystemTime;
 pub struct Source {
     pub file: Arc<File>,
     /// Its bytes, when the open-file cache holds them for the version `meta` describes
-    /// (small files, GET only): sent from memory, head and body in one write.
+    /// (small files, the identity representation): sent from memory, head and body in one
+    /// write.
     pub small: Option<Arc<[u8]>>,
 }
 
@@ -43,7 +44,7 @@ pub fn respond(
         Encoding::OnTheFly(coding) => (file, meta.clone(), Some(coding), Some(coding), None),
     };
     let body = |offset: u64, len: u64| match &small {
-        Some(bytes) => Body::Bytes(bytes[offset as usize..(offset + len) as usize].to_vec()),
+        Some(bytes) => Body::Shared(Arc::clone(bytes), offset as usize..(offset + len) as usize),
         None => Body::File { file: Arc::clone(&file), offset, len },
     };
     let len = meta.len();

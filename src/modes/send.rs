@@ -60,6 +60,10 @@ pub(crate) fn frame(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoi
             out.extend_from_slice(&bytes);
             None
         }
+        Body::Shared(bytes, range) => {
+            out.extend_from_slice(&bytes[range]);
+            None
+        }
         Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
         Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi)),
     }
