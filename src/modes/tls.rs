@@ -243,9 +243,7 @@ impl Tls {
             match rustix::io::pread(&**file, &mut self.scratch[..want], *offset) {
                 Ok(0) => return Sent::Failed, // the file shrank under us
                 Ok(n) => {
-                    let scratch = std::mem::take(&mut self.scratch);
-                    let taken = self.encrypt(&scratch[..n]);
-                    self.scratch = scratch;
+                    let taken = self.conn.writer().write(&self.scratch[..n]).unwrap_or(0);
                     if taken == 0 {
                         return Sent::Failed;
                     }
