@@ -15,20 +15,9 @@ use std::time::{Duration, Instant};
 
 /// Runs `spidey bench ARGS --json FILE`; the parsed result, the report, and how long it took.
 fn bench(args: &[&str]) -> (BenchResult, String, Duration) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .arg("bench")
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run spidey bench");
-    let took = start.elapsed();
-    assert!(out.status.success(), "spidey bench {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(&json).expect("the --json file");
-    (serde_json::from_str(&text).unwrap(), String::from_utf8_lossy(&out.stdout).into_owned(), took)
+    let (result, out) = common::bench::run(args);
+    (result, String::from_utf8_lossy(&out.stdout).into_owned(), start.elapsed())
 }
 
 /// Every request answered 200 with a `len`-byte body; no error of any class.

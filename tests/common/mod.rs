@@ -7,6 +7,7 @@
 //! with [`plaintext_only`], which names why.
 #![allow(dead_code)]
 
+pub mod bench;
 pub mod nginx;
 pub mod tls;
 
