@@ -189,6 +189,11 @@ impl Model {
 }
 
 impl ClientSpec {
+    /// A closed loop of `c` keep-alive connections sending `n` requests in all.
+    pub fn closed(c: u32, n: u64) -> ClientSpec {
+        ClientSpec { c, n: Some(n), duration: None, rate: None, keepalive: true, model: Model::default(), resume: true }
+    }
+
     /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`, `c1-d1s-r500-close-per-request`.
     pub fn label(&self) -> String {
         let mut s = format!("c{}", self.c);

@@ -190,15 +190,7 @@ mod tests {
 
     /// A sample with three repeats spread ±2% around `mean_us`.
     pub(crate) fn sample(server: &str, c: u32, mean_us: f64) -> Sample {
-        let client = ClientSpec {
-            c,
-            n: Some(100),
-            duration: None,
-            rate: None,
-            keepalive: true,
-            model: Default::default(),
-            resume: true,
-        };
+        let client = ClientSpec::closed(c, 100);
         let runs = [0.98, 1.0, 1.02]
             .iter()
             .map(|f| Measurement { mean_us: mean_us * f, responses: 100, ..Default::default() })

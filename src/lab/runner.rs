@@ -99,15 +99,7 @@ fn warm_up(server: &server::Running, sr: &ServerRun, root: &DocRoot, hosts: &Hos
 
 /// One keep-alive connection sending `n` requests.
 fn one_client(n: u64) -> ClientSpec {
-    ClientSpec {
-        c: 1,
-        n: Some(n),
-        duration: None,
-        rate: None,
-        keepalive: true,
-        model: Default::default(),
-        resume: true,
-    }
+    ClientSpec::closed(1, n)
 }
 
 /// One request for a workload's first URL: it must be 2xx with the expected body length,

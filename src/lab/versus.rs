@@ -55,15 +55,7 @@ mod tests {
     use crate::lab::table::Sample;
 
     fn sample(server: &str, rps: &[f64]) -> Sample {
-        let client = crate::lab::experiment::ClientSpec {
-            c: 4,
-            n: Some(100),
-            duration: None,
-            rate: None,
-            keepalive: true,
-            model: Default::default(),
-            resume: true,
-        };
+        let client = crate::lab::experiment::ClientSpec::closed(4, 100);
         let runs = rps.iter().map(|&rps| Measurement { rps, responses: 100, ..Default::default() }).collect();
         Sample { server: server.into(), workload: "w".into(), client, runs }
     }
