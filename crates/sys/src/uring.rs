@@ -4,9 +4,9 @@
 //! entry points to until the operation completes (io_uring_enter(2): "the application must
 //! ensure the buffers remain valid until the completion"). This wrapper makes every
 //! operation sound by owning all such memory itself:
-//! - receive buffers live in one region owned by the ring and lent to the kernel with
-//!   IORING_OP_PROVIDE_BUFFERS; a completed receive shows its bytes to the caller, then
-//!   the buffer is given back to the kernel;
+//! - receive buffers live in one region owned by the ring and lent to the kernel through a
+//!   buffer ring (`buf_ring.rs`); a completed receive shows its bytes to the caller, then
+//!   the buffer is given back to the kernel (a store into the buffer ring, no operation);
 //! - a send takes ownership of its `Vec` and hands it back with the completion;
 //! - every other operation (poll, close, cancel) points at no user memory.
 //!
@@ -21,6 +21,9 @@
 //! completions before freeing any memory they could still touch (or leaks the memory
 //! if the kernel does not answer in time).
 
+mod buf_ring;
+
+use buf_ring::BufRing;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::collections::HashMap;
 use std::io;
@@ -29,8 +32,11 @@ use std::time::Duration;
 
 /// The buffer group of the receive buffers.
 const GROUP: u16 = 0;
-/// The user data of internal operations (buffer returns, cancels): never shown to callers.
+/// The user data of internal operations (closes, cancels): never shown to callers.
 const INTERNAL: u64 = u64::MAX;
+/// IORING_RECVSEND_POLL_FIRST (include/uapi/linux/io_uring.h, Linux 5.19): a receive that
+/// expects no data yet waits for it without trying first (io_uring_prep_recv(3)).
+const RECV_POLL_FIRST: u16 = 1;
 
 /// What a completion carried.
 #[derive(Debug)]
@@ -69,6 +75,9 @@ pub struct Ring {
     /// was given back until it picks one for a receive.
     region: Box<[u8]>,
     size: usize,
+    /// The buffer ring that lends `region`'s buffers, registered as group GROUP.
+    /// INVARIANT: registered until `Drop` unregisters it (or leaks it).
+    buffers: Option<BufRing>,
     /// The kind of each in-flight operation, by user data; a send also keeps its buffer.
     kinds: HashMap<u64, Kind>,
     sends: HashMap<u64, Vec<u8>>,
@@ -83,8 +92,9 @@ impl std::fmt::Debug for Ring {
 }
 
 impl Ring {
-    /// Sets up a ring of `entries` and lends it `count` receive buffers of `size` bytes.
-    /// Fails with ENOSYS or EPERM where the kernel has no (or forbids) io_uring.
+    /// Sets up a ring of `entries` and lends it `count` receive buffers (a power of two) of
+    /// `size` bytes. Fails with ENOSYS or EPERM where the kernel has no (or forbids)
+    /// io_uring, and with EINVAL where it has no buffer rings (before Linux 5.19).
     pub fn new(entries: u32, count: u16, size: usize) -> io::Result<Ring> {
         // One thread submits and reaps (single issuer), so completions' task work can wait
         // until that thread asks for events (defer taskrun, Linux 6.1): fewer interrupts
@@ -94,19 +104,27 @@ impl Ring {
             .setup_defer_taskrun()
             .build(entries)
             .or_else(|_| IoUring::new(entries))?;
+        u32::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let region = vec![0u8; usize::from(count) * size].into_boxed_slice();
-        let mut ring = Ring { ring, region, size, kinds: HashMap::new(), sends: HashMap::new(), in_flight: 0 };
-        let len = i32::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let ptr = ring.region.as_mut_ptr();
-        let entry = opcode::ProvideBuffers::new(ptr, len, count, GROUP, 0).build().user_data(INTERNAL);
-        ring.push(&entry)?;
-        ring.ring.submit_and_wait(1)?;
-        let cqe = ring.ring.completion().next();
-        ring.in_flight -= 1;
-        match cqe.map(|c| c.result()) {
-            Some(r) if r < 0 => Err(io::Error::from_raw_os_error(-r)),
-            _ => Ok(ring),
+        let buffers = BufRing::new(count)?;
+        // SAFETY: io_uring_register_buf_ring(3): the ring memory must stay valid until it is
+        // unregistered or the ring is destroyed. `buffers` moves into the `Ring` below (its
+        // heap memory does not move), whose `Drop` unregisters it before freeing it, or
+        // leaks it; if registering fails, nothing references it and it is freed here.
+        unsafe { ring.submitter().register_buf_ring_with_flags(buffers.addr(), count, GROUP, 0) }?;
+        let mut ring = Ring {
+            ring,
+            region,
+            size,
+            buffers: Some(buffers),
+            kinds: HashMap::new(),
+            sends: HashMap::new(),
+            in_flight: 0,
+        };
+        for id in 0..count {
+            ring.give_back(id);
         }
+        Ok(ring)
     }
 
     /// Pushes one entry, submitting first if the queue is full.
@@ -116,9 +134,9 @@ impl Ring {
         }
         // SAFETY: io_uring_enter(2) requires the memory an entry points to to stay valid
         // until its completion. Every entry built in this module points either at no user
-        // memory (poll, cancel), at `self.region` (provide buffers, and receives
-        // through buffer selection), which lives as long as `self` and is only freed by
-        // `Drop` after every operation completed, or at a send buffer owned by
+        // memory (poll, cancel, close), at `self.region` (receives through buffer
+        // selection from the buffer ring), which lives as long as `self` and is only freed
+        // by `Drop` after every operation completed, or at a send buffer owned by
         // `self.sends` until its completion is reaped.
         unsafe { self.ring.submission().push(entry) }.map_err(|_| io::Error::other("submission queue full"))?;
         self.in_flight += 1;
@@ -131,11 +149,14 @@ impl Ring {
         Ok(())
     }
 
-    /// A receive into one of the ring's buffers.
-    pub fn recv(&mut self, fd: BorrowedFd<'_>, user_data: u64) -> io::Result<()> {
+    /// A receive into one of the ring's buffers. `expect_wait`: the caller knows the socket
+    /// held no input at its last read, so the kernel waits for input before trying
+    /// (IORING_RECVSEND_POLL_FIRST) instead of failing a first try.
+    pub fn recv(&mut self, fd: BorrowedFd<'_>, expect_wait: bool, user_data: u64) -> io::Result<()> {
         let len = u32::try_from(self.size).unwrap_or(u32::MAX);
         let entry = opcode::Recv::new(types::Fd(fd.as_raw_fd()), std::ptr::null_mut(), len)
             .buf_group(GROUP)
+            .ioprio(if expect_wait { RECV_POLL_FIRST } else { 0 })
             .build()
             .flags(squeue::Flags::BUFFER_SELECT);
         self.track(entry, user_data, Kind::Recv)
@@ -236,7 +257,7 @@ impl Ring {
                         input_left,
                         outcome: Outcome::Received(Ok(&self.region[start..start + n])),
                     });
-                    self.give_back(id)?;
+                    self.give_back(id);
                     continue;
                 }
             };
@@ -245,12 +266,18 @@ impl Ring {
         Ok(())
     }
 
-    /// Lends receive buffer `id` to the kernel again.
-    fn give_back(&mut self, id: u16) -> io::Result<()> {
-        let len = i32::try_from(self.size).unwrap_or(i32::MAX);
+    /// Lends receive buffer `id` to the kernel (again): a slot in the buffer ring. A
+    /// completion that consumed a buffer reports its id once, so each id is given back
+    /// once per use (`buf_ring.rs`'s INVARIANT).
+    fn give_back(&mut self, id: u16) {
+        let Some(buffers) = self.buffers.as_mut() else { return };
+        if id >= buffers.count() {
+            return; // not one of ours: never lent, never given
+        }
         // The pointer is taken inside `region`, which outlives every operation (see push).
         let ptr = self.region[usize::from(id) * self.size..].as_mut_ptr();
-        self.push(&opcode::ProvideBuffers::new(ptr, len, 1, GROUP, id).build().user_data(INTERNAL))
+        buffers.push(ptr, self.size as u32, id);
+        buffers.publish();
     }
 }
 
@@ -264,6 +291,13 @@ impl Drop for Ring {
         }
         for _ in 0..100 {
             if self.in_flight == 0 {
+                // Nothing can pick a buffer any more: the kernel lets go of the buffer
+                // ring, then it is freed (or, if the kernel refuses, leaked).
+                if let Some(buffers) = self.buffers.take() {
+                    if self.ring.submitter().unregister_buf_ring(GROUP).is_err() {
+                        buffers.leak();
+                    }
+                }
                 return;
             }
             let _ = self.submit_and_wait(Some(Duration::from_millis(10)));
@@ -272,5 +306,8 @@ impl Drop for Ring {
         // The kernel did not finish in time: leak rather than free memory it may write.
         std::mem::forget(std::mem::take(&mut self.region));
         std::mem::forget(std::mem::take(&mut self.sends));
+        if let Some(buffers) = self.buffers.take() {
+            buffers.leak();
+        }
     }
 }

@@ -183,7 +183,10 @@ impl Io {
             };
         }
         self.recv_armed = true;
-        match ring.recv(self.stream.as_fd(), conn.id.tag(Op::Socket)) {
+        // Drained: the client has not answered yet (it waits for the response just sent),
+        // so the kernel waits for input rather than failing a first try.
+        let expect_wait = self.input == Input::Drained;
+        match ring.recv(self.stream.as_fd(), expect_wait, conn.id.tag(Op::Socket)) {
             Ok(()) => Received::Wait,
             Err(_) => Received::Closed,
         }
