@@ -3,6 +3,7 @@
 //! mirror it field for field.
 
 use std::ffi::{c_int, c_void};
+use std::mem::ManuallyDrop;
 use std::path::Path;
 
 /// The ABI version this build speaks (`SPIDEY_HANDLER_ABI_VERSION`).
@@ -102,7 +103,12 @@ pub struct HandlerResponse {
 #[derive(Debug)]
 pub struct HandlerLib {
     handle: HandleFn,
-    _lib: libloading::Library,
+    /// INVARIANT: never dlclose'd, even when this value is dropped or loading fails after
+    /// dlopen: the library's initialisers may have started threads that run its code
+    /// (pthread_create returns before the new thread has run at all), and dlclose(3)
+    /// unmapping that code under them is a SIGSEGV, not an error. Leaking a library the
+    /// operator named for the life of the process is the price.
+    _lib: ManuallyDrop<libloading::Library>,
 }
 
 impl HandlerLib {
@@ -111,7 +117,7 @@ impl HandlerLib {
         // SAFETY: dlopen(3) runs the library's initialisers; nothing else in this process
         // depends on their effects. Loading code the operator named with --handler is the
         // point of the feature: the library is trusted as the binary is.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(LoadError::Open)?;
+        let lib = ManuallyDrop::new(unsafe { libloading::Library::new(path) }.map_err(LoadError::Open)?);
         // SAFETY: dlsym(3) returns the symbol's address; the header declares it as
         // `uint32_t spidey_handler_abi_version(void)`, which AbiVersionFn matches.
         let version: AbiVersionFn = *unsafe { lib.get::<AbiVersionFn>(b"spidey_handler_abi_version\0") }
