@@ -29,6 +29,12 @@ fn library(name: &str, source: &str) -> PathBuf {
     lib
 }
 
+/// Removes the library's directory once the test has looked (the mapping outlives the
+/// file, so the library stays loaded).
+fn remove(lib: &Path) {
+    let _ = std::fs::remove_dir_all(lib.parent().unwrap());
+}
+
 fn mapped(lib: &Path) -> bool {
     std::fs::read_to_string("/proc/self/maps").unwrap().contains(lib.to_str().unwrap())
 }
@@ -54,6 +60,7 @@ fn a_loaded_handler_library_stays_mapped_after_its_handle_is_dropped() {
         assert!(mapped(&lib));
     } // the handle is dropped here
     assert!(mapped(&lib), "dropping the handle unloaded the library");
+    remove(&lib);
 }
 
 #[test]
@@ -61,4 +68,5 @@ fn a_library_refused_after_dlopen_stays_mapped() {
     let lib = library("refused", WRONG_ABI);
     assert!(HandlerLib::load(&lib).is_err(), "a wrong ABI version is refused");
     assert!(mapped(&lib), "refusing the library unloaded it");
+    remove(&lib);
 }

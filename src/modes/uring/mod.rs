@@ -6,8 +6,8 @@
 //! the bound, and those clients could only be reset); at the bound no poll is armed and
 //! clients wait in the listen queue until a place frees up on any loop (its eventfd,
 //! polled through the ring). One receive per connection into buffers lent through a
-//! buffer ring (an idle connection holds no buffer of its own), and the framed out bytes sent as a ring
-//! operation; file bodies never pass through user space (`conn.rs`). CGI script pipes are
+//! buffer ring (an idle connection holds no buffer of its own), and the framed out bytes
+//! sent as a ring operation; file bodies never pass through user space (`conn.rs`). CGI script pipes are
 //! watched with ring polls. Every loop iteration is one io_uring_enter that both submits
 //! and waits, with the next deadline as its timeout. Trade-off: fewer system calls per
 //! request than `event` (no epoll_wait + recv pair), at the price of buffer ownership
