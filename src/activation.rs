@@ -44,5 +44,5 @@ fn listener(fd: OwnedFd) -> Result<Listener, String> {
     let socket = socket2::Socket::from(fd);
     let addr = socket.local_addr().ok().and_then(|a| a.as_socket()).ok_or("is not a TCP socket (IPv4 or IPv6)")?;
     socket.set_nonblocking(true).map_err(|e| format!("cannot be made non-blocking: {e}"))?;
-    Ok(Listener { socket: socket.into(), addr, backlog: 0, origin: Origin::Inherited })
+    Ok(Listener { socket: socket.into(), addr, backlog: 0, origin: Origin::Inherited, notsent_lowat: 0 })
 }

@@ -139,6 +139,14 @@ pub struct ServeArgs {
     /// How long one write may wait for a client that does not read.
     #[arg(long, default_value = "30s", value_parser = duration)]
     pub send_timeout: Duration,
+    /// TCP_NOTSENT_LOWAT for every connection, in bytes (0: the kernel's default, the
+    /// sysctl net.ipv4.tcp_notsent_lowat): how much of a response may wait unsent in the
+    /// kernel before a send stops and the connection waits for room. A large file then
+    /// leaves in steps of about this size, each moving what the client has room for. Over
+    /// loopback, 128 KiB raised the 1 MiB keep-alive rate of `event` by 5-13% against no
+    /// limit (README, Performance).
+    #[arg(long, value_name = "BYTES", default_value_t = 128 << 10, value_parser = clap::value_parser!(u32).range(0..=i32::MAX as i64))]
+    pub notsent_lowat: u32,
     /// Serve no CGI: executable scripts become 403, other files stay static.
     #[arg(long)]
     pub no_cgi: bool,

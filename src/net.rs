@@ -4,7 +4,7 @@ use anyhow::Context;
 use rustix::event::{poll, PollFd, PollFlags};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -23,6 +23,8 @@ pub struct Listener {
     pub addr: SocketAddr,
     pub backlog: i32,
     pub origin: Origin,
+    /// The TCP_NOTSENT_LOWAT set by [`Listener::tune`] (0: none), for siblings too.
+    pub notsent_lowat: u32,
 }
 
 /// Where a [`Listener`] came from, which decides what a sibling is.
@@ -45,7 +47,25 @@ impl Listener {
         }
         let socket = bind_reuseport(addr, backlog).with_context(|| format!("failed to bind {addr}"))?;
         let addr = socket.local_addr()?;
-        Ok(Listener { socket, addr, backlog, origin: Origin::Bound })
+        Ok(Listener { socket, addr, backlog, origin: Origin::Bound, notsent_lowat: 0 })
+    }
+
+    /// Sets the per-connection TCP options every mode wants on the listener, once: Linux
+    /// copies a listener's TCP options into each socket it accepts (the child socket is a
+    /// clone of the listener), so no accepted connection needs a setsockopt of its own.
+    /// - TCP_NODELAY: responses are written whole, and Nagle would only delay their last
+    ///   segment.
+    /// - TCP_NOTSENT_LOWAT `notsent_lowat` (0 leaves the kernel's default): a send stops
+    ///   queueing, and the socket stops polling writable, while that many bytes already
+    ///   written are still unsent. A file body then leaves in steps of about that size,
+    ///   each sendfile(2) moving bytes the peer's window has room for, instead of one call
+    ///   queueing the whole file for the kernel to push out later from whatever context
+    ///   the acknowledgements arrive in (over loopback, the client's). See `--notsent-lowat`.
+    ///
+    /// Siblings from [`Listener::bind_sibling`] get the same options.
+    pub fn tune(&mut self, notsent_lowat: u32) -> io::Result<()> {
+        self.notsent_lowat = notsent_lowat;
+        tune_listener(&self.socket, notsent_lowat)
     }
 
     /// Another non-blocking listener on the same address and port: a new SO_REUSEPORT
@@ -53,8 +73,12 @@ impl Listener {
     /// F_DUPFD_CLOEXEC makes it).
     pub fn bind_sibling(&self) -> io::Result<TcpListener> {
         match self.origin {
-            Origin::Bound => bind_reuseport(self.addr, self.backlog),
-            Origin::Inherited => self.socket.try_clone(),
+            Origin::Bound => {
+                let socket = bind_reuseport(self.addr, self.backlog)?;
+                tune_listener(&socket, self.notsent_lowat)?;
+                Ok(socket)
+            }
+            Origin::Inherited => self.socket.try_clone(), // the same socket: tuned already
         }
     }
 }
@@ -87,10 +111,13 @@ fn dual_stack(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
     Ok(())
 }
 
-/// Sets the per-connection socket options every mode wants.
-pub fn tune_stream(stream: &TcpStream) {
-    // Responses are written whole; Nagle would only delay the last segment.
-    let _ = stream.set_nodelay(true);
+/// The options of [`Listener::tune`], on one listening socket.
+fn tune_listener(socket: &TcpListener, notsent_lowat: u32) -> io::Result<()> {
+    socket2::SockRef::from(socket).set_nodelay(true)?;
+    if notsent_lowat > 0 {
+        spidey_sys::tcp::set_notsent_lowat(socket.as_fd(), notsent_lowat)?;
+    }
+    Ok(())
 }
 
 /// The request to stop, as seen by every thread and every forked child.
@@ -256,4 +283,41 @@ pub fn wait_readable(fd: BorrowedFd<'_>, shutdown: &Shutdown, deadline: Option<I
 /// A poll(2) timeout from a `Duration`.
 pub(crate) fn to_timespec(d: Duration) -> rustix::time::Timespec {
     rustix::time::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: i64::from(d.subsec_nanos()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Listener;
+    use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+    use std::os::fd::AsFd;
+
+    /// What `Listener::tune` sets must reach every accepted connection, of the listener
+    /// and of its siblings, without a setsockopt per connection (Linux clones the
+    /// listener's TCP options into the sockets it accepts): the table is (lowat asked,
+    /// lowat each accepted socket must have), where 0 leaves the kernel's own default.
+    #[test]
+    fn accepted_sockets_inherit_nodelay_and_notsent_lowat() {
+        let default = {
+            let l = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            spidey_sys::tcp::notsent_lowat(l.as_fd()).unwrap()
+        };
+        for (asked, want) in [(128 << 10, 128 << 10), (16384, 16384), (0, default)] {
+            let mut listener = Listener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), 16).unwrap();
+            listener.tune(asked).unwrap();
+            let sibling = listener.bind_sibling().unwrap();
+            for socket in [&listener.socket, &sibling] {
+                // SO_REUSEPORT spreads connections over the group: connect until this
+                // socket has accepted one.
+                let accepted = loop {
+                    let _client = TcpStream::connect(listener.addr).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    if let Ok((stream, _)) = socket.accept() {
+                        break stream;
+                    }
+                };
+                assert!(accepted.nodelay().unwrap(), "TCP_NODELAY (asked lowat {asked})");
+                assert_eq!(spidey_sys::tcp::notsent_lowat(accepted.as_fd()).unwrap(), want, "asked {asked}");
+            }
+        }
+    }
 }

@@ -29,10 +29,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         crate::log_sink::open(path)
             .map_err(|e| ConfigError(format!("cannot open the access log {}: {e}", path.display())))?;
     }
-    let listeners = match activated {
+    let mut listeners = match activated {
         Some(listener) => vec![listener],
         None => crate::listen::bind_all(&args.addr, args.port.unwrap_or(8080), args.backlog)?,
     };
+    for listener in &mut listeners {
+        let addr = listener.addr;
+        listener
+            .tune(args.notsent_lowat)
+            .with_context(|| format!("cannot set the TCP options of the listener on {addr}"))?;
+    }
     let port = listeners[0].addr.port();
     let server = Arc::new(server(&args, port)?);
     if matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork) {

@@ -36,6 +36,9 @@ fn invalid_flag_values_exit_2() {
         &["serve", "--idle-timeout", "soon"],
         &["serve", "--max-headers", "1000"],
         &["serve", "--port", "70000"],
+        &["serve", "--notsent-lowat", "-1"],
+        &["serve", "--notsent-lowat", "3000000000"],
+        &["serve", "--notsent-lowat", "64k"],
     ];
     for args in cases {
         let (code, stderr) = run(args);

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 /// requests. Returns when the connection is done; the stream is closed on drop.
 pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
     let _counted = crate::metrics::serving(); // an open connection and a busy worker, until it ends
-    crate::net::tune_stream(&stream);
+                                              // TCP_NODELAY and TCP_NOTSENT_LOWAT come from the listener (`Listener::tune`).
     if stream.set_nonblocking(true).is_err() {
         return;
     }

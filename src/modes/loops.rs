@@ -84,12 +84,6 @@ fn run_loops(
     }
     let mut threads = Vec::with_capacity(n);
     for (i, listeners) in per_loop.into_iter().enumerate() {
-        // Accepted sockets inherit TCP_NODELAY from their listener on Linux: one
-        // setsockopt per loop instead of one per connection. Responses are written whole,
-        // and Nagle would only delay their last segment.
-        for listener in &listeners {
-            socket2::SockRef::from(listener).set_nodelay(true).context("TCP_NODELAY on the listener")?;
-        }
         let (server, shutdown, limit) = (Arc::clone(&ctx.server), ctx.shutdown.clone(), Arc::clone(limit));
         let lc = LoopContext { server, listeners, shutdown, limit, index: i, offload: offload.cloned() };
         let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {

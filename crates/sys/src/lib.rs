@@ -4,8 +4,9 @@
 //! safe wrappers of rustix, socket2 and signal-hook. [`handler`] loads in-process handler
 //! libraries (dlopen through libloading) and calls their C entry point. [`process`] ties a
 //! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
-//! [`shared`] maps counters that forked workers share with their parent, and
-//! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS).
+//! [`shared`] maps counters that forked workers share with their parent,
+//! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS), and
+//! [`tcp`] sets the one TCP option the safe crates lack.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -14,6 +15,7 @@ pub mod process;
 #[cfg(feature = "test-support")]
 pub mod seccomp;
 pub mod shared;
+pub mod tcp;
 pub mod uring;
 
 use std::io;
