@@ -143,8 +143,8 @@ pub struct ServeArgs {
     /// sysctl net.ipv4.tcp_notsent_lowat): how much of a response may wait unsent in the
     /// kernel before a send stops and the connection waits for room. A large file then
     /// leaves in steps of about this size, each moving what the client has room for. Over
-    /// loopback, 128 KiB raised the 1 MiB keep-alive rate of `event` by 5-13% against no
-    /// limit (README, Performance).
+    /// loopback, 128 KiB raised the 1 MiB keep-alive rate of `event` by 8-12% against no
+    /// limit in three runs (README, Performance, run 4).
     #[arg(long, value_name = "BYTES", default_value_t = 128 << 10, value_parser = clap::value_parser!(u32).range(0..=i32::MAX as i64))]
     pub notsent_lowat: u32,
     /// Serve no CGI: executable scripts become 403, other files stay static.
