@@ -15,9 +15,16 @@ const OLD_ABI_C: &str = "unsigned spidey_handler_abi_version(void) { return 999;
 fn rust_lib() -> &'static PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let ok = Command::new(env!("CARGO")).args(["build", "--quiet", "-p", "rust-page"]).status().unwrap();
-        assert!(ok.success(), "cargo build -p rust-page failed");
+        // This test binary is target/PROFILE/deps/handler-HASH: build the library with
+        // the same profile, so it lands in target/PROFILE (under `cargo test --release`
+        // a debug build would leave target/release without it, or with a stale one).
         let target = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "--quiet", "-p", "rust-page"]);
+        if target.file_name().is_some_and(|profile| profile == "release") {
+            build.arg("--release");
+        }
+        assert!(build.status().unwrap().success(), "cargo build -p rust-page failed");
         target.join("librust_page.so")
     })
 }
