@@ -35,8 +35,9 @@ use std::time::{Duration, Instant};
 /// Serves one connection until it closes, times out, or shutdown is asked between
 /// requests. Returns when the connection is done; the stream is closed on drop.
 pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
-    let _counted = crate::metrics::serving(); // an open connection and a busy worker, until it ends
-                                              // TCP_NODELAY and TCP_NOTSENT_LOWAT come from the listener (`Listener::tune`).
+    // An open connection and a busy worker, until it ends. TCP_NODELAY and TCP_NOTSENT_LOWAT
+    // come from the listener (`Listener::tune`): no setsockopt here.
+    let _counted = crate::metrics::serving();
     if stream.set_nonblocking(true).is_err() {
         return;
     }

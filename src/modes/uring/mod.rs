@@ -7,13 +7,13 @@
 //! clients wait in the listen queue until a place frees up on any loop (its eventfd,
 //! polled through the ring). One receive per connection into buffers lent through a
 //! buffer ring (an idle connection holds no buffer of its own), and the framed out bytes
-//! sent as a ring operation; file bodies never pass through user space (`conn.rs`). CGI script pipes are
-//! watched with ring polls. Every loop iteration is one io_uring_enter that both submits
-//! and waits, with the next deadline as its timeout. Trade-off: fewer system calls per
-//! request than `event` (no epoll_wait + recv pair), at the price of buffer ownership
-//! rules (the ring owns what the kernel may touch; see spidey_sys::uring) and a kernel
-//! feature that sandboxes often disable (then this mode refuses to start and names
-//! `event`).
+//! sent as a ring operation; file bodies never pass through user space (`conn.rs`). CGI
+//! script pipes are watched with ring polls. Every loop iteration is one io_uring_enter
+//! that both submits and waits, with the next deadline as its timeout. Trade-off: fewer
+//! system calls per request than `event` (no epoll_wait + recv pair), at the price of
+//! buffer ownership rules (the ring owns what the kernel may touch; see spidey_sys::uring)
+//! and a kernel feature that sandboxes often disable (then this mode refuses to start and
+//! names `event`).
 //!
 //! This file is the backend the core calls: the ring, reaping completions into events
 //! for the core, the listener and waker polls. Dropping the ring at the end cancels and
