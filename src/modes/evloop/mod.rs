@@ -29,6 +29,8 @@
 
 pub(crate) mod conns;
 mod drive;
+#[cfg(test)]
+mod tests;
 
 use super::accept::EXHAUSTED_BACKOFF;
 use super::limit::{Accepted, LoopLimit};
@@ -172,20 +174,27 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         now: Instant::now(),
         due: Vec::new(),
     };
-    lp.resume_accepting(); // accepts what is queued already, then watches the listeners
+    let mut woke = false;
     loop {
+        {
+            // Busy from the wake-up to the next wait (the `busy workers` gauge). The first
+            // turn has no wake-up but accepts, and may answer, what queued on the listeners
+            // before this loop's thread started: busy as well.
+            let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
+            lp.now = Instant::now();
+            if woke {
+                B::dispatch(&mut lp)?;
+                lp.expire();
+            }
+            lp.resume_accepting(); // accepts what is queued, then watches the listeners
+        }
         if lp.draining && (lp.conns.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
             break;
         }
         crate::log::flush();
         let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()));
         lp.backend.wait(timeout)?;
-        // Busy from the wake-up to the next wait (the `busy workers` gauge).
-        let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
-        lp.now = Instant::now();
-        B::dispatch(&mut lp)?;
-        lp.expire();
-        lp.resume_accepting();
+        woke = true;
     }
     crate::log::flush();
     Ok(())

@@ -55,7 +55,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     loops::run(ctx, "uring", ring_loop)
 }
 
-fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
+pub(crate) fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
     let mut ring = Ring::new(ENTRIES, RECV_BUFFERS, RECV_SIZE)?;
     ring.poll(lc.shutdown.fd(), pollin(), Tag::Shutdown.encode())?;
     ring.poll(lc.limit.waker(lc.index), pollin(), Tag::Wake.encode())?;
