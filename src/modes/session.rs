@@ -29,10 +29,9 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
-mod lent;
 mod pool;
 mod wire;
-pub(crate) use cgi::CgiFlow;
+use cgi::CgiFlow;
 pub(crate) use pool::{Pool, RECV_ROOM};
 
 /// Where a connection is, beyond its buffers: the transitions are named methods.
@@ -45,9 +44,6 @@ enum Phase {
     Delayed(Duration),
     /// The driver holds the answer on a timer until [`Session::end_delay`]: nothing is sent.
     Held,
-    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]) until
-    /// [`Session::return_out`].
-    Lent,
     /// After the last response, half-closed: client bytes are read and dropped until the
     /// client closes ([`Session::linger`]).
     Lingering,
@@ -86,8 +82,7 @@ pub(crate) struct Session {
     start: usize,
     end: usize,
     /// The framed head and in-memory body, `[out_pos..]` still to send.
-    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent (`Phase::Lent`: then
-    /// `out` is empty and `out_pos` is where the lent send started).
+    /// INVARIANT: `out_pos <= out.len()`.
     out: Vec<u8>,
     out_pos: usize,
     body: Option<Outgoing>,
@@ -127,10 +122,7 @@ impl Session {
     /// [`Session::finish_response`] (even if all its bytes are out).
     /// Over TLS, ciphertext rustls wants written (a handshake flight, tickets) counts too.
     pub(crate) fn is_sending(&self) -> bool {
-        self.phase == Phase::Lent
-            || !self.out.is_empty()
-            || self.body.is_some()
-            || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        !self.out.is_empty() || self.body.is_some() || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -294,11 +286,6 @@ impl Session {
             self.out = pool.take_out();
         }
         self.body = send::frame(&mut self.out, head, body);
-    }
-
-    /// The head and in-memory body bytes not yet sent.
-    pub(crate) fn out(&self) -> &[u8] {
-        &self.out[self.out_pos..]
     }
 
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
