@@ -11,10 +11,11 @@
 //! (poll(2), epoll, a ring poll) is its own business.
 //!
 //! [`send_bytes`] is the one place buffer bytes are written to a client socket by a system
-//! call and [`send_body`] the one place file bytes are, in every mode (`uring` included:
-//! it has no ring sends). A TLS connection (`tls.rs`) encrypts the same bytes and writes
-//! the ciphertext through [`send_bytes`] as well (file bodies read a record at a time,
-//! never with sendfile).
+//! call and [`send_body`] the one place file bytes are; `uring`'s ring send
+//! (`spidey_sys::uring::Ring::send`) is the one other kind of write, of the same out bytes.
+//! A TLS connection (`tls.rs`) encrypts the same bytes and writes the ciphertext through
+//! [`send_bytes`] as well (file bodies read a record at a time, never with sendfile);
+//! `uring` sends a TLS connection's ciphertext that way too, not with a ring send.
 
 use super::tls::Tls;
 use crate::exchange::{Body, CgiResponse};

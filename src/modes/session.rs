@@ -29,9 +29,10 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
+mod lent;
 mod pool;
 mod wire;
-use cgi::CgiFlow;
+pub(crate) use cgi::CgiFlow;
 pub(crate) use pool::{Pool, RECV_ROOM};
 
 /// Where a connection is, beyond its buffers: the transitions are named methods.
@@ -44,6 +45,9 @@ enum Phase {
     Delayed(Duration),
     /// The driver holds the answer on a timer until [`Session::end_delay`]: nothing is sent.
     Held,
+    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]) until
+    /// [`Session::return_out`].
+    Lent,
     /// After the last response, half-closed: client bytes are read and dropped until the
     /// client closes ([`Session::linger`]).
     Lingering,
@@ -82,7 +86,8 @@ pub(crate) struct Session {
     start: usize,
     end: usize,
     /// The framed head and in-memory body, `[out_pos..]` still to send.
-    /// INVARIANT: `out_pos <= out.len()`.
+    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent (`Phase::Lent`: then
+    /// `out` is empty and `out_pos` is where the lent send started).
     out: Vec<u8>,
     out_pos: usize,
     body: Option<Outgoing>,
@@ -122,7 +127,10 @@ impl Session {
     /// [`Session::finish_response`] (even if all its bytes are out).
     /// Over TLS, ciphertext rustls wants written (a handshake flight, tickets) counts too.
     pub(crate) fn is_sending(&self) -> bool {
-        !self.out.is_empty() || self.body.is_some() || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        self.phase == Phase::Lent
+            || !self.out.is_empty()
+            || self.body.is_some()
+            || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -286,6 +294,11 @@ impl Session {
             self.out = pool.take_out();
         }
         self.body = send::frame(&mut self.out, head, body);
+    }
+
+    /// The head and in-memory body bytes not yet sent.
+    pub(crate) fn out(&self) -> &[u8] {
+        &self.out[self.out_pos..]
     }
 
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`

@@ -7,10 +7,8 @@
 //! - receive buffers live in one region owned by the ring and lent to the kernel through a
 //!   buffer ring (`buf_ring.rs`); a completed receive shows its bytes to the caller, then
 //!   the buffer is given back to the kernel (a store into the buffer ring, no operation);
+//! - a send takes ownership of its `Vec` and hands it back with the completion;
 //! - every other operation (poll, close, cancel) points at no user memory.
-//!
-//! No ring sends: the `uring` mode writes with send(2) and sendfile(2) from its loop
-//! thread, which measured cheaper than a ring send's completion and extra loop turn.
 //!
 //! Descriptors are named by number, and the kernel looks the number up when it issues the
 //! operation. Every operation here is issued at once, in order, when submitted; none that
@@ -46,6 +44,8 @@ pub enum Outcome<'a> {
     /// A receive: the bytes (empty at end of stream), or the error (ENOBUFS: no
     /// receive buffer was free; retry).
     Received(io::Result<&'a [u8]>),
+    /// A send: how many bytes went out, and the buffer given back.
+    Sent(io::Result<usize>, Vec<u8>),
     /// A poll: the ready events, or the error.
     Polled(io::Result<u32>),
 }
@@ -64,10 +64,11 @@ pub struct Completion<'a> {
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Recv,
+    Send,
     Poll,
 }
 
-/// An io_uring instance with its receive buffers.
+/// An io_uring instance with its receive buffers and the sends it holds.
 pub struct Ring {
     ring: IoUring,
     /// `count` receive buffers of `size` bytes; the kernel may write into any buffer it
@@ -77,8 +78,9 @@ pub struct Ring {
     /// The buffer ring that lends `region`'s buffers, registered as group GROUP.
     /// INVARIANT: registered until `Drop` unregisters it (or leaks it).
     buffers: Option<BufRing>,
-    /// The kind of each in-flight operation, by user data.
+    /// The kind of each in-flight operation, by user data; a send also keeps its buffer.
     kinds: HashMap<u64, Kind>,
+    sends: HashMap<u64, Vec<u8>>,
     /// Operations submitted whose last completion has not been reaped yet.
     in_flight: usize,
 }
@@ -110,7 +112,15 @@ impl Ring {
         // heap memory does not move), whose `Drop` unregisters it before freeing it, or
         // leaks it; if registering fails, nothing references it and it is freed here.
         unsafe { ring.submitter().register_buf_ring_with_flags(buffers.addr(), count, GROUP, 0) }?;
-        let mut ring = Ring { ring, region, size, buffers: Some(buffers), kinds: HashMap::new(), in_flight: 0 };
+        let mut ring = Ring {
+            ring,
+            region,
+            size,
+            buffers: Some(buffers),
+            kinds: HashMap::new(),
+            sends: HashMap::new(),
+            in_flight: 0,
+        };
         for id in 0..count {
             ring.give_back(id);
         }
@@ -124,9 +134,10 @@ impl Ring {
         }
         // SAFETY: io_uring_enter(2) requires the memory an entry points to to stay valid
         // until its completion. Every entry built in this module points either at no user
-        // memory (poll, cancel, close) or at `self.region` (receives through buffer
+        // memory (poll, cancel, close), at `self.region` (receives through buffer
         // selection from the buffer ring), which lives as long as `self` and is only freed
-        // by `Drop` after every operation completed.
+        // by `Drop` after every operation completed, or at a send buffer owned by
+        // `self.sends` until its completion is reaped.
         unsafe { self.ring.submission().push(entry) }.map_err(|_| io::Error::other("submission queue full"))?;
         self.in_flight += 1;
         Ok(())
@@ -149,6 +160,24 @@ impl Ring {
             .build()
             .flags(squeue::Flags::BUFFER_SELECT);
         self.track(entry, user_data, Kind::Recv)
+    }
+
+    /// Sends `buf[from..]` (MSG_MORE if `more`); the buffer comes back with the completion.
+    pub fn send(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        buf: Vec<u8>,
+        from: usize,
+        more: bool,
+        user_data: u64,
+    ) -> io::Result<()> {
+        let bytes = &buf[from.min(buf.len())..];
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+        let entry = opcode::Send::new(types::Fd(fd.as_raw_fd()), bytes.as_ptr(), len).flags(flags).build();
+        // The Vec's heap block does not move when the Vec itself is moved into the map.
+        self.sends.insert(user_data, buf);
+        self.track(entry, user_data, Kind::Send)
     }
 
     /// Closes `fd` through the ring (its completion is not reported). If the operation
@@ -208,6 +237,10 @@ impl Ring {
             let outcome = match kind {
                 None => continue,
                 Some(Kind::Poll) => Outcome::Polled(if result < 0 { Err(error()) } else { Ok(result as u32) }),
+                Some(Kind::Send) => {
+                    let buf = self.sends.remove(&user_data).unwrap_or_default();
+                    Outcome::Sent(if result < 0 { Err(error()) } else { Ok(result as usize) }, buf)
+                }
                 Some(Kind::Recv) => {
                     let id = cqueue::buffer_select(flags);
                     if result < 0 || id.is_none() {
@@ -251,7 +284,7 @@ impl Ring {
 impl Drop for Ring {
     fn drop(&mut self) {
         // Cancel everything still in flight and reap it, so no operation can touch the
-        // region after it is freed.
+        // region or a send buffer after they are freed.
         let pending: Vec<u64> = self.kinds.keys().copied().collect();
         for user_data in pending {
             let _ = self.cancel(user_data);
@@ -272,6 +305,7 @@ impl Drop for Ring {
         }
         // The kernel did not finish in time: leak rather than free memory it may write.
         std::mem::forget(std::mem::take(&mut self.region));
+        std::mem::forget(std::mem::take(&mut self.sends));
         if let Some(buffers) = self.buffers.take() {
             buffers.leak();
         }

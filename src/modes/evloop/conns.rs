@@ -12,15 +12,17 @@ use super::ConnRef;
 pub(crate) enum Op {
     /// The socket: its readiness (`event`), its receive (`uring`).
     Socket = 1,
-    /// Waiting for room in the socket after a send found none (`uring`).
-    Room = 2,
+    /// A ring send of the out bytes (`uring`).
+    Send = 2,
+    /// Waiting for room in the socket after sendfile found none (`uring`).
+    Room = 3,
     /// A CGI script's stdout (wait readable).
-    ScriptOut = 3,
+    ScriptOut = 4,
     /// A CGI script's stdin (wait writable).
-    ScriptIn = 4,
+    ScriptIn = 5,
 }
 
-const OPS: [Op; 4] = [Op::Socket, Op::Room, Op::ScriptOut, Op::ScriptIn];
+const OPS: [Op; 5] = [Op::Socket, Op::Send, Op::Room, Op::ScriptOut, Op::ScriptIn];
 
 /// What the kernel reports an event or a completion for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,12 @@
 //! One `uring` connection's I/O: the ring operations it has in flight, how its response
-//! goes out (the session's own send(2) and sendfile(2) from the loop thread, waiting for
+//! goes out (a ring send for the out bytes, then sendfile(2) for a file body, waiting for
 //! room with a ring poll), and what its last read said about input left in the socket.
 //! The loop (`uring/mod.rs`) calls these methods; it does not touch the fields.
 
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
-use crate::modes::session::{Pool, Session};
+use crate::modes::session::{CgiFlow, Pool, Session};
 use crate::modes::tls::Inflow;
 use spidey_sys::uring::Ring;
 use std::net::TcpStream;
@@ -20,6 +20,7 @@ pub(super) enum Event {
         starved: bool,
         input_left: bool,
     },
+    Sent(std::io::Result<usize>, Vec<u8>),
     Polled,
 }
 
@@ -40,7 +41,8 @@ enum Input {
 pub(super) struct Io {
     stream: TcpStream,
     recv_armed: bool,
-    /// Waiting for room in the socket after a send found none (EAGAIN).
+    send_armed: bool,
+    /// Waiting for room in the socket after sendfile found none (EAGAIN).
     room_armed: bool,
     /// Polls of a CGI script's pipes in flight.
     script_polls: u8,
@@ -71,19 +73,19 @@ impl Io {
             // A ClientHello already there starts the handshake; an error shows at the next read.
             let _ = session.read_from(&stream, pool);
             let input = Input::Unknown;
-            return Io { stream, recv_armed: false, room_armed: false, script_polls: 0, input };
+            return Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input };
         }
         let space = session.recv_space(pool);
         let room = space.len();
         let n = rustix::io::read(&stream, space).unwrap_or(0);
         session.received(n, pool);
         let input = if n == room { Input::Left } else { Input::Drained }; // a full read may have left more
-        Io { stream, recv_armed: false, room_armed: false, script_polls: 0, input }
+        Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input }
     }
 
     /// Whether an operation that changes the response's progress is in flight.
     pub(super) fn busy(&self) -> bool {
-        self.room_armed || self.script_polls > 0
+        self.send_armed || self.room_armed || self.script_polls > 0
     }
 
     /// The connection is about to wait without a receive armed.
@@ -106,20 +108,53 @@ impl Io {
         }
     }
 
-    /// Sends the next part of the response as every other driver does (`send.rs`: the out
-    /// bytes with send(2), a file body with sendfile(2), a CGI body pumped, TLS records),
-    /// from the loop thread on the non-blocking socket; a full socket waits for room with a
-    /// ring poll ([`Sent::Blocked`]).
+    /// Submits the next part of the response, pumping a CGI body first once its last
+    /// output is out. [`Sent::Blocked`]: an operation is in flight.
     ///
-    /// Not a ring send: a response's bytes nearly always fit in the socket at once, and a
-    /// ring send then costs a completion and a second loop turn per response where
-    /// send(2) costs one system call. Server CPU per 1 KiB response at 10k req/s
-    /// (`wrk`-like keep-alive, 32 connections, 7 rotating rounds) fell from 1.17x `event`'s
-    /// to 1.09x, 0.85x the ring send's (the README's run 5). Splices linked through the
-    /// ring (file → pipe → socket) were measured slower still, at every size from 1 KiB to
-    /// 1 MiB: io_uring runs splices on its worker threads.
+    /// The out bytes go out as a ring send; a file body follows with sendfile(2) from the
+    /// loop thread once that send has completed, waiting for POLLOUT through the ring
+    /// whenever the socket is full. File bytes never pass through user space. (Linked file
+    /// → pipe → socket splices were tried and measured slower at every size, 1 KiB to
+    /// 1 MiB: io_uring runs splices on its worker threads, and that hand-off costs more
+    /// than the copy-free syscall; see the README's benchmark.)
+    ///
+    /// A TLS connection's ciphertext is written from the loop thread by the session
+    /// (`send.rs`, a record at a time), waiting for room with the same ring poll.
+    ///
+    /// Sending the out bytes with send(2) instead, as `event` does, was tried (17a205b,
+    /// reverted): server CPU per 1 KiB response at a fixed 10k/s fell (0.77x median of 7
+    /// rounds), but closed-loop requests/s fell in every round (0.68-1.00x, median 0.81x),
+    /// since ring sends share one io_uring_enter per turn under load. Choosing per turn
+    /// (ring sends once a turn reaps 4 completions) did no better at saturation.
+    /// docs/runs/vs-peers/uring-send-*.txt hold the runs.
     pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
-        match conn.session.send(&self.stream, shared.ex, shared.server, shared.pool) {
+        let session = conn.session;
+        if session.is_tls() {
+            return match session.send(&self.stream, shared.ex, shared.server, shared.pool) {
+                Sent::Blocked => self.wait_room(ring, conn.id),
+                sent => sent,
+            };
+        }
+        if session.is_cgi() && session.out().is_empty() {
+            match session.pump_cgi(shared.ex, shared.server, shared.pool) {
+                CgiFlow::Write => {}
+                CgiFlow::Done => return Sent::Done,
+                CgiFlow::NeedRead => return Sent::NeedRead,
+                CgiFlow::Wait => return Sent::WaitScript,
+            }
+        }
+        let head_left = !session.out().is_empty();
+        if head_left {
+            session.cork_before_head(&self.stream);
+            let more = session.file_follows();
+            let (buf, from) = session.lend_out();
+            self.send_armed = true;
+            return match ring.send(self.stream.as_fd(), buf, from, more, conn.id.tag(Op::Send)) {
+                Ok(()) => Sent::Blocked, // the body follows once this completes
+                Err(_) => Sent::Failed,
+            };
+        }
+        match session.send_body(&self.stream) {
             Sent::Blocked => self.wait_room(ring, conn.id),
             sent => sent,
         }
@@ -194,12 +229,24 @@ impl Io {
 
     /// Records the completion of one of this connection's operations (`op`); returns
     /// false if the connection must close.
-    pub(super) fn complete(&mut self, op: Op, event: Event, ring: &mut Ring, id: ConnId) -> bool {
+    pub(super) fn complete(
+        &mut self,
+        op: Op,
+        event: Event,
+        ring: &mut Ring,
+        id: ConnId,
+        session: &mut Session,
+    ) -> bool {
         match event {
             Event::Received { len, starved, input_left } => {
                 self.recv_armed = false;
                 self.input = if input_left || starved { Input::Left } else { Input::Drained };
                 len > 0 || starved // else end of stream or error
+            }
+            Event::Sent(r, buf) => {
+                self.send_armed = false;
+                session.return_out(buf, *r.as_ref().unwrap_or(&0));
+                r.is_ok()
             }
             Event::Polled if op == Op::Socket => {
                 // A TLS connection's socket is readable: the drive reads it.
@@ -228,6 +275,7 @@ impl Io {
     pub(super) fn close(self, ring: &mut Ring, id: ConnId) {
         let armed = [
             (self.recv_armed, Op::Socket),
+            (self.send_armed, Op::Send),
             (self.room_armed, Op::Room),
             (self.script_polls > 0, Op::ScriptOut),
             (self.script_polls > 0, Op::ScriptIn),

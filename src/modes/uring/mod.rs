@@ -6,9 +6,9 @@
 //! the bound, and those clients could only be reset); at the bound no poll is armed and
 //! clients wait in the listen queue until a place frees up on any loop (its eventfd,
 //! polled through the ring). One receive per connection into buffers lent through a
-//! buffer ring (an idle connection holds no buffer of its own); responses leave through
-//! the same send(2) and sendfile(2) as every driver's, from the loop thread, with a ring
-//! poll when the socket is full (`conn.rs`). CGI script pipes are watched with ring polls. Every loop iteration is one io_uring_enter
+//! buffer ring (an idle connection holds no buffer of its own), and the framed out bytes
+//! sent as a ring operation; file bodies never pass through user space (`conn.rs`). CGI
+//! script pipes are watched with ring polls. Every loop iteration is one io_uring_enter
 //! that both submits and waits, with the next deadline as its timeout. Trade-off: fewer
 //! system calls per request than `event` (no epoll_wait + recv pair), at the price of
 //! buffer ownership rules (the ring owns what the kernel may touch; see spidey_sys::uring)
@@ -92,6 +92,7 @@ impl Backend for Uring {
         let (conns, pool) = (&mut lp.conns, &mut lp.pool);
         lp.backend.ring.complete(|c: Completion<'_>| {
             let event = match c.outcome {
+                Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
                 Outcome::Received(Ok(bytes)) => {
                     // Bytes that do not fit (never, see `Session::recv_space`) close the
@@ -127,7 +128,7 @@ impl Backend for Uring {
                 Some(Tag::Conn { slot, generation, op }) => {
                     let Some(conn) = lp.conns.live(slot, generation) else { continue };
                     let id = conn.id(slot);
-                    if conn.io.complete(op, event, &mut lp.backend.ring, id) {
+                    if conn.io.complete(op, event, &mut lp.backend.ring, id, &mut conn.session) {
                         lp.drive(slot);
                     } else {
                         lp.close(slot);
