@@ -31,3 +31,22 @@ pub struct Server {
     /// HTTPS (`--tls-cert`, `--tls-key`): every connection speaks TLS (`modes/tls.rs`).
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
+
+#[cfg(any(test, feature = "fuzzing"))]
+impl Server {
+    /// A server over `root` with default site options, small head limits (512-byte request
+    /// line, 2 KiB head, 16 fields), 5 s timeouts, no access log and no TLS: for unit tests
+    /// and the fuzz targets, which drive modes and sessions without `serve`'s flags.
+    pub fn for_tests(root: &std::path::Path) -> std::io::Result<Server> {
+        let d = Duration::from_secs(5);
+        Ok(Server {
+            site: Site::open(root, crate::content::SiteOptions::default())?,
+            limits: Limits { max_request_line: 512, max_head: 2048, max_headers: 16 },
+            timeouts: Timeouts { head: d, idle: d, send: d },
+            max_body: 1 << 20,
+            max_requests: 1000,
+            quiet: true,
+            tls: None,
+        })
+    }
+}

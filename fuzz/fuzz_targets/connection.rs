@@ -11,12 +11,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spidey::content::{Site, SiteOptions};
 use spidey::modes::session_fuzz::run_connection;
-use spidey::server::{Server, Timeouts};
-use spidey_http::Limits;
+use spidey::server::Server;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 const MARKER: &[u8] = b"MARKER-9d1c-smuggled-content";
 const HIDDEN: &str = "GET /smuggled.txt HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -30,17 +27,7 @@ fn server() -> &'static Server {
             std::fs::write(root.path().join("hello.txt"), b"hello\n").unwrap();
             std::fs::write(root.path().join("smuggled.txt"), MARKER).unwrap();
             std::fs::create_dir(root.path().join("dir")).unwrap();
-            let site = Site::open(root.path(), SiteOptions::default()).unwrap();
-            let d = Duration::from_secs(5);
-            let server = Server {
-                site,
-                limits: Limits { max_request_line: 512, max_head: 2048, max_headers: 16 },
-                timeouts: Timeouts { head: d, idle: d, send: d },
-                max_body: 1 << 20,
-                max_requests: 1000,
-                quiet: true,
-                tls: None,
-            };
+            let server = Server::for_tests(root.path()).unwrap();
             (root, server)
         })
         .1

@@ -174,27 +174,25 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         now: Instant::now(),
         due: Vec::new(),
     };
-    let mut woke = false;
+    {
+        // Accepts, and may answer, what queued before this loop's thread started, then
+        // watches the listeners: busy work like any turn's (the `busy workers` gauge).
+        let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
+        lp.resume_accepting();
+    }
     loop {
-        {
-            // Busy from the wake-up to the next wait (the `busy workers` gauge). The first
-            // turn has no wake-up but accepts, and may answer, what queued on the listeners
-            // before this loop's thread started: busy as well.
-            let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
-            lp.now = Instant::now();
-            if woke {
-                B::dispatch(&mut lp)?;
-                lp.expire();
-            }
-            lp.resume_accepting(); // accepts what is queued, then watches the listeners
-        }
         if lp.draining && (lp.conns.open == 0 || lp.shutdown.deadline().is_some_and(|d| lp.now >= d)) {
             break;
         }
         crate::log::flush();
         let timeout = lp.next_wake().map(|t| t.saturating_duration_since(Instant::now()));
         lp.backend.wait(timeout)?;
-        woke = true;
+        // Busy from the wake-up to the next wait (the `busy workers` gauge).
+        let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
+        lp.now = Instant::now();
+        B::dispatch(&mut lp)?;
+        lp.expire();
+        lp.resume_accepting();
     }
     crate::log::flush();
     Ok(())

@@ -1,28 +1,13 @@
 //! The loop core, driven through each backend on a real loopback listener.
 
-use crate::content::{Site, SiteOptions};
 use crate::modes::limit::LoopLimit;
 use crate::modes::loops::LoopContext;
 use crate::net::Shutdown;
-use crate::server::{Server, Timeouts};
-use spidey_http::Limits;
+use crate::server::Server;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn server(root: &std::path::Path) -> Arc<Server> {
-    let d = Duration::from_secs(5);
-    Arc::new(Server {
-        site: Site::open(root, SiteOptions::default()).unwrap(),
-        limits: Limits { max_request_line: 512, max_head: 2048, max_headers: 16 },
-        timeouts: Timeouts { head: d, idle: d, send: d },
-        max_body: 1 << 20,
-        max_requests: 100,
-        quiet: true,
-        tls: None,
-    })
-}
 
 /// A connection queued on the listener before the loop's thread starts is accepted and
 /// answered on the loop's first turn, before any wait: that turn counts as busy too. (The
@@ -43,7 +28,7 @@ fn first_turn_counts_as_busy() {
         client.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let shutdown = Shutdown::new(Duration::from_secs(1)).unwrap();
         let lc = LoopContext {
-            server: server(root.path()),
+            server: Arc::new(Server::for_tests(root.path()).unwrap()),
             listeners: vec![listener],
             shutdown: shutdown.clone(),
             limit: LoopLimit::new(16, 1).unwrap(),

@@ -122,11 +122,12 @@ impl Io {
     /// (`send.rs`, a record at a time), waiting for room with the same ring poll.
     ///
     /// Sending the out bytes with send(2) instead, as `event` does, was tried (17a205b,
-    /// reverted): server CPU per 1 KiB response at a fixed 10k/s fell (0.77x median of 7
-    /// rounds), but closed-loop requests/s fell in every round (0.68-1.00x, median 0.81x),
-    /// since ring sends share one io_uring_enter per turn under load. Choosing per turn
-    /// (ring sends once a turn reaps 4 completions) did no better at saturation.
-    /// docs/runs/vs-peers/uring-send-*.txt hold the runs.
+    /// reverted): server CPU per 1 KiB keep-alive response at a fixed 10k/s was 0.85x in
+    /// one A/B and level in another, but closed-loop requests/s fell in every round
+    /// (0.78-0.88x), since ring sends share one io_uring_enter per turn under load.
+    /// Choosing per turn (ring sends once a turn reaps 4 completions) gave 0.77x the CPU
+    /// and 0.68-1.00x the requests/s (median 0.81x). docs/runs/vs-peers/uring-send-* hold
+    /// the runs.
     pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
         let session = conn.session;
         if session.is_tls() {
