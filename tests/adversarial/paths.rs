@@ -235,8 +235,15 @@ fn symlink_swapped_while_serving(mode: &str) {
         // Stops the flippers however this closure ends: a failed assertion below must not
         // leave the scope waiting for them forever.
         let _stop = StopOnDrop(&stop);
+        // The open-file cache trusts a resolution for a second (`file_cache::TTL`), so each
+        // target is looked up afresh about once a second, finding the link inside or outside
+        // by chance: 3 s alone left both outcomes unseen in about 1 run in 60 (all served,
+        // none refused). Go on, up to 20 s, until both have been seen.
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(3) {
+        let seen_both = |served: u32, refused: u32| served > 0 && refused > 0;
+        while start.elapsed() < Duration::from_secs(3)
+            || (!seen_both(served, refused) && start.elapsed() < Duration::from_secs(20))
+        {
             for target in ["/flip-file", "/flip-dir/secret.txt"] {
                 let (head, body) = get(&server, target, "");
                 assert_ne!(body, b"TOP SECRET", "{target} served the outside file");
