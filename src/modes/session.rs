@@ -163,15 +163,16 @@ impl Session {
         self.release_inbuf_if_empty(pool);
     }
 
-    /// Copies `data` in, for drivers that receive into buffers of their own, if it fits in
-    /// [`Session::recv_space`] now; if it does not, copies nothing and returns false, and
-    /// the driver keeps the bytes until the session asks for input again (`uring`'s
-    /// multishot receive delivers input whenever it arrives, also while a response is
-    /// still going out and the buffer is full of pipelined requests).
+    /// Copies `data` (at most [`RECV_ROOM`] bytes) in, for drivers that receive into their
+    /// own buffers. All of it always fits ([`Session::recv_space`]); should it ever not,
+    /// nothing is copied and this returns false: the driver must close the connection, as
+    /// answering what follows a gap in the stream could answer bytes of a body.
     #[must_use]
-    pub(crate) fn try_push(&mut self, data: &[u8], pool: &mut Pool) -> bool {
+    pub(crate) fn push_bytes(&mut self, data: &[u8], pool: &mut Pool) -> bool {
         let space = self.recv_space(pool);
         if data.len() > space.len() {
+            debug_assert!(false, "{} received bytes for {} bytes of room", data.len(), space.len());
+            self.release(pool);
             return false;
         }
         space[..data.len()].copy_from_slice(data);

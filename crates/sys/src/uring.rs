@@ -162,16 +162,6 @@ impl Ring {
         self.track(entry, user_data, Kind::Recv)
     }
 
-    /// A multishot receive into the ring's buffers (io_uring_prep_recv_multishot(3), Linux
-    /// 6.0): it stays armed, one completion with `more` set per buffer of input, until it
-    /// reads the end of the stream, fails, finds no free buffer (ENOBUFS) or is cancelled;
-    /// that last completion has `more` clear. The socket's poll stays armed meanwhile, where
-    /// a one-shot receive arms and tears one down per receive.
-    pub fn recv_multishot(&mut self, fd: BorrowedFd<'_>, user_data: u64) -> io::Result<()> {
-        let entry = opcode::RecvMulti::new(types::Fd(fd.as_raw_fd()), GROUP).build();
-        self.track(entry, user_data, Kind::Recv)
-    }
-
     /// Sends `buf[from..]` (MSG_MORE if `more`); the buffer comes back with the completion.
     pub fn send(
         &mut self,

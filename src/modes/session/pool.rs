@@ -17,7 +17,7 @@ pub(crate) struct Pool {
 const POOL_KEEP: usize = 256;
 
 /// The least room [`Session::recv_space`] offers a driver that receives: `uring`'s ring
-/// buffers are this size, so a receive the session asked for fits whole ([`Session::try_push`]).
+/// buffers are this size, so every ring receive fits whole ([`Session::push_bytes`]).
 pub(crate) const RECV_ROOM: usize = 4096;
 
 impl Pool {

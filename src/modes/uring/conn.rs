@@ -1,9 +1,7 @@
-//! One `uring` connection's I/O: the ring operations it has in flight, how its input
-//! comes in (one multishot receive, kept armed across requests, whose bytes go straight
-//! into the session or, when it has no room, wait here), how its response goes out (a
-//! ring send for the out bytes, then sendfile(2) for a file body, waiting for room with a
-//! ring poll), and what its last read said about input left in the socket. The loop
-//! (`uring/mod.rs`) calls these methods; it does not touch the fields.
+//! One `uring` connection's I/O: the ring operations it has in flight, how its response
+//! goes out (a ring send for the out bytes, then sendfile(2) for a file body, waiting for
+//! room with a ring poll), and what its last read said about input left in the socket.
+//! The loop (`uring/mod.rs`) calls these methods; it does not touch the fields.
 
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
@@ -14,22 +12,13 @@ use spidey_sys::uring::Ring;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-/// Input the multishot receive brings that the session has no room for, at most: past it
-/// the receive is cancelled, and armed again once the session has taken these bytes. A
-/// receive may still complete a few times before its cancellation (each at most one ring
-/// buffer), so this bounds the stash loosely, as a socket's own buffer is bounded.
-const PENDING_MAX: usize = 4 * super::RECV_SIZE;
-
-/// A completion, detached from the ring's buffers (their bytes were taken at once, see
-/// [`Io::take_input`]).
+/// A completion, detached from the ring's buffers.
 pub(super) enum Event {
-    /// `starved`: no ring buffer was free (ENOBUFS), the input is still there. `more`: the
-    /// multishot receive stays armed.
+    /// `starved`: no ring buffer was free (ENOBUFS), the input is still there.
     Received {
         len: usize,
         starved: bool,
         input_left: bool,
-        more: bool,
     },
     Sent(std::io::Result<usize>, Vec<u8>),
     Polled,
@@ -48,29 +37,10 @@ enum Input {
     Unknown,
 }
 
-/// The connection's receive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Recv {
-    /// None in flight.
-    Idle,
-    /// A multishot receive is in flight (over TLS: a one-shot readiness poll).
-    Armed,
-    /// Its cancellation was asked for (too many bytes wait in `pending`); it may complete
-    /// with bytes until its last completion.
-    Stopping,
-    /// The stream ended or failed: once the bytes in `pending` are handed over, the
-    /// connection is closed. Nothing is armed again.
-    Ended,
-}
-
 /// One connection's socket and its operations in flight.
 pub(super) struct Io {
     stream: TcpStream,
-    recv: Recv,
-    /// Bytes received that the session had no room for yet, oldest first.
-    /// INVARIANT: while not empty, every received byte is appended here, never pushed to
-    /// the session directly, so the session sees the stream in order.
-    pending: Vec<u8>,
+    recv_armed: bool,
     send_armed: bool,
     /// Waiting for room in the socket after sendfile found none (EAGAIN).
     room_armed: bool,
@@ -102,27 +72,15 @@ impl Io {
         if session.is_tls() {
             // A ClientHello already there starts the handshake; an error shows at the next read.
             let _ = session.read_from(&stream, pool);
-            return Io::new(stream, Input::Unknown);
+            let input = Input::Unknown;
+            return Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input };
         }
         let space = session.recv_space(pool);
         let room = space.len();
         let n = rustix::io::read(&stream, space).unwrap_or(0);
         session.received(n, pool);
-        Io::new(stream, if n == room { Input::Left } else { Input::Drained }) // a full read may have left more
-    }
-
-    fn new(stream: TcpStream, input: Input) -> Io {
-        let (send_armed, room_armed, script_polls) = (false, false, 0);
-        Io { stream, recv: Recv::Idle, pending: Vec::new(), send_armed, room_armed, script_polls, input }
-    }
-
-    /// Takes the bytes of a receive completion while the ring still shows them: into the
-    /// session if it has room and nothing waits before them, else into `pending`.
-    pub(super) fn take_input(&mut self, bytes: &[u8], session: &mut Session, pool: &mut Pool) {
-        if self.pending.is_empty() && session.try_push(bytes, pool) {
-            return;
-        }
-        self.pending.extend_from_slice(bytes);
+        let input = if n == room { Input::Left } else { Input::Drained }; // a full read may have left more
+        Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input }
     }
 
     /// Whether an operation that changes the response's progress is in flight.
@@ -143,9 +101,6 @@ impl Io {
     /// and the close is missed by every server (nginx's `rev->ready` likewise); a client
     /// that pipelines after `Connection: close` sends it with the request, in practice.
     pub(super) fn unread_input(&self) -> bool {
-        if !self.pending.is_empty() {
-            return true;
-        }
         match self.input {
             Input::Left => true,
             Input::Drained => false,
@@ -216,26 +171,12 @@ impl Io {
         }
     }
 
-    /// The session asks for input: hands it the bytes waiting in `pending`, or arms the
-    /// socket's multishot receive if it is not armed yet. A TLS connection reads its
+    /// Arms the socket's receive, if it is not armed yet. A TLS connection reads its
     /// ciphertext itself when a ring poll says the socket is readable (rustls reads in its
     /// own pieces), taking plaintext rustls still holds first.
     pub(super) fn receive(&mut self, ring: &mut Ring, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
-        if !self.pending.is_empty() {
-            let space = conn.session.recv_space(pool);
-            let n = space.len().min(self.pending.len());
-            space[..n].copy_from_slice(&self.pending[..n]);
-            conn.session.received(n, pool);
-            self.pending.drain(..n);
-            if self.pending.is_empty() {
-                self.pending = Vec::new(); // an idle connection holds no buffer
-            }
-            return Received::Bytes;
-        }
-        match self.recv {
-            Recv::Idle => {}
-            Recv::Armed | Recv::Stopping => return Received::Wait,
-            Recv::Ended => return Received::Closed,
+        if self.recv_armed {
+            return Received::Wait;
         }
         if conn.session.is_tls() {
             match conn.session.read_from(&self.stream, pool) {
@@ -243,14 +184,17 @@ impl Io {
                 Inflow::Closed => return Received::Closed,
                 Inflow::Again => {}
             }
-            self.recv = Recv::Armed;
+            self.recv_armed = true;
             return match ring.poll(self.stream.as_fd(), pollin(), conn.id.tag(Op::Socket)) {
                 Ok(()) => Received::Wait,
                 Err(_) => Received::Closed,
             };
         }
-        self.recv = Recv::Armed;
-        match ring.recv_multishot(self.stream.as_fd(), conn.id.tag(Op::Socket)) {
+        self.recv_armed = true;
+        // Drained: the client has not answered yet (it waits for the response just sent),
+        // so the kernel waits for input rather than failing a first try.
+        let expect_wait = self.input == Input::Drained;
+        match ring.recv(self.stream.as_fd(), expect_wait, conn.id.tag(Op::Socket)) {
             Ok(()) => Received::Wait,
             Err(_) => Received::Closed,
         }
@@ -295,23 +239,10 @@ impl Io {
         session: &mut Session,
     ) -> bool {
         match event {
-            Event::Received { len, starved, input_left, more } => {
+            Event::Received { len, starved, input_left } => {
+                self.recv_armed = false;
                 self.input = if input_left || starved { Input::Left } else { Input::Drained };
-                self.recv = match (self.recv, more) {
-                    (Recv::Armed, true) if self.pending.len() >= PENDING_MAX => {
-                        let _ = ring.cancel(id.tag(Op::Socket));
-                        Recv::Stopping
-                    }
-                    (recv, true) => recv,
-                    // The end of the stream or an error (a cancelled receive ends with
-                    // ECANCELED: armed again when the session asks, it finds either anew).
-                    (Recv::Armed, false) if len == 0 && !starved => Recv::Ended,
-                    (Recv::Ended, false) => Recv::Ended,
-                    (_, false) => Recv::Idle,
-                };
-                // Ended: the drive hands over what is buffered, finishes a response in
-                // progress, then closes when the session asks for more.
-                true
+                len > 0 || starved // else end of stream or error
             }
             Event::Sent(r, buf) => {
                 self.send_armed = false;
@@ -320,7 +251,7 @@ impl Io {
             }
             Event::Polled if op == Op::Socket => {
                 // A TLS connection's socket is readable: the drive reads it.
-                self.recv = Recv::Idle;
+                self.recv_armed = false;
                 self.input = Input::Unknown;
                 true
             }
@@ -344,7 +275,7 @@ impl Io {
     /// complete, and their completions find a new generation in the slot.
     pub(super) fn close(self, ring: &mut Ring, id: ConnId) {
         let armed = [
-            (matches!(self.recv, Recv::Armed | Recv::Stopping), Op::Socket),
+            (self.recv_armed, Op::Socket),
             (self.send_armed, Op::Send),
             (self.room_armed, Op::Room),
             (self.script_polls > 0, Op::ScriptOut),

@@ -95,18 +95,21 @@ impl Backend for Uring {
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
                 Outcome::Received(Ok(bytes)) => {
-                    if let Some(Tag::Conn { slot, generation, .. }) = Tag::decode(c.user_data) {
-                        if let Some(conn) = conns.live(slot, generation) {
-                            conn.io.take_input(bytes, &mut conn.session, pool);
+                    // Bytes that do not fit (never, see `Session::recv_space`) close the
+                    // connection, reported as the end of the stream: never a silent gap.
+                    let fitted = match Tag::decode(c.user_data) {
+                        Some(Tag::Conn { slot, generation, .. }) => {
+                            conns.live(slot, generation).is_some_and(|conn| conn.session.push_bytes(bytes, pool))
                         }
-                    }
-                    Event::Received { len: bytes.len(), starved: false, input_left: c.input_left, more: c.more }
+                        _ => false,
+                    };
+                    let len = if fitted { bytes.len() } else { 0 };
+                    Event::Received { len, starved: false, input_left: c.input_left }
                 }
                 Outcome::Received(Err(e)) => Event::Received {
                     len: 0,
                     starved: e.raw_os_error() == Some(rustix::io::Errno::NOBUFS.raw_os_error()),
                     input_left: false,
-                    more: c.more,
                 },
             };
             events.push((c.user_data, event));
