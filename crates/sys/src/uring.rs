@@ -7,7 +7,9 @@
 //! - receive buffers live in one region owned by the ring and lent to the kernel through a
 //!   buffer ring (`buf_ring.rs`); a completed receive shows its bytes to the caller, then
 //!   the buffer is given back to the kernel (a store into the buffer ring, no operation);
-//! - a send takes ownership of its `Vec` and hands it back with the completion;
+//! - a send takes ownership of its `Vec` and hands it back with the completion; a send
+//!   made ahead of a receive copies its bytes into a buffer of the ring's, held until the
+//!   receive linked after it completes;
 //! - every other operation (poll, close, cancel) points at no user memory.
 //!
 //! Descriptors are named by number, and the kernel looks the number up when it issues the
@@ -65,6 +67,8 @@ pub struct Completion<'a> {
 enum Kind {
     Recv,
     Send,
+    /// A send made ahead of a receive: its completion only ever reports a failure.
+    SendAhead,
     Poll,
 }
 
@@ -81,6 +85,14 @@ pub struct Ring {
     /// The kind of each in-flight operation, by user data; a send also keeps its buffer.
     kinds: HashMap<u64, Kind>,
     sends: HashMap<u64, Vec<u8>>,
+    /// Sends made ahead of a receive ([`Ring::send_ahead_of_recv`]), by the receive's user
+    /// data: the send's user data. INVARIANT: each such send is in `kinds` and `sends`
+    /// until its failure's completion or its receive's last completion is reaped.
+    ahead: HashMap<u64, u64>,
+    /// Buffers of finished sends made ahead, for the next copies.
+    spare: Vec<Vec<u8>>,
+    /// Completions the last [`Ring::complete`] reaped.
+    reaped: usize,
     /// Operations submitted whose last completion has not been reaped yet.
     in_flight: usize,
 }
@@ -119,6 +131,9 @@ impl Ring {
             buffers: Some(buffers),
             kinds: HashMap::new(),
             sends: HashMap::new(),
+            ahead: HashMap::new(),
+            spare: Vec::new(),
+            reaped: 0,
             in_flight: 0,
         };
         for id in 0..count {
@@ -129,7 +144,17 @@ impl Ring {
 
     /// Pushes one entry, submitting first if the queue is full.
     fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
-        if self.ring.submission().is_full() {
+        self.push_room(1, entry)
+    }
+
+    /// Pushes one entry, submitting first if the queue has room for fewer than `room`
+    /// (a linked pair must reach the kernel in one submission).
+    fn push_room(&mut self, room: usize, entry: &squeue::Entry) -> io::Result<()> {
+        let free = {
+            let queue = self.ring.submission();
+            queue.capacity() - queue.len()
+        };
+        if free < room {
             self.ring.submit()?;
         }
         // SAFETY: io_uring_enter(2) requires the memory an entry points to to stay valid
@@ -137,7 +162,8 @@ impl Ring {
         // memory (poll, cancel, close), at `self.region` (receives through buffer
         // selection from the buffer ring), which lives as long as `self` and is only freed
         // by `Drop` after every operation completed, or at a send buffer owned by
-        // `self.sends` until its completion is reaped.
+        // `self.sends` until its completion is reaped (for a send made ahead of a
+        // receive, until the receive's last completion: linked, it runs after the send).
         unsafe { self.ring.submission().push(entry) }.map_err(|_| io::Error::other("submission queue full"))?;
         self.in_flight += 1;
         Ok(())
@@ -160,6 +186,42 @@ impl Ring {
             .build()
             .flags(squeue::Flags::BUFFER_SELECT);
         self.track(entry, user_data, Kind::Recv)
+    }
+
+    /// Sends a copy of `bytes`, then receives as [`Ring::recv`] does, the receive linked
+    /// after the send (IOSQE_IO_LINK: it starts once the send is done). The send's success
+    /// posts no completion (IOSQE_CQE_SKIP_SUCCESS, Linux 5.17), so a loop that submits the
+    /// pair and waits sleeps until the receive completes, instead of waking at once for a
+    /// send that finished during the submission. MSG_WAITALL makes the kernel retry a
+    /// short send on a stream socket, so success is every byte out; anything else posts
+    /// the send's completion ([`Outcome::Sent`] with an error or a short count, and an
+    /// empty buffer) and cancels the receive. The copy is the ring's until the receive's
+    /// last completion, which comes after the send's end, then it is reused.
+    pub fn send_ahead_of_recv(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        bytes: &[u8],
+        send_data: u64,
+        expect_wait: bool,
+        recv_data: u64,
+    ) -> io::Result<()> {
+        let mut copy = self.spare.pop().unwrap_or_default();
+        copy.clear();
+        copy.extend_from_slice(bytes);
+        let len = u32::try_from(copy.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let flags = libc::MSG_NOSIGNAL | libc::MSG_WAITALL;
+        let send = opcode::Send::new(types::Fd(fd.as_raw_fd()), copy.as_ptr(), len)
+            .flags(flags)
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(send_data);
+        self.push_room(2, &send)?;
+        // The Vec's heap block does not move when the Vec itself is moved into the map.
+        self.sends.insert(send_data, copy);
+        self.kinds.insert(send_data, Kind::SendAhead);
+        self.ahead.insert(recv_data, send_data);
+        // Room for it was made above: the pair goes to the kernel in one submission.
+        self.recv(fd, expect_wait, recv_data)
     }
 
     /// Sends `buf[from..]` (MSG_MORE if `more`); the buffer comes back with the completion.
@@ -221,12 +283,17 @@ impl Ring {
 
     /// Calls `handle` for every completion ready now.
     pub fn complete(&mut self, mut handle: impl FnMut(Completion<'_>)) -> io::Result<()> {
+        self.reaped = 0;
         loop {
             let next = self.ring.completion().next();
             let Some(cqe) = next else { break };
+            self.reaped += 1;
             let (user_data, result, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
             let (more, input_left) = (cqueue::more(flags), cqueue::sock_nonempty(flags));
-            if !more {
+            // A completion of an operation no longer tracked (a receive retired with its
+            // failed send ahead, below) does not count again.
+            let tracked = user_data == INTERNAL || self.kinds.contains_key(&user_data);
+            if !more && tracked {
                 self.in_flight -= 1;
             }
             if user_data == INTERNAL {
@@ -241,7 +308,31 @@ impl Ring {
                     let buf = self.sends.remove(&user_data).unwrap_or_default();
                     Outcome::Sent(if result < 0 { Err(error()) } else { Ok(result as usize) }, buf)
                 }
+                Some(Kind::SendAhead) => {
+                    self.spare.extend(self.sends.remove(&user_data));
+                    let sent = if result < 0 { Err(error()) } else { Ok(result as usize) };
+                    handle(Completion { user_data, more, input_left: false, outcome: Outcome::Sent(sent, Vec::new()) });
+                    // The failure cancelled the receive linked behind it, and the kernel
+                    // posts no completion for it (a chain whose request has
+                    // IOSQE_CQE_SKIP_SUCCESS skips its failed links' completions:
+                    // REQ_F_SKIP_LINK_CQES in io_uring/io_uring.c, io_fail_links): it is
+                    // retired here and reported as cancelled.
+                    let behind = self.ahead.iter().find(|(_, send)| **send == user_data).map(|(recv, _)| *recv);
+                    if let Some(recv) = behind {
+                        self.ahead.remove(&recv);
+                        if self.kinds.remove(&recv).is_some() {
+                            self.in_flight -= 1;
+                        }
+                        let cancelled = io::Error::from_raw_os_error(libc::ECANCELED);
+                        let outcome = Outcome::Received(Err(cancelled));
+                        handle(Completion { user_data: recv, more: false, input_left: false, outcome });
+                    }
+                    continue;
+                }
                 Some(Kind::Recv) => {
+                    if !more {
+                        self.end_send_ahead(user_data);
+                    }
                     let id = cqueue::buffer_select(flags);
                     if result < 0 || id.is_none() {
                         let r = if result < 0 { Err(error()) } else { Ok(&[][..]) };
@@ -264,6 +355,23 @@ impl Ring {
             handle(Completion { user_data, more, input_left: false, outcome });
         }
         Ok(())
+    }
+
+    /// How many completions the last call to [`Ring::complete`] reaped: how busy the loop
+    /// that calls it is.
+    pub fn reaped(&self) -> usize {
+        self.reaped
+    }
+
+    /// A receive's last completion: the send made ahead of it, if any, is over (it
+    /// succeeded, as a failure would have been reaped and removed already).
+    fn end_send_ahead(&mut self, recv_data: u64) {
+        let Some(send_data) = self.ahead.remove(&recv_data) else { return };
+        if let Some(buf) = self.sends.remove(&send_data) {
+            self.kinds.remove(&send_data);
+            self.in_flight -= 1;
+            self.spare.push(buf);
+        }
     }
 
     /// Lends receive buffer `id` to the kernel (again): a slot in the buffer ring. A

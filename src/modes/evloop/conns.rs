@@ -20,9 +20,11 @@ pub(crate) enum Op {
     ScriptOut = 4,
     /// A CGI script's stdin (wait writable).
     ScriptIn = 5,
+    /// A send the connection no longer waits for, linked ahead of its receive (`uring`).
+    SendAhead = 6,
 }
 
-const OPS: [Op; 5] = [Op::Socket, Op::Send, Op::Room, Op::ScriptOut, Op::ScriptIn];
+const OPS: [Op; 6] = [Op::Socket, Op::Send, Op::Room, Op::ScriptOut, Op::ScriptIn, Op::SendAhead];
 
 /// What the kernel reports an event or a completion for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +190,7 @@ mod tests {
             Tag::Conn { slot: 0, generation: 1, op: Op::Socket },
             Tag::Conn { slot: 70_000, generation: GENERATIONS - 1, op: Op::ScriptIn },
             Tag::Conn { slot: 3, generation: 42, op: Op::Room },
+            Tag::Conn { slot: 9, generation: 7, op: Op::SendAhead },
         ];
         for tag in cases {
             assert_eq!(Tag::decode(tag.encode()), Some(tag), "{tag:?}");

@@ -30,6 +30,12 @@ impl Session {
         }
     }
 
+    /// Whether the out bytes are all that is left of a keep-alive response and no input is
+    /// buffered: once they are out, the connection only waits for its next request.
+    pub(crate) fn ends_in_wait(&self) -> bool {
+        self.body.is_none() && self.keep_alive && self.start == self.end && self.tls.is_none()
+    }
+
     /// For drivers that send the out bytes themselves: moves the file body once they are
     /// out ([`send::send_body`]).
     pub(crate) fn send_body<Fd: AsFd>(&mut self, fd: &Fd) -> Sent {

@@ -12,6 +12,10 @@ use spidey_sys::uring::Ring;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+/// A loop turn that reaped this many completions or more is busy: responses go out as
+/// plain ring sends, whose completions keep the loop awake.
+const BUSY_TURN: usize = 4;
+
 /// A completion, detached from the ring's buffers.
 pub(super) enum Event {
     /// `starved`: no ring buffer was free (ENOBUFS), the input is still there.
@@ -42,6 +46,9 @@ pub(super) struct Io {
     stream: TcpStream,
     recv_armed: bool,
     send_armed: bool,
+    /// A send made ahead of the receive may be in flight ([`Ring::send_ahead_of_recv`]),
+    /// until the receive's completion.
+    send_ahead: bool,
     /// Waiting for room in the socket after sendfile found none (EAGAIN).
     room_armed: bool,
     /// Polls of a CGI script's pipes in flight.
@@ -73,14 +80,19 @@ impl Io {
             // A ClientHello already there starts the handshake; an error shows at the next read.
             let _ = session.read_from(&stream, pool);
             let input = Input::Unknown;
-            return Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input };
+            return Io::new(stream, input);
         }
         let space = session.recv_space(pool);
         let room = space.len();
         let n = rustix::io::read(&stream, space).unwrap_or(0);
         session.received(n, pool);
         let input = if n == room { Input::Left } else { Input::Drained }; // a full read may have left more
-        Io { stream, recv_armed: false, send_armed: false, room_armed: false, script_polls: 0, input }
+        Io::new(stream, input)
+    }
+
+    fn new(stream: TcpStream, input: Input) -> Io {
+        let (recv_armed, send_armed, send_ahead, room_armed, script_polls) = (false, false, false, false, 0);
+        Io { stream, recv_armed, send_armed, send_ahead, room_armed, script_polls, input }
     }
 
     /// Whether an operation that changes the response's progress is in flight.
@@ -145,6 +157,28 @@ impl Io {
             }
         }
         let head_left = !session.out().is_empty();
+        if head_left && session.ends_in_wait() && !self.recv_armed && ring.reaped() < BUSY_TURN {
+            // The whole rest of a keep-alive response, nothing buffered after it: sent from
+            // a copy with the next receive linked behind it, so the loop is woken by the
+            // next request, not by this send's completion. For the session it is out now.
+            session.cork_before_head(&self.stream);
+            let (buf, from) = session.lend_out();
+            let len = buf.len() - from.min(buf.len());
+            let expect_wait = self.input == Input::Drained;
+            let ahead = ring.send_ahead_of_recv(
+                self.stream.as_fd(),
+                &buf[from.min(buf.len())..],
+                conn.id.tag(Op::SendAhead),
+                expect_wait,
+                conn.id.tag(Op::Socket),
+            );
+            session.return_out(buf, len);
+            if ahead.is_err() {
+                return Sent::Failed;
+            }
+            (self.send_ahead, self.recv_armed) = (true, true);
+            return Sent::Done;
+        }
         if head_left {
             session.cork_before_head(&self.stream);
             let more = session.file_follows();
@@ -240,9 +274,15 @@ impl Io {
     ) -> bool {
         match event {
             Event::Received { len, starved, input_left } => {
-                self.recv_armed = false;
+                (self.recv_armed, self.send_ahead) = (false, false);
                 self.input = if input_left || starved { Input::Left } else { Input::Drained };
                 len > 0 || starved // else end of stream or error
+            }
+            // A send made ahead of the receive completes only when it failed or came up
+            // short: the response is broken, the connection closes.
+            Event::Sent(..) if op == Op::SendAhead => {
+                self.send_ahead = false;
+                false
             }
             Event::Sent(r, buf) => {
                 self.send_armed = false;
@@ -277,6 +317,7 @@ impl Io {
         let armed = [
             (self.recv_armed, Op::Socket),
             (self.send_armed, Op::Send),
+            (self.send_ahead, Op::SendAhead),
             (self.room_armed, Op::Room),
             (self.script_polls > 0, Op::ScriptOut),
             (self.script_polls > 0, Op::ScriptIn),
