@@ -7,7 +7,9 @@
 //! clients wait in the listen queue until a place frees up on any loop (its eventfd,
 //! polled through the ring). One receive per connection into buffers lent through a
 //! buffer ring (an idle connection holds no buffer of its own), and the framed out bytes
-//! sent as a ring operation; file bodies never pass through user space (`conn.rs`). CGI
+//! sent as a ring operation (on a quiet turn, a keep-alive response's last bytes go ahead
+//! of the next receive, linked, and post nothing when they succeed, so the loop sleeps
+//! until the next request); file bodies never pass through user space (`conn.rs`). CGI
 //! script pipes are watched with ring polls. Every loop iteration is one io_uring_enter
 //! that both submits and waits, with the next deadline as its timeout. Trade-off: fewer
 //! system calls per request than `event` (no epoll_wait + recv pair), at the price of
