@@ -50,6 +50,9 @@ fn a_send_ahead_posts_nothing_and_its_receive_brings_the_next_request() {
         client.write_all(format!("request {i}").as_bytes()).unwrap();
         let seen = reap_until(&mut ring, |s| !s.is_empty());
         assert_eq!(seen, vec![(RECV, format!("received {:?}", format!("request {i}")))], "round {i}");
+        // The send that posted nothing is retired with its receive: nothing is left in
+        // flight for the ring's drop to wait for.
+        assert!(format!("{ring:?}").contains("in_flight: 0"), "round {i}: {ring:?}");
     }
 }
 
@@ -67,4 +70,5 @@ fn a_failed_send_ahead_is_reported_and_cancels_its_receive() {
             (RECV, format!("receive failed {:?}", Some(libc::ECANCELED))),
         ]
     );
+    assert!(format!("{ring:?}").contains("in_flight: 0"), "{ring:?}");
 }

@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// A loop turn that reaped this many completions or more is busy: responses go out as
 /// plain ring sends, whose completions keep the loop awake.
-const BUSY_TURN: usize = 4;
+pub(super) const BUSY_TURN: usize = 4;
 
 /// A completion, detached from the ring's buffers.
 pub(super) enum Event {
@@ -124,8 +124,9 @@ impl Io {
     /// output is out. [`Sent::Blocked`]: an operation is in flight.
     ///
     /// When the out bytes are all that is left of a keep-alive response, nothing is
-    /// buffered after it and the loop's last turn was quiet (fewer than [`BUSY_TURN`]
-    /// completions), they go out as a send made ahead of the next receive: its success
+    /// buffered after it and `ahead` (the loop's last turn was quiet, fewer than
+    /// [`BUSY_TURN`] completions, and it is not draining), they go out as a send made
+    /// ahead of the next receive: its success
     /// posts no completion, so io_uring_enter sleeps until the next request instead of
     /// returning at once for the send. At a fixed 10000 req/s that took CPU per 1 KiB
     /// response from 36.1 to 18.6 µs (run 5 in the README); on a busy turn the send
@@ -148,7 +149,7 @@ impl Io {
     /// Choosing per turn (ring sends once a turn reaps 4 completions) gave 0.77x the CPU
     /// and 0.68-1.00x the requests/s (median 0.81x). docs/runs/vs-peers/uring-send-* hold
     /// the runs.
-    pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
+    pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>, ahead: bool) -> Sent {
         let session = conn.session;
         if session.is_tls() {
             return match session.send(&self.stream, shared.ex, shared.server, shared.pool) {
@@ -165,7 +166,7 @@ impl Io {
             }
         }
         let head_left = !session.out().is_empty();
-        if head_left && session.ends_in_wait() && !self.recv_armed && ring.reaped() < BUSY_TURN {
+        if head_left && ahead && session.ends_in_wait() && !self.recv_armed {
             // The whole rest of a keep-alive response, nothing buffered after it: sent from
             // a copy with the next receive linked behind it, so the loop is woken by the
             // next request, not by this send's completion. For the session it is out now.

@@ -61,7 +61,7 @@ pub(crate) fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
     let mut ring = Ring::new(ENTRIES, RECV_BUFFERS, RECV_SIZE)?;
     ring.poll(lc.shutdown.fd(), pollin(), Tag::Shutdown.encode())?;
     ring.poll(lc.limit.waker(lc.index), pollin(), Tag::Wake.encode())?;
-    let backend = Uring { ring, events: Vec::new(), limit: Arc::clone(&lc.limit), index: lc.index };
+    let backend = Uring { ring, events: Vec::new(), limit: Arc::clone(&lc.limit), index: lc.index, draining: false };
     evloop::run(lc, backend)
 }
 
@@ -77,6 +77,9 @@ struct Uring {
     /// The shared count, for this loop's waker (number `index`).
     limit: Arc<LoopLimit>,
     index: usize,
+    /// Shutdown began: no send is made ahead of a receive any more, so a response still
+    /// going out keeps its connection busy (and open) until it is out, as in `event`.
+    draining: bool,
 }
 
 impl Backend for Uring {
@@ -126,7 +129,10 @@ impl Backend for Uring {
                         let _ = b.ring.poll(b.limit.waker(b.index), pollin(), Tag::Wake.encode());
                     }
                 }
-                Some(Tag::Shutdown) => lp.begin_drain(),
+                Some(Tag::Shutdown) => {
+                    lp.backend.draining = true;
+                    lp.begin_drain();
+                }
                 Some(Tag::Conn { slot, generation, op }) => {
                     let Some(conn) = lp.conns.live(slot, generation) else { continue };
                     let id = conn.id(slot);
@@ -158,7 +164,8 @@ impl Backend for Uring {
     }
 
     fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
-        io.send(&mut self.ring, conn, shared)
+        let ahead = !self.draining && self.ring.reaped() < conn::BUSY_TURN;
+        io.send(&mut self.ring, conn, shared, ahead)
     }
 
     fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
