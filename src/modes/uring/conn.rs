@@ -126,14 +126,14 @@ impl Io {
     /// When the out bytes are all that is left of a keep-alive response, nothing is
     /// buffered after it and `ahead` (the loop's last turn was quiet, fewer than
     /// [`BUSY_TURN`] completions, and it is not draining), they go out as a send made
-    /// ahead of the next receive: its success
-    /// posts no completion, so io_uring_enter sleeps until the next request instead of
-    /// returning at once for the send. At a fixed 10000 req/s that took CPU per 1 KiB
-    /// response from 36.1 to 18.6 µs (run 5 in the README); on a busy turn the send
-    /// completions are what keep the loop awake and batching, so it sends as below.
+    /// ahead of the next receive: its success posts no completion, so io_uring_enter
+    /// sleeps until the next request instead of returning at once for the send. At a
+    /// fixed 10000 req/s that took CPU per 1 KiB response from 36.1 to 18.6 µs (run 5 in
+    /// the README); on a busy turn the send completions are what keep the loop awake and
+    /// batching, so it sends as below.
     ///
-    /// Otherwise the out bytes go out as a ring send; a file body follows with sendfile(2) from the
-    /// loop thread once that send has completed, waiting for POLLOUT through the ring
+    /// Otherwise the out bytes go out as a ring send; a file body follows with sendfile(2)
+    /// from the loop thread once that send has completed, waiting for POLLOUT through the ring
     /// whenever the socket is full. File bytes never pass through user space. (Linked file
     /// → pipe → socket splices were tried and measured slower at every size, 1 KiB to
     /// 1 MiB: io_uring runs splices on its worker threads, and that hand-off costs more
