@@ -30,7 +30,9 @@
 //! of MIN. An old worker serves under a shutdown signal of its own
 //! (`Shutdown::or_when_readable`: the server's shutdown pipe or its retire pipe), so the
 //! byte ends it as a stop would: it stops accepting, finishes the response under way
-//! (within the grace period), closes its keep-alive connection at its next idle wait
+//! (within the grace period; a connection it had accepted but whose first request had not
+//! arrived yet is still answered, that wait being under the server's shutdown alone, up
+//! to the idle timeout), closes its keep-alive connection at its next idle wait
 //! (a response being formed then says `Connection: close`), and exits; the master reaps
 //! it on SIGCHLD like any other. Connections queued meanwhile wait in the shared listen
 //! queue for the new workers; none is dropped. Only the master gets the signal (a
@@ -391,6 +393,20 @@ fn worker(
         match listener.accept() {
             Ok((stream, peer)) => {
                 report(BUSY);
+                // A connection this worker accepted is its to answer: its first request is
+                // waited for under the server's shutdown alone, within the idle timeout, as
+                // `serve` would wait. Under `retirable`, a reload's retirement arriving
+                // between the accept and the request's bytes closed it unanswered (the
+                // readable socket wins over a fired stop in `serve`'s wait).
+                let first =
+                    crate::net::wait_readable(stream.as_fd(), shutdown, Some(Instant::now() + server.timeouts.idle));
+                if !matches!(first, Ok(crate::net::Wake::Ready)) {
+                    report(IDLE); // silent until the idle timeout, or shutdown: closed, as `serve` closes it
+                    if last {
+                        break;
+                    }
+                    continue;
+                }
                 // The last connection is served under the server's shutdown alone: under
                 // `retirable`, already fired, it would be closed before its first request.
                 let stop = if last { shutdown } else { &retirable };
