@@ -11,7 +11,7 @@
 //! same moment (nothing of a response came back). HTTP clients retry that case (RFC
 //! 9112 §9.3.1); it is the race every server that closes idle connections has.
 
-use crate::common::{signal, Fixture, HELLO};
+use crate::common::{signal, Fixture, Spidey, HELLO};
 use crate::harness::{command, eventually, spawn};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -125,17 +125,25 @@ fn children(pid: u32) -> HashSet<u32> {
     std::fs::read_to_string(path).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
 }
 
+/// A server in `mode` on `fx`'s root, with `workers` worker processes in `prefork`, once
+/// they are all running: the server, its address, its (master's) pid.
+fn start(mode: &str, fx: &Fixture, workers: usize) -> (Spidey, SocketAddr, u32) {
+    let count = workers.to_string();
+    let mut args = vec!["--port", "0", "--quiet"];
+    if mode == "prefork" {
+        args.extend(["--workers", &count]);
+    }
+    let s = spawn(command(mode, &fx.root(), &args));
+    let (addr, master) = (SocketAddr::from(([127, 0, 0, 1], s.port)), s.child.id());
+    if mode == "prefork" {
+        eventually("the workers running", || children(master).len() == workers);
+    }
+    (s, addr, master)
+}
+
 fn sighup_during_traffic_drops_no_request(mode: &str) {
     let fx = Fixture::new();
-    let workers: &[&str] = if mode == "prefork" { &["--workers", "2"] } else { &[] };
-    let mut args = vec!["--port", "0", "--quiet"];
-    args.extend(workers);
-    let mut s = spawn(command(mode, &fx.root(), &args));
-    let addr = SocketAddr::from(([127, 0, 0, 1], s.port));
-    let master = s.child.id();
-    if mode == "prefork" {
-        eventually("two workers", || children(master).len() == 2);
-    }
+    let (mut s, addr, master) = start(mode, &fx, 2);
     let before = children(master);
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = [false, true]
@@ -173,15 +181,7 @@ fn sighup_during_traffic_drops_no_request(mode: &str) {
 /// once in prefork, "closed before any response on a new connection").
 fn connection_accepted_before_a_reload_is_answered(mode: &str) {
     let fx = Fixture::new();
-    let workers: &[&str] = if mode == "prefork" { &["--workers", "1"] } else { &[] };
-    let mut args = vec!["--port", "0", "--quiet"];
-    args.extend(workers);
-    let mut s = spawn(command(mode, &fx.root(), &args));
-    let addr = SocketAddr::from(([127, 0, 0, 1], s.port));
-    let master = s.child.id();
-    if mode == "prefork" {
-        eventually("one worker", || children(master).len() == 1);
-    }
+    let (mut s, addr, master) = start(mode, &fx, 1);
     let before = children(master);
     let (mut stream, mut reader) = connect(addr).expect("connect");
     std::thread::sleep(Duration::from_millis(200)); // accepted, and waiting for the request
