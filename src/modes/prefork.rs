@@ -398,20 +398,16 @@ fn worker(
                 // `serve` would wait. Under `retirable`, a reload's retirement arriving
                 // between the accept and the request's bytes closed it unanswered (the
                 // readable socket wins over a fired stop in `serve`'s wait).
+                // Silent until the idle timeout, or shutdown: closed unserved, as `serve` closes it.
                 let first =
                     crate::net::wait_readable(stream.as_fd(), shutdown, Some(Instant::now() + server.timeouts.idle));
-                if !matches!(first, Ok(crate::net::Wake::Ready)) {
-                    report(IDLE); // silent until the idle timeout, or shutdown: closed, as `serve` closes it
-                    if last {
-                        break;
-                    }
-                    continue;
+                if matches!(first, Ok(crate::net::Wake::Ready)) {
+                    // The last connection is served under the server's shutdown alone: under
+                    // `retirable`, already fired, it would be closed before its first request.
+                    let stop = if last { shutdown } else { &retirable };
+                    let serve = || super::blocking::serve(stream, peer, server, stop);
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(serve));
                 }
-                // The last connection is served under the server's shutdown alone: under
-                // `retirable`, already fired, it would be closed before its first request.
-                let stop = if last { shutdown } else { &retirable };
-                let _ =
-                    std::panic::catch_unwind(AssertUnwindSafe(|| super::blocking::serve(stream, peer, server, stop)));
                 report(IDLE);
             }
             Err(e) if accept::is_exhaustion(&e) => {

@@ -237,25 +237,25 @@ impl Ring {
             self.reaped += 1;
             let (user_data, result, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
             let (more, input_left) = (cqueue::more(flags), cqueue::sock_nonempty(flags));
+            let kind = match user_data {
+                INTERNAL => None,
+                _ if more => self.kinds.get(&user_data).copied(),
+                _ => self.kinds.remove(&user_data),
+            };
             // A completion of an operation no longer tracked (a receive retired with its
             // failed send ahead, below) does not count again.
-            let tracked = user_data == INTERNAL || self.kinds.contains_key(&user_data);
-            if !more && tracked {
+            if !more && (user_data == INTERNAL || kind.is_some()) {
                 self.in_flight -= 1;
             }
-            if user_data == INTERNAL {
-                continue;
-            }
-            let kind = if more { self.kinds.get(&user_data).copied() } else { self.kinds.remove(&user_data) };
+            let Some(kind) = kind else { continue };
             let error = || io::Error::from_raw_os_error(-result);
             let outcome = match kind {
-                None => continue,
-                Some(Kind::Poll) => Outcome::Polled(if result < 0 { Err(error()) } else { Ok(result as u32) }),
-                Some(Kind::Send) => {
+                Kind::Poll => Outcome::Polled(if result < 0 { Err(error()) } else { Ok(result as u32) }),
+                Kind::Send => {
                     let buf = self.sends.remove(&user_data).unwrap_or_default();
                     Outcome::Sent(if result < 0 { Err(error()) } else { Ok(result as usize) }, buf)
                 }
-                Some(Kind::SendAhead) => {
+                Kind::SendAhead => {
                     self.spare.extend(self.sends.remove(&user_data));
                     let sent = if result < 0 { Err(error()) } else { Ok(result as usize) };
                     handle(Completion { user_data, more, input_left: false, outcome: Outcome::Sent(sent, Vec::new()) });
@@ -276,7 +276,7 @@ impl Ring {
                     }
                     continue;
                 }
-                Some(Kind::Recv) => {
+                Kind::Recv => {
                     if !more {
                         self.end_send_ahead(user_data);
                     }

@@ -170,17 +170,12 @@ impl Io {
             // The whole rest of a keep-alive response, nothing buffered after it: sent from
             // a copy with the next receive linked behind it, so the loop is woken by the
             // next request, not by this send's completion. For the session it is out now.
-            session.cork_before_head(&self.stream);
+            // (No cork: `cork_before_head` corks only a closing response with a file body.)
             let (buf, from) = session.lend_out();
-            let len = buf.len() - from.min(buf.len());
-            let expect_wait = self.input == Input::Drained;
-            let ahead = ring.send_ahead_of_recv(
-                self.stream.as_fd(),
-                &buf[from.min(buf.len())..],
-                conn.id.tag(Op::SendAhead),
-                expect_wait,
-                conn.id.tag(Op::Socket),
-            );
+            let bytes = &buf[from.min(buf.len())..];
+            let (len, expect_wait) = (bytes.len(), self.input == Input::Drained);
+            let (send_data, recv_data) = (conn.id.tag(Op::SendAhead), conn.id.tag(Op::Socket));
+            let ahead = ring.send_ahead_of_recv(self.stream.as_fd(), bytes, send_data, expect_wait, recv_data);
             session.return_out(buf, len);
             if ahead.is_err() {
                 return Sent::Failed;
