@@ -12,7 +12,7 @@ use std::time::Duration;
 #[command(
     name = "spidey",
     version,
-    about = "A web server laboratory: one HTTP/1.1 server, seven concurrency architectures."
+    about = "A web server laboratory: one HTTP/1.1 server, eight concurrency architectures."
 )]
 pub struct Cli {
     #[command(subcommand)]
