@@ -29,6 +29,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Run the experiments that reproduce the seed studies, and report them.
     Lab(LabArgs),
+    /// Join two network namespaces by a link with a set round trip (and rate), for the lab.
+    DelayLine(crate::lab::DelayLineArgs),
 }
 
 #[derive(Debug, Args)]

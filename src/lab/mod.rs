@@ -11,6 +11,7 @@
 mod adversary;
 mod claim;
 mod cpu;
+mod delay_line;
 mod docroot;
 mod experiment;
 mod finding;
@@ -40,13 +41,16 @@ use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub use delay_line::{run as delay_line, DelayLineArgs};
 pub use hosts::HostArgs;
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
     anyhow::ensure!(!sources.is_empty(), "no experiments found");
-    let hosts = hosts::Hosts::from_args(&args.hosts)?;
     let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
+    hosts::Hosts::from_args(&args.hosts)?;
+    let link = args.hosts.delay_line()?;
+    let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
@@ -59,7 +63,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe(pinning))?;
+    let mut machine = machine::Machine::describe(pinning);
+    machine.network = hosts::describe_network(&args.hosts, link.as_ref());
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {
