@@ -75,7 +75,7 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     // The verdict table: a verdict for every claim of the two experiments.
     assert!(md.contains("## Verdicts on the seeds' claims"), "verdict table");
     let verdicts = md.lines().filter(|l| l.starts_with("| 000 |") || l.starts_with("| 001 |")).count();
-    assert_eq!(verdicts, 8, "one row per claim");
+    assert_eq!(verdicts, 11, "one row per claim");
     let svg = std::fs::read_to_string(dir.path().join("plots/001-delay-pool-1.svg")).unwrap();
     assert!(svg.contains("stroke-dasharray") || svg.contains("(seed)"), "the seed's series drawn dashed");
     assert!(md.contains("| Pinning |"), "the machine table records the pinning");
