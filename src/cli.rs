@@ -49,6 +49,10 @@ pub struct LabArgs {
     /// Read the experiment files from this directory instead of the built-in ones.
     #[arg(long)]
     pub experiments_dir: Option<PathBuf>,
+    /// Measure nothing: print the verdict table (Markdown) of a results file
+    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
+    #[arg(long, value_name = "RESULTS")]
+    pub verdicts: Option<PathBuf>,
     /// Where the server and the load run (default: here, on loopback).
     #[command(flatten)]
     pub hosts: crate::lab::HostArgs,

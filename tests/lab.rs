@@ -75,7 +75,7 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     // The verdict table: a verdict for every claim of the two experiments.
     assert!(md.contains("## Verdicts on the seeds' claims"), "verdict table");
     let verdicts = md.lines().filter(|l| l.starts_with("| 000 |") || l.starts_with("| 001 |")).count();
-    assert_eq!(verdicts, 8, "one row per claim");
+    assert_eq!(verdicts, 11, "one row per claim");
     let svg = std::fs::read_to_string(dir.path().join("plots/001-delay-pool-1.svg")).unwrap();
     assert!(svg.contains("stroke-dasharray") || svg.contains("(seed)"), "the seed's series drawn dashed");
     assert!(md.contains("| Pinning |"), "the machine table records the pinning");
@@ -272,4 +272,21 @@ fn tls_experiment_reports_tls_against_plain_per_mode() {
         seen += 1;
     }
     assert_eq!(seen, 2 * 3 * 3, "two TLS servers × three connection uses × three repeats");
+}
+
+/// `spidey lab --verdicts RESULTS` measures nothing and prints the verdict table of a
+/// results file (gzipped here): on the committed full run, the committed docs/lab-verdicts.md.
+#[test]
+fn verdicts_prints_the_table_of_a_results_file() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |results: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_spidey")).arg("lab").arg("--verdicts").arg(results).output().unwrap()
+    };
+    let out = run(&repo.join("docs/runs/lab-full-c69ce8d/results.jsonl.gz"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout) == want, "the printed table is docs/lab-verdicts.md");
+    let out = run(Path::new("/nonexistent/results.jsonl"));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no results file /nonexistent/results.jsonl"));
 }

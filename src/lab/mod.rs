@@ -25,6 +25,7 @@ mod report;
 mod results;
 mod robustness;
 mod robustness_report;
+mod rule;
 mod runner;
 mod server;
 mod server_counts;
@@ -48,6 +49,10 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
     anyhow::ensure!(!sources.is_empty(), "no experiments found");
     let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
+    if let Some(results) = &args.verdicts {
+        print!("{}", verdicts(&exps, results)?);
+        return Ok(());
+    }
     hosts::Hosts::from_args(&args.hosts)?;
     let link = args.hosts.delay_line()?;
     let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
@@ -80,6 +85,15 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
     Ok(())
+}
+
+/// The verdict table of a results file (plain or gzipped), as Markdown: a quick run's when
+/// every point in it is a quick one.
+fn verdicts(exps: &[Experiment], results: &std::path::Path) -> anyhow::Result<String> {
+    anyhow::ensure!(results.is_file(), "no results file {}", results.display());
+    let records = results::read(results)?;
+    let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
+    Ok(report::verdicts_markdown(exps, quick, &records))
 }
 
 /// Adds a section the robustness experiment wrote to the end of `report.md`.

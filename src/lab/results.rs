@@ -102,7 +102,7 @@ impl Journal {
     }
 }
 
-/// Every record in a results file, the last per id winning; unreadable lines (an interrupted
+/// Every record in a results file (gzipped when its name ends in `.gz`), the last per id winning; unreadable lines (an interrupted
 /// write) are ignored. A missing file is empty.
 pub(crate) fn read(path: &Path) -> anyhow::Result<HashMap<String, Record>> {
     let file = match File::open(path) {
@@ -110,8 +110,13 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<HashMap<String, Record>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
+    let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|x| x == "gz") {
+        Box::new(flate2::read::GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
     let mut records = HashMap::new();
-    for line in BufReader::new(file).lines() {
+    for line in BufReader::new(reader).lines() {
         if let Ok(r) = serde_json::from_str::<Record>(&line?) {
             records.insert(r.id.clone(), r);
         }
