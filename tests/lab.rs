@@ -161,7 +161,59 @@ fn unknown_experiment_is_a_configuration_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment matches 'no-such-experiment'"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no experiment matches 'no-such-experiment'; the experiments are 000-fork,"), "{stderr}");
+    assert!(stderr.contains("007-tls") && stderr.lines().count() == 1, "one line naming every id: {stderr}");
+}
+
+/// `spidey lab ARGS` from a scratch directory: exit code, stdout, stderr.
+fn lab_status(args: &[&str]) -> (Option<i32>, String, String) {
+    let cwd = tempfile::tempdir().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_spidey")).current_dir(cwd.path()).arg("lab").args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn list_shows_every_experiment_with_its_quick_and_full_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = lab_status(&["--list", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}");
+    for id in ["000-fork", "003-cgi", "006-robustness", "007-tls"] {
+        let row = stdout.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no {id} in {stdout}"));
+        assert_eq!(row.matches("(estimate)").count(), 2, "quick and full, estimated: {row}");
+    }
+    assert!(stdout.contains("How forking affects latency and throughput"), "each title: {stdout}");
+    let all = stdout.lines().find(|l| l.starts_with("all ")).expect("a total");
+    let quick = all.split_whitespace().nth(1).unwrap();
+    assert!(quick.ends_with('m') || quick.ends_with('s'), "{all}");
+    assert!(!dir.path().join("results.jsonl").exists(), "--list runs nothing");
+}
+
+#[test]
+fn plain_lab_prints_the_plan_and_asks_for_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = lab_status(&["--out", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("005-modes") && stdout.contains("(estimate)"), "the plan: {stdout}");
+    assert!(stderr.contains("pass --all to start it, --quick for the smoke test"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing started");
+}
+
+#[test]
+fn an_existing_results_file_is_kept_without_resume_or_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    std::fs::write(&results, "{\"an\": \"earlier run\"}\n").unwrap();
+    let out = dir.path().to_str().unwrap();
+    let (code, _, stderr) = lab_status(&["--quick", "--out", out, "000"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("holds an earlier run's results: pass --resume to continue it or --force"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), "{\"an\": \"earlier run\"}\n", "untouched");
+    // --force and --resume together make no sense.
+    let (code, _, stderr) = lab_status(&["--quick", "--force", "--resume", "--out", out, "000"]);
+    assert_eq!(code, Some(2), "{stderr}");
 }
 
 /// The lab starts spidey with `--metrics` and scrapes it around every point: a closed-loop
@@ -207,12 +259,11 @@ fn points_carry_the_servers_own_count_beside_the_clients() {
 fn tls_experiment_reports_tls_against_plain_per_mode() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/007-tls.toml")).unwrap();
-    let marker = "quick.clients = [";
-    assert!(text.contains(marker), "007-tls.toml has a quick.clients line");
+    let line = text.lines().find(|l| l.starts_with("quick.servers = ")).expect("007-tls.toml has a quick.servers line");
     let servers = r#"quick.servers = ["fork", "fork tls", "event", "event tls"]"#;
     let exps = dir.path().join("exps");
     std::fs::create_dir(&exps).unwrap();
-    std::fs::write(exps.join("007-tls.toml"), text.replacen(marker, &format!("{servers}\n{marker}"), 1)).unwrap();
+    std::fs::write(exps.join("007-tls.toml"), text.replacen(line, servers, 1)).unwrap();
     let out = dir.path().join("out");
     let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
         .current_dir(dir.path())

@@ -16,6 +16,7 @@ mod docroot;
 mod experiment;
 mod finding;
 mod hosts;
+mod listing;
 mod load;
 mod machine;
 mod metric;
@@ -38,6 +39,7 @@ mod verdict;
 mod versus;
 
 use crate::cli::LabArgs;
+use crate::config::ConfigError;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -53,13 +55,28 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         print!("{}", verdicts(&exps, results)?);
         return Ok(());
     }
+    let results_path = args.out.join("results.jsonl");
+    if args.list {
+        print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
+        return Ok(());
+    }
+    if args.experiments.is_empty() && !args.quick && !args.all {
+        print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
+        return Err(ConfigError(
+            "the full run of every experiment takes the time above: pass --all to start it, --quick for the smoke \
+             test, or name experiments"
+                .into(),
+        )
+        .into());
+    }
+    results::check_fresh(&results_path, args.resume, args.force)?;
     hosts::Hosts::from_args(&args.hosts)?;
     let link = args.hosts.delay_line()?;
     let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
-    let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;
+    let mut journal = results::Journal::open(&results_path, args.resume)?;
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);

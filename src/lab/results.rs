@@ -1,6 +1,7 @@
 //! `results.jsonl`: one JSON object per finished point, appended and flushed at once, so an
 //! interrupted run keeps its data and `--resume` skips the points already measured.
 
+use crate::config::ConfigError;
 use crate::lab::experiment::ClientSpec;
 use crate::lab::metric::Measurement;
 use crate::lab::plan::Point;
@@ -100,6 +101,19 @@ impl Journal {
         self.records.insert(record.id.clone(), record);
         Ok(())
     }
+}
+
+/// Refuses to start afresh over a results file that holds points, unless `force`: a run
+/// would empty it. With `resume` it is kept.
+pub(crate) fn check_fresh(path: &Path, resume: bool, force: bool) -> Result<(), ConfigError> {
+    let held = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    if held && !resume && !force {
+        return Err(ConfigError(format!(
+            "{} holds an earlier run's results: pass --resume to continue it or --force to start afresh",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Every record in a results file (gzipped when its name ends in `.gz`), the last per id winning; unreadable lines (an interrupted
