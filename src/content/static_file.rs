@@ -77,7 +77,7 @@ pub fn respond(
     }
     fields.push(("Accept-Ranges", "bytes".to_string()));
     let wanted = match req.header("range") {
-        Some(value) if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime) => {
+        Some(value) if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime, now) => {
             range::resolve(value, len)
         }
         _ => RangeOutcome::Full,
