@@ -67,7 +67,7 @@ struct Entry {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
     size: u64,
@@ -76,7 +76,7 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(meta: &Metadata) -> Stamp {
+    pub(crate) fn of(meta: &Metadata) -> Stamp {
         Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
