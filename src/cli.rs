@@ -208,8 +208,10 @@ pub struct ServeArgs {
     /// allows (a sibling older than FILE is stale and ignored), with Vary: Accept-Encoding.
     #[arg(long)]
     pub precompressed: bool,
-    /// Compress text, JSON, JavaScript, XML and SVG files (1 KiB to 4 MiB) and listings on
-    /// the fly with brotli, zstd or gzip as Accept-Encoding allows (never a 206).
+    /// Compress text, JSON, JavaScript, XML and SVG files (1 KiB to 1 MiB; each version
+    /// encoded once and kept, 32 MiB per process) and listings (1 KiB to 256 KiB) on the
+    /// fly with brotli, zstd or gzip as Accept-Encoding allows (never a 206; a HEAD never
+    /// encodes and may come without Content-Length).
     #[arg(long)]
     pub compress: bool,
     /// Add the field 'Name: value' to every response (repeatable).

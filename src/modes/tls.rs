@@ -211,7 +211,8 @@ impl Tls {
 
     /// Sends a framed response by `send.rs`'s rules, encrypted: `out[*pos..]`, then a file
     /// body read a record at a time, each flushed before the next is read, so at most one
-    /// record of the response is in memory. [`Sent::Done`] only once every ciphertext
+    /// record of the response is in memory (a shared body is encrypted a record at a time
+    /// from its shared buffer alike). [`Sent::Done`] only once every ciphertext
     /// byte is out. A CGI body is left to the caller, as on plain connections.
     pub(crate) fn send_response<Fd: AsFd>(
         &mut self,
@@ -230,6 +231,17 @@ impl Tls {
                 match self.encrypt(&out[*pos..]) {
                     0 => return Sent::Failed,
                     n => *pos += n,
+                }
+                continue;
+            }
+            if let Some(Outgoing::Shared { bytes, offset, end }) = body {
+                if *offset >= *end {
+                    *body = None;
+                    return Sent::Done;
+                }
+                match self.encrypt(&bytes[*offset..*end]) {
+                    0 => return Sent::Failed,
+                    taken => *offset += taken,
                 }
                 continue;
             }
