@@ -24,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2 iputils-ping chromium)
+packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

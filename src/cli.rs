@@ -228,6 +228,37 @@ pub struct ServeArgs {
     /// The Cache-Control value for static files (e.g. 'max-age=3600').
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
+    // --- File-server features (src/content/serving.rs; checked by config::serve_features) ---
+    /// A directory's index file, tried in order (repeatable) [default: index.html, then
+    /// index.htm]; a directory with none gets its listing.
+    #[arg(long, value_name = "NAME", help_heading = "Files and listings")]
+    pub index: Vec<String>,
+    /// Answer a GET or HEAD for a path that names nothing with this file (200), for
+    /// single-page applications, e.g. `/index.html`. Never for a path with a dot-segment,
+    /// a CGI script's path or another method (they keep their 404).
+    #[arg(long, value_name = "/PATH", help_heading = "Files and listings")]
+    pub fallback: Option<String>,
+    /// Answer an error STATUS (400-599) with this file inside the root instead of the
+    /// built-in page; the status stays (repeatable), e.g. `404=/404.html`.
+    #[arg(long, value_name = "STATUS=/PATH", help_heading = "Files and listings")]
+    pub error_page: Vec<String>,
+    /// Add X-Frame-Options: DENY, Referrer-Policy: no-referrer and, over TLS,
+    /// Strict-Transport-Security: max-age=31536000 to every response (a --header of the
+    /// same name replaces each; X-Content-Type-Options: nosniff is always sent).
+    #[arg(long, help_heading = "Compression and headers")]
+    pub security_headers: bool,
+    /// Require HTTP Basic authentication with the users of this htpasswd file (bcrypt
+    /// `htpasswd -B` or SHA-crypt `openssl passwd -6` lines), along with any --basic-auth.
+    #[arg(long, value_name = "FILE", help_heading = "Access")]
+    pub basic_auth_file: Option<PathBuf>,
+    /// Also listen on PORT (same --addr) for plain HTTP and answer every request with 308
+    /// to https://HOST:TLS-PORT/same-path; needs --tls-cert.
+    #[arg(long, value_name = "PORT", help_heading = "Listening")]
+    pub redirect_http: Option<u16>,
+    /// Read flags from a TOML file: each key a long flag's name (`port = 8443`,
+    /// `compress = true`, `header = ["A: b"]`); flags given on the command line win.
+    #[arg(long, value_name = "FILE", help_heading = "Listening")]
+    pub config: Option<PathBuf>,
 }
 
 /// A `--metrics` path: absolute, without query or fragment, as requests name it.

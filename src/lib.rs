@@ -21,6 +21,7 @@ mod log_sink;
 pub mod metrics;
 pub mod modes;
 pub mod net;
+mod redirect;
 pub mod serve;
 pub mod server;
 mod signals;

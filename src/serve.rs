@@ -3,6 +3,7 @@
 use crate::cli::ServeArgs;
 // Re-exported for `lab`, which names it here.
 pub use crate::config::ConfigError;
+use crate::config::ServeFeatures;
 use crate::content::cgi::CgiOptions;
 use crate::content::cgi_process::CgiSlots;
 use crate::content::handler::Mount;
@@ -21,6 +22,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First, before anything opens a descriptor or starts a thread.
     let activated = crate::activation::take(!args.addr.is_empty() || args.port.is_some())?;
     args.mode.preflight()?;
+    let features = crate::config::serve_features(&args)?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
@@ -40,7 +42,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot set the TCP options of the listener on {addr}"))?;
     }
     let port = listeners[0].addr.port();
-    let server = Arc::new(server(&args, port)?);
+    // `--redirect-http`: bound beside the listeners, and started now, while this process
+    // has one thread (a forking mode forks it a process of its own).
+    let redirecting = match features.redirect_http {
+        Some(http_port) => {
+            let redirect = crate::redirect::bind(&args.addr, http_port, args.backlog)?;
+            let addrs = redirect.addrs();
+            let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
+            redirect.start(port, forks, &mut listeners)?;
+            addrs
+        }
+        None => Vec::new(),
+    };
+    let server = Arc::new(server(&args, port, features)?);
     if matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork) {
         // fork(2) is sound only while single-threaded; a --handler library's initialisers
         // may have started threads. spidey_sys::fork checks again at every fork.
@@ -66,6 +80,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         };
         writeln!(out, "spidey listening on {url} (mode {})", args.mode.name())?;
     }
+    for addr in redirecting {
+        writeln!(out, "spidey redirecting http://{addr} to https port {port}")?;
+    }
     out.flush()?;
     drop(out);
     let ctx = ModeContext {
@@ -79,7 +96,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     entry(ctx)
 }
 
-fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
+fn server(args: &ServeArgs, port: u16, features: ServeFeatures) -> anyhow::Result<Server> {
     if args.max_conns == 0 {
         return Err(ConfigError("--max-conns must be at least 1".into()).into());
     }
@@ -113,7 +130,7 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
         handlers,
         delay: args.delay,
         cpu_work: args.cpu_work,
-        ..features(args)?
+        ..site_features(args, features)?
     };
     let site = Site::open(&args.root, options)
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
@@ -136,14 +153,21 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
 }
 
 /// The options of `--precompressed`, `--compress`, `--header`, `--cors`, `--basic-auth`
-/// and `--cache-control`, checked.
-fn features(args: &ServeArgs) -> Result<SiteOptions, ConfigError> {
+/// and `--cache-control`, checked, with the file-server flags [`serve_features`] checked.
+///
+/// [`serve_features`]: crate::config::serve_features
+fn site_features(args: &ServeArgs, features: ServeFeatures) -> Result<SiteOptions, ConfigError> {
     use crate::content::{access, compress, headers};
-    let response_headers =
+    let mut response_headers: Vec<_> =
         args.header.iter().map(|h| headers::parse_header(h)).collect::<Result<_, _>>().map_err(ConfigError)?;
+    response_headers.extend(features.security_headers);
+    let users = [args.basic_auth.as_slice(), &features.htpasswd].concat();
     Ok(SiteOptions {
         compress: compress::CompressOptions { precompressed: args.precompressed, on_the_fly: args.compress },
-        auth: access::BasicAuth::parse(&args.basic_auth).map_err(ConfigError)?,
+        auth: access::BasicAuth::parse(&users).map_err(ConfigError)?,
+        index_names: features.index_names,
+        fallback: features.fallback,
+        error_pages: features.error_pages,
         cors: args.cors.as_deref().map(access::Cors::parse).transpose().map_err(ConfigError)?,
         response_headers,
         cache_control: args

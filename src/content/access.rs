@@ -1,8 +1,12 @@
 //! Who may read: `--basic-auth` (RFC 7617) and `--cors` (the Fetch standard's CORS protocol).
 //!
-//! **Basic auth.** `--basic-auth user:HASH` (repeatable) with a SHA-crypt hash, `$6$`
-//! (SHA-512, as `mkpasswd -m sha-512` or `openssl passwd -6` make) or `$5$` (SHA-256),
-//! checked by the RustCrypto `sha-crypt` crate. Every request (static files, listings, CGI,
+//! **Basic auth.** `--basic-auth user:HASH` (repeatable) and the lines of
+//! `--basic-auth-file` (an htpasswd file: `user:HASH` per line, `#` comments and blank
+//! lines skipped) with a SHA-crypt hash, `$6$` (SHA-512, as `mkpasswd -m sha-512` or
+//! `openssl passwd -6` make) or `$5$` (SHA-256), checked by the RustCrypto `sha-crypt`
+//! crate, or a bcrypt hash, `$2y$`, `$2b$` or `$2a$` (as `htpasswd -B` and Caddy make),
+//! checked by the `bcrypt` crate, of cost at most [`MAX_BCRYPT_COST`]. Other htpasswd
+//! formats (`$apr1$` MD5, `{SHA}`, DES crypt) are weak and refused at start. Every request (static files, listings, CGI,
 //! handlers) needs `Authorization: Basic` with a listed user and its password, else 401
 //! with `WWW-Authenticate: Basic realm="spidey", charset="UTF-8"`. The user name is
 //! compared with every listed name in constant time (`subtle`), and a password is always
@@ -33,10 +37,15 @@ const REALM: &str = "spidey";
 /// How many accepted credentials a process remembers (then it forgets them all).
 const REMEMBERED: usize = 64;
 
+/// The highest bcrypt cost accepted: every wrong password costs a full hash on the thread
+/// that answers (2^12 rounds, about a quarter of a second), so a dearer hash would let
+/// anyone without the password stall the server with a few requests.
+pub const MAX_BCRYPT_COST: u32 = 12;
+
 /// The users `--basic-auth` lists.
 #[derive(Debug, Default)]
 pub struct BasicAuth {
-    /// INVARIANT: at least one user, each hash a well-formed `$5$` or `$6$` SHA-crypt hash.
+    /// INVARIANT: at least one user, each hash [`well_formed`].
     users: Vec<(String, String)>,
     /// Keyed digests of `Authorization` values that passed (see the module docs).
     accepted: std::sync::Mutex<Vec<[u8; 32]>>,
@@ -49,17 +58,7 @@ impl BasicAuth {
     pub fn parse(flags: &[String]) -> Result<Option<BasicAuth>, String> {
         let mut users = Vec::new();
         for flag in flags {
-            let Some((user, hash)) = flag.split_once(':') else {
-                return Err("--basic-auth takes user:HASH (a $6$ or $5$ SHA-crypt hash)".into());
-            };
-            if user.is_empty() || user.bytes().any(|b| b.is_ascii_control()) {
-                return Err(format!("--basic-auth: {user:?} is not a valid user name"));
-            }
-            if !well_formed(hash) {
-                return Err(format!(
-                    "--basic-auth {user}: the hash is not a $6$ or $5$ SHA-crypt hash (make one with: mkpasswd -m sha-512)"
-                ));
-            }
+            let (user, hash) = parse_user("--basic-auth", flag)?;
             users.push((user.to_string(), hash.to_string()));
         }
         let mut key = [0u8; 16];
@@ -119,20 +118,73 @@ impl BasicAuth {
     }
 }
 
+/// Checks one `user:HASH` (`what` names where it came from, for the message).
+fn parse_user<'a>(what: &str, entry: &'a str) -> Result<(&'a str, &'a str), String> {
+    let Some((user, hash)) = entry.split_once(':') else {
+        return Err(format!("{what} takes user:HASH (a $6$ or $5$ SHA-crypt or $2y$ bcrypt hash)"));
+    };
+    if user.is_empty() || user.bytes().any(|b| b.is_ascii_control()) {
+        return Err(format!("{what}: {user:?} is not a valid user name"));
+    }
+    if bcrypt_cost(hash).is_some_and(|cost| cost > MAX_BCRYPT_COST) {
+        return Err(format!(
+            "{what} {user}: bcrypt cost above {MAX_BCRYPT_COST} (each wrong password would cost too much; make one with: htpasswd -nB -C 10 {user})"
+        ));
+    }
+    if !well_formed(hash) {
+        return Err(format!(
+            "{what} {user}: the hash is not a $6$/$5$ SHA-crypt or $2y$/$2b$ bcrypt hash (make one with: htpasswd -nB {user}, or mkpasswd -m sha-512)"
+        ));
+    }
+    Ok((user, hash))
+}
+
+/// The `user:HASH` lines of an htpasswd file (`--basic-auth-file`), checked, without
+/// comments and blank lines; `name` is the file's, for messages.
+pub fn parse_htpasswd(name: &str, text: &str) -> Result<Vec<String>, String> {
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        parse_user(&format!("--basic-auth-file {name} line {}", i + 1), line)?;
+        entries.push(line.to_string());
+    }
+    if entries.is_empty() {
+        return Err(format!("--basic-auth-file {name}: no user:HASH line"));
+    }
+    Ok(entries)
+}
+
 /// Whether `password` hashes to `hash` (checked [`well_formed`] at start).
 fn check(hash: &str, password: &str) -> bool {
     if hash.starts_with("$6$") {
         sha_crypt::sha512_check(password, hash).is_ok()
-    } else {
+    } else if hash.starts_with("$5$") {
         sha_crypt::sha256_check(password, hash).is_ok()
+    } else {
+        // Truncating at 72 bytes, as htpasswd's own bcrypt does.
+        bcrypt::verify(password, hash).unwrap_or(false)
     }
 }
 
+/// The cost of a `$2y$`, `$2b$` or `$2a$` bcrypt hash, if `hash` is one.
+fn bcrypt_cost(hash: &str) -> Option<u32> {
+    let rest = hash.strip_prefix("$2y$").or_else(|| hash.strip_prefix("$2b$")).or_else(|| hash.strip_prefix("$2a$"))?;
+    rest.get(..2)?.parse().ok()
+}
+
+/// A bcrypt hash of an accepted cost ([`bcrypt_cost`]), or
 /// `$6$[rounds=N$]SALT$HASH` (86 characters of hash) or `$5$...` (43), as crypt(3) writes
 /// them: the salt at most 16 characters, N from 1000 to 999,999,999, and both in crypt's
 /// base-64 alphabet. (sha-crypt's check does not say whether it failed on the format or
 /// the password, so the format is checked here, once.)
 fn well_formed(hash: &str) -> bool {
+    if let Some(cost) = bcrypt_cost(hash) {
+        // `$2y$NN$` and 53 characters of salt and hash, which the crate parses.
+        return (4..=MAX_BCRYPT_COST).contains(&cost) && hash.parse::<bcrypt::HashParts>().is_ok();
+    }
     let b64 = |s: &str| s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'/');
     let mut parts: Vec<&str> = hash.split('$').collect();
     let hash_len = match parts.get(1) {
@@ -291,6 +343,34 @@ mod tests {
         for bad in ["nocolon", "u:plaintext", "u:$1$abc$def", ":$6$x$y", "u:", &short, &few_rounds] {
             let e = BasicAuth::parse(&[bad.to_string()]).unwrap_err();
             assert!(!e.contains('\n'), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn htpasswd_table() {
+        let sha = hash("pw1");
+        let bcrypt4 = bcrypt::hash("pw2", 4).unwrap().replacen("$2b$", "$2y$", 1);
+        let text = format!("# users\n\nann:{sha}\r\nbob:{bcrypt4}\n");
+        let entries = parse_htpasswd("f", &text).unwrap();
+        assert_eq!(entries.len(), 2);
+        let auth = BasicAuth::parse(&entries).unwrap().unwrap();
+        let cases = [("ann:pw1", true), ("bob:pw2", true), ("ann:pw2", false), ("bob:pw1", false), ("eve:pw2", false)];
+        for (user_pass, want) in cases {
+            assert_eq!(auth.allows(Some(&basic(user_pass))), want, "{user_pass}");
+        }
+        let dear = bcrypt::hash("pw", 4).unwrap().replacen("$04$", "$13$", 1);
+        let bad: &[(&str, &str)] = &[
+            ("", "no user:HASH line"),
+            ("# only\n", "no user:HASH line"),
+            ("ann:$apr1$abc$def\n", "line 1"),
+            ("ann:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n", "line 1"),
+            ("\nann:plain\n", "line 2"),
+            (&format!("ann:{dear}\n"), "cost above 12"),
+            (&format!("ann:{}\n", &bcrypt4[..bcrypt4.len() - 1]), "line 1"),
+        ];
+        for (text, why) in bad {
+            let e = parse_htpasswd("f", text).unwrap_err();
+            assert!(e.contains(why) && !e.contains('\n'), "{text:?}: {e}");
         }
     }
 

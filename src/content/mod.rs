@@ -11,6 +11,7 @@
 //! - [`listing`]: directory listings in HTML and JSON.
 //! - [`access`]: `--basic-auth` and `--cors`; [`headers`]: `--header`, `--cache-control`.
 //! - [`page`]: the small HTML bodies of error responses.
+//! - [`serving`]: `--index`, `--fallback`, `--error-page`, and one file as the root.
 //! - [`cgi`], [`cgi_env`], [`cgi_intake`], [`cgi_run`], [`cgi_process`]: CGI/1.1 scripts,
 //!   a body source ([`Body::Cgi`]) whose events the exchanger frames.
 //! - [`handler`]: in-process handlers loaded from shared libraries.
@@ -29,6 +30,7 @@ pub mod headers;
 pub mod listing;
 pub mod page;
 pub mod resolve;
+pub mod serving;
 pub mod static_file;
 
 use spidey_http::{Method, Request, StatusCode};
@@ -92,17 +94,29 @@ pub struct Response {
     /// head says no `Content-Length`, as RFC 9110 §9.3.2 allows for a field known only
     /// while generating the content. Ignored for any other method.
     pub length_unknown: bool,
+    /// Whether the body is a built-in error page ([`Response::error`]), which an
+    /// `--error-page` may replace.
+    pub builtin_page: bool,
 }
 
 impl Response {
     pub fn new(status: StatusCode, fields: Vec<(&'static str, String)>, body: Body) -> Self {
-        Response { status, fields, body, close: false, extra_fields: Vec::new(), length_unknown: false }
+        Response {
+            status,
+            fields,
+            body,
+            close: false,
+            extra_fields: Vec::new(),
+            length_unknown: false,
+            builtin_page: false,
+        }
     }
 
     /// An error page for `status`, with `detail` as its one sentence.
     pub fn error(status: StatusCode, detail: &str) -> Self {
         let body = page::error_page(status, detail);
-        Response::new(status, vec![("Content-Type", "text/html; charset=utf-8".into())], Body::Bytes(body))
+        let fields = vec![("Content-Type", "text/html; charset=utf-8".into())];
+        Response { builtin_page: true, ..Response::new(status, fields, Body::Bytes(body)) }
     }
 }
 
@@ -142,6 +156,12 @@ pub struct SiteOptions {
     pub response_headers: Vec<(String, String)>,
     /// `--cache-control`: for static files.
     pub cache_control: Option<String>,
+    /// `--index`: a directory's index file names, in order (empty: [`serving::DEFAULT_INDEX`]).
+    pub index_names: Vec<Vec<u8>>,
+    /// `--fallback`: the file (decoded path) that answers a GET for a path naming nothing.
+    pub fallback: Option<Vec<u8>>,
+    /// `--error-page`: statuses and the files (decoded paths) that answer them.
+    pub error_pages: Vec<(u16, Vec<u8>)>,
 }
 
 /// The served tree: a directory handle for ROOT and the rules for answering from it.
@@ -151,16 +171,31 @@ pub struct Site {
     /// ROOT's real path, for `DOCUMENT_ROOT` and `PATH_TRANSLATED`.
     root_path: PathBuf,
     options: SiteOptions,
+    /// When ROOT is a file: its name in its directory, the one thing served.
+    single: Option<Vec<u8>>,
 }
 
 /// The methods a static resource takes, for `Allow`.
 const STATIC_METHODS: &str = "GET, HEAD";
 
 impl Site {
-    /// Opens ROOT. Fails if it is not a directory or the kernel lacks openat2.
-    pub fn open(root: &Path, options: SiteOptions) -> std::io::Result<Site> {
-        let root_path = root.canonicalize()?;
-        Ok(Site { root: resolve::Root::open(root, options.show_hidden)?, root_path, options })
+    /// Opens ROOT: a directory, or a regular file served alone ([`serving`]; CGI is then
+    /// off). Fails if it is neither or the kernel lacks openat2.
+    pub fn open(root: &Path, mut options: SiteOptions) -> std::io::Result<Site> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut root_path = root.canonicalize()?;
+        let mut single = None;
+        if root_path.is_file() {
+            single = root_path.file_name().map(|name| name.as_bytes().to_vec());
+            root_path.pop();
+            options.cgi.enabled = false;
+        }
+        if options.index_names.is_empty() {
+            options.index_names = serving::DEFAULT_INDEX.iter().map(|n| n.as_bytes().to_vec()).collect();
+        }
+        // A single file is served whatever its name: nothing else is reachable.
+        let root = resolve::Root::open(&root_path, options.show_hidden || single.is_some())?;
+        Ok(Site { root, root_path, options, single })
     }
 
     pub fn options(&self) -> &SiteOptions {
@@ -212,11 +247,12 @@ impl Site {
             return metrics; // `--metrics PATH`, before any lookup
         }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
-        let mut response = match (preflight, &self.options.auth) {
+        let response = match (preflight, &self.options.auth) {
             (Some(preflight), _) => preflight,
             (None, Some(auth)) if !auth.allows(req.header("authorization")) => access::BasicAuth::challenge(),
             (None, _) => self.answer(req, path, peer, body),
         };
+        let mut response = serving::with_error_page(&self.root, &self.options.error_pages, response);
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
         }
@@ -233,6 +269,10 @@ impl Site {
                 return mount.respond(req, peer, body);
             }
         }
+        let relative = match &self.single {
+            Some(name) => serving::single_file(name, relative),
+            None => relative,
+        };
         if let Method::Other(_) = req.method {
             return Response::error(StatusCode::NOT_IMPLEMENTED, "This method is not implemented.");
         }
@@ -256,6 +296,11 @@ impl Site {
         // and Apache do); 405 is only for a static resource that exists.
         let resolved = match resolved {
             Ok(resolved) => resolved,
+            Err(resolve::ResolveError::NotFound) => {
+                return self
+                    .fallback(req, relative.as_deref().unwrap_or_default())
+                    .unwrap_or_else(|| resolve::ResolveError::NotFound.response())
+            }
             Err(e) => return e.response(),
         };
         if !matches!(req.method, Method::Get | Method::Head) {
@@ -270,6 +315,19 @@ impl Site {
         }
     }
 
+    /// The `--fallback` file for a GET or HEAD of `relative`, which names nothing, when
+    /// [`serving::fallback_allowed`] says it may answer.
+    fn fallback(&self, req: &Request<'_, '_>, relative: &[u8]) -> Option<Response> {
+        let page = self.options.fallback.as_deref()?;
+        if !serving::fallback_allowed(req, relative, &self.options.cgi) {
+            return None;
+        }
+        match self.root.resolve_decoded(page) {
+            Ok(resolve::Resolved::File(file, meta)) => Some(self.file(req, file, &meta, page)),
+            _ => None,
+        }
+    }
+
     fn run_script(&self, req: &Request<'_, '_>, peer: SocketAddr, found: Result<cgi::Script, Response>) -> Response {
         match found {
             Ok(script) => cgi::respond(&self.options.cgi, &self.root_path, req, script, peer),
@@ -281,7 +339,7 @@ impl Site {
         if !req.target.path.ends_with('/') {
             return redirect_to_slash(req);
         }
-        match self.root.index(&dir) {
+        match self.root.index(&dir, &self.options.index_names) {
             Some((file, meta, path)) => self.file(req, file, &meta, &path),
             None => listing::respond(req, &dir, &self.options),
         }

@@ -14,8 +14,9 @@
 //! path again, which could have been swapped meanwhile); anything else is 403. ROOT's own
 //! `/proc` reopen is probed at start, so a missing `/proc` fails there, not per request.
 //!
-//! A directory's `index.html` is looked up from ROOT (as `dir/index.html`), so an index
-//! that is a symlink elsewhere inside ROOT is served; one that leads outside is not.
+//! A directory's index (`index.html`, or the `--index` names) is looked up from ROOT (as
+//! `dir/index.html`), so an index that is a symlink elsewhere inside ROOT is served; one
+//! that leads outside is not.
 
 use super::{file_cache, Response, StatusCode};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -134,30 +135,39 @@ impl Root {
         file_cache::small_contents(self.id, relative, meta)
     }
 
-    /// `index.html` in `dir`, if it is a regular file, looked up from ROOT: an index that
-    /// is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
+    /// The first of `names` in `dir` that is a regular file, looked up from ROOT: an index
+    /// that is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
     /// Also returns the index's path relative to ROOT (its precompressed siblings are found by it).
-    pub fn index(&self, dir: &OpenDir) -> Option<(Arc<File>, Metadata, Vec<u8>)> {
-        let mut path = dir.relative.clone();
-        if path == b"." {
-            path.clear();
-        } else if !path.ends_with(b"/") {
-            path.push(b'/');
+    pub fn index(&self, dir: &OpenDir, names: &[Vec<u8>]) -> Option<(Arc<File>, Metadata, Vec<u8>)> {
+        let mut base = dir.relative.clone();
+        if base == b"." {
+            base.clear();
+        } else if !base.ends_with(b"/") {
+            base.push(b'/');
         }
-        path.extend_from_slice(b"index.html");
-        match self.resolve_decoded(&path) {
-            Ok(Resolved::File(file, meta)) => Some((file, meta, path)),
-            _ => None,
-        }
+        names.iter().find_map(|name| {
+            let path = [base.as_slice(), name].concat();
+            match self.resolve_decoded(&path) {
+                Ok(Resolved::File(file, meta)) => Some((file, meta, path)),
+                _ => None,
+            }
+        })
     }
 }
 
 /// Whether a decoded path has a dot-segment other than a leading `.well-known`.
-fn hidden(relative: &[u8]) -> bool {
+pub(crate) fn hidden(relative: &[u8]) -> bool {
     relative
         .split(|&b| b == b'/')
         .enumerate()
         .any(|(i, segment)| segment.starts_with(b".") && segment != b"." && !(i == 0 && segment == b".well-known"))
+}
+
+/// Whether a raw request path has a segment starting with `.` once percent-decoded (`.`,
+/// `..`, `.git`, `%2e`, `.well-known`): what [`decode_path`] drops or refuses, and dotfiles.
+pub(crate) fn has_dot_segment(raw: &str) -> bool {
+    let decoded = percent_decode(raw.as_bytes()).unwrap_or_default();
+    raw.split('/').any(|s| s.starts_with('.')) || decoded.split(|&b| b == b'/').any(|s| s.starts_with(b"."))
 }
 
 fn open_beneath(dir: &OwnedFd, relative: &[u8]) -> Result<OwnedFd, ResolveError> {
@@ -287,6 +297,27 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(decode_path(raw).as_deref().map_err(|e| *e), *want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn dot_segment_table() {
+        let cases = [
+            ("/", false),
+            ("/app/route", false),
+            ("/a.b/c.d", false),
+            ("/./x", true),
+            ("/a/.", true),
+            ("/../x", true),
+            ("/%2e/x", true),
+            ("/%2E%2e/x", true),
+            ("/.git/config", true),
+            ("/a/%2egit", true),
+            ("/.well-known/x", true),
+            ("/a%2f.b", true),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(has_dot_segment(raw), want, "{raw}");
         }
     }
 
