@@ -12,6 +12,7 @@ mod activation;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod config_file;
 pub mod content;
 pub mod exchange;
 pub mod lab;

@@ -4,7 +4,15 @@ use spidey::config::ConfigError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `serve --config FILE` becomes the file's flags first, then clap checks them all.
+    let args = match spidey::config_file::expand(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("spidey: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Serve(args) => spidey::serve::run(args),
         Command::Bench(args) => spidey::bench::run(args),
