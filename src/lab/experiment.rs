@@ -77,7 +77,7 @@ pub(crate) struct Sweep {
     pub workloads: Vec<String>,
     pub clients: Vec<ClientSpec>,
     /// Times each point is measured in a full run (at least 5); tables show the median and
-    /// its bootstrap interval.
+    /// its order-statistic interval.
     #[serde(default = "five")]
     pub repeats: u32,
     /// Requests sent before the first point of each server, to warm it up.
@@ -233,7 +233,7 @@ pub(crate) struct TableSpec {
 }
 
 /// Pairs of servers told apart by a label suffix (`event tls` against `event`): the ratio
-/// of each metric, the suffixed one over the other, with its bootstrap interval.
+/// of each metric, the suffixed one over the other, with its per-round interval.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Versus {

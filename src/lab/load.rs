@@ -120,5 +120,6 @@ fn measurement(r: &BenchResult) -> Measurement {
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
         server: None,
+        repeat: None,
     }
 }

@@ -33,6 +33,10 @@ pub(crate) struct Measurement {
     /// peers, or if a scrape failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::lab::server_counts::ServerCounts>,
+    /// The repeat this run was, filled in when a sample gathers its runs from the records
+    /// (which carry it), so two samples' repeats pair up by round.
+    #[serde(skip)]
+    pub repeat: Option<u32>,
 }
 
 /// A number read from a [`Measurement`], with its unit.

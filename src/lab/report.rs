@@ -66,7 +66,7 @@ fn intro(quick: bool, machine: &Machine) -> Vec<Block> {
     vec![
         Block::Heading(1, "Spidey lab report".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise. Every table adds the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does.",
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Every table adds the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does.",
             other = crate::lab::cpu::OTHER_BUSY_LIMIT_PCT,
             steal = crate::lab::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
@@ -88,7 +88,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         doc.push(Block::Table(headers, rows));
         if let Some(v) = &a.sweep.table.versus {
             doc.push(Block::Para(format!(
-                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name} (the ratio of the medians) with the bootstrap interval of that ratio.",
+                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name}: the ratio per round (repeat r of one against repeat r of the other), the median of those ratios and its order-statistic interval, labelled with its coverage.",
                 suffix = v.suffix,
                 name = v.name
             )));
@@ -139,7 +139,7 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     if rows.is_empty() {
         return Vec::new();
     }
-    let headers = ["Seed", "Claim", "Seed's number", "Here (median [95% interval])", "Verdict"];
+    let headers = ["Seed", "Claim", "Seed's number", "Here (median [interval, its coverage])", "Verdict"];
     vec![
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
         Block::Para("Each claim a seed study made, checked against this run's numbers. A ratio is the claimed winner's advantage (above 1: it wins); a verdict is \"reproduced\" only where the intervals say so, \"inconclusive\" where they are too wide to tell (few repeats, a noisy machine), \"not measured\" where the sweep did not run (quick runs skip some).".into()),

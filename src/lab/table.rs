@@ -28,7 +28,18 @@ impl Sample {
         self.runs.iter().map(|r| m.value(r)).filter(|v| !v.is_nan()).collect()
     }
 
-    /// The median over repeats with its bootstrap 95% interval.
+    /// The metric in each repeat, keyed by repeat (runs without one by their position), so
+    /// two samples' repeats pair up by round.
+    pub fn keyed(&self, m: Metric) -> Vec<(u32, f64)> {
+        self.runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.repeat.unwrap_or(i as u32), m.value(r)))
+            .filter(|(_, v)| !v.is_nan())
+            .collect()
+    }
+
+    /// The median over repeats with its order-statistic interval ([`stats`]).
     pub fn interval(&self, m: Metric) -> Interval {
         stats::median_interval(&self.values(m))
     }
@@ -84,7 +95,9 @@ pub(crate) fn samples(exp_id: &str, a: &Active<'_>, quick: bool, records: &HashM
                 let runs = (0..a.repeats)
                     .filter_map(|r| {
                         let id = point_id(quick, exp_id, &a.sweep.name, &server.label, workload, client, r);
-                        records.get(&id).filter(|x| x.outcome == Outcome::Measured).and_then(|x| x.measurement.clone())
+                        let record = records.get(&id).filter(|x| x.outcome == Outcome::Measured)?;
+                        let m = record.measurement.clone()?;
+                        Some(Measurement { repeat: Some(r), ..m })
                     })
                     .collect();
                 out.push(Sample {
@@ -178,10 +191,10 @@ fn ratio(v: f64) -> String {
     }
 }
 
-/// `median [lo–hi]`, or the median alone when there is no interval.
+/// `median [lo–hi, coverage]`, or the median alone when there is no interval.
 pub(crate) fn with_interval(i: Interval) -> String {
     if i.known() {
-        format!("{} [{}–{}]", metric::format(i.median), metric::format(i.lo), metric::format(i.hi))
+        format!("{} {}", metric::format(i.median), i.brackets(metric::format))
     } else {
         metric::format(i.median)
     }

@@ -1,5 +1,5 @@
 //! A verdict per seed claim: reproduced, not reproduced or inconclusive, decided from the
-//! bootstrap intervals, with the seed's number beside ours.
+//! order-statistic intervals (`stats.rs`), with the seed's number beside ours.
 //!
 //! - `beats`: per point the interval of `a`'s advantage over its twin; reproduced when `a`
 //!   wins at most points and loses at none, not reproduced when it loses at most points
