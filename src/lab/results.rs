@@ -30,6 +30,12 @@ pub(crate) struct Record {
     pub workload: String,
     pub client: ClientSpec,
     pub repeat: u32,
+    /// Where the point ran within its server run, and the seed that shuffled that run
+    /// (`plan.rs`); absent in records written before points were shuffled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -52,6 +58,8 @@ impl Record {
             workload: point.workload.clone(),
             client: point.client.clone(),
             repeat: point.repeat,
+            position: Some(point.position),
+            order_seed: Some(point.order_seed),
             outcome,
             note: None,
             measurement: None,
