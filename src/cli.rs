@@ -47,6 +47,11 @@ pub struct LabArgs {
     /// Read the experiment files from this directory instead of the built-in ones.
     #[arg(long)]
     pub experiments_dir: Option<PathBuf>,
+    /// Measure each point once and use it even when the machine was disturbed (others
+    /// busy or steal above the limits). By default a disturbed point is measured again up
+    /// to twice, and one still disturbed is left out of intervals and verdicts.
+    #[arg(long)]
+    pub keep_disturbed: bool,
     /// Where the server and the load run (default: here, on loopback).
     #[command(flatten)]
     pub hosts: crate::lab::HostArgs,

@@ -122,6 +122,11 @@ impl Hosts {
         }
     }
 
+    /// Whether plain-HTTP load runs in this process (no client hosts).
+    pub fn load_runs_here(&self) -> bool {
+        self.clients.is_empty()
+    }
+
     /// The load `cfg` describes, run from the client hosts and merged; None when the load
     /// runs in-process here.
     pub fn measure(&self, cfg: &BenchConfig) -> Option<anyhow::Result<BenchResult>> {

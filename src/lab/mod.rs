@@ -54,12 +54,25 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);
-    let mut run = runner::Run { quick: args.quick, journal: &mut journal, bar: &bar, hosts: &hosts };
+    let mut run = runner::Run {
+        quick: args.quick,
+        keep_disturbed: args.keep_disturbed,
+        journal: &mut journal,
+        bar: &bar,
+        hosts: &hosts,
+    };
     for exp in &exps {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine::Machine::describe(pinning))?;
+    report::write(
+        &args.out,
+        &exps,
+        args.quick,
+        &journal.records,
+        &machine::Machine::describe(pinning),
+        args.keep_disturbed,
+    )?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {
