@@ -36,9 +36,12 @@ pub(crate) fn advantage_interval(m: Metric, x: &Sample, y: &Sample) -> Interval 
     stats::ratio_interval(&x.keyed(m), &y.keyed(m), |a, b| advantage(m, a, b))
 }
 
-/// `1.31× [1.20–1.42, 93.8%]` (or `1.31×` without an interval).
+/// `1.31× [1.20–1.42, 93.8%]` (or `1.31×` without an interval, `–` without a value: no
+/// clean rounds on both sides).
 pub(crate) fn ratio_text(i: Interval) -> String {
-    if i.known() {
+    if !i.median.is_finite() {
+        "–".into()
+    } else if i.known() {
         format!("{:.2}× {}", i.median, i.brackets(|v| format!("{v:.2}")))
     } else {
         format!("{:.2}×", i.median)

@@ -42,8 +42,13 @@ fn row(v: &Versus, plain: &Sample, with: &Sample) -> Vec<String> {
         let measured = !(plain.runs.is_empty() || with.runs.is_empty());
         row.push(if measured && ratio.median.is_finite() { ratio_text(ratio) } else { "–".into() });
     }
-    let disturbed = plain.runs.iter().chain(&with.runs).filter(|r| r.cpu.disturbed).count();
-    row.push(format!("{disturbed}/{}", plain.runs.len() + with.runs.len()));
+    let both = || plain.runs.iter().chain(&with.runs);
+    let (disturbed, excluded) = (both().filter(|r| r.cpu.disturbed).count(), both().filter(|r| r.excluded).count());
+    let mut cell = format!("{disturbed}/{}", plain.runs.len() + with.runs.len());
+    if excluded > 0 {
+        cell += &format!("; {excluded} excluded");
+    }
+    row.push(cell);
     row
 }
 
