@@ -122,7 +122,8 @@ pub struct ServeArgs {
     /// Serve the server's counters at PATH (e.g. `/-/metrics`) in Prometheus text format:
     /// responses by status class, body bytes, open connections, busy workers, pool queue,
     /// CGI scripts running, handler calls, errors by kind; across all worker processes.
-    /// Answered before any file lookup; GET and HEAD only (else 405). SIGUSR1 prints the
+    /// Answered before any file lookup, behind --basic-auth when it is given, for PATH
+    /// however percent-encoded; GET and HEAD only (else 405). SIGUSR1 prints the
     /// same counters to stderr, with or without this flag.
     #[arg(long, value_name = "PATH", value_parser = metrics_path)]
     pub metrics: Option<String>,

@@ -16,6 +16,7 @@
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod access;
+mod auth_limit;
 pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_intake;
@@ -206,16 +207,19 @@ impl Site {
     /// handlers look at it).
     ///
     /// Access comes first: a CORS preflight is answered before authentication (browsers
-    /// send it without credentials), then `--basic-auth` guards everything else.
+    /// send it without credentials), then `--basic-auth` guards everything else, the
+    /// `--metrics` path (matched on the decoded path, answered before any lookup) included.
     pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
-        if let Some(metrics) = crate::metrics::endpoint(req) {
-            return metrics; // `--metrics PATH`, before any lookup
+        if matches!(&path.0, Ok(relative) if crate::metrics::is_endpoint(relative)) {
+            return self.refusal(req, peer).unwrap_or_else(|| crate::metrics::endpoint(req));
         }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
-        let mut response = match (preflight, &self.options.auth) {
-            (Some(preflight), _) => preflight,
-            (None, Some(auth)) if !auth.allows(req.header("authorization")) => access::BasicAuth::challenge(),
-            (None, _) => self.answer(req, path, peer, body),
+        let mut response = match preflight {
+            Some(preflight) => preflight,
+            None => match self.refusal(req, peer) {
+                Some(refusal) => refusal,
+                None => self.answer(req, path, peer, body),
+            },
         };
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
@@ -223,6 +227,16 @@ impl Site {
         // (A script's response keeps its fields: the exchanger hands them, with
         // `--header`'s, to the head the script's output writes later.)
         response
+    }
+
+    /// `--basic-auth`'s answer (401, or 429 after too many wrong guesses from `peer`), if
+    /// it does not let `req` through.
+    fn refusal(&self, req: &Request<'_, '_>, peer: SocketAddr) -> Option<Response> {
+        let auth = self.options.auth.as_ref()?;
+        match auth.check(req.header("authorization"), peer.ip()) {
+            access::Verdict::Allowed => None,
+            refused => Some(access::BasicAuth::refusal(refused)),
+        }
     }
 
     fn answer(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {

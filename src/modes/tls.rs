@@ -135,9 +135,11 @@ impl<Fd: AsFd> Write for Wire<'_, Fd> {
 }
 
 impl Tls {
-    pub(crate) fn new(config: &Arc<ServerConfig>) -> Option<Box<Tls>> {
-        let conn = ServerConnection::new(Arc::clone(config)).ok()?;
-        Some(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
+    /// A new connection's TLS state; an error if rustls cannot make one (the caller then
+    /// closes the connection: never plaintext on an HTTPS port).
+    pub(crate) fn new(config: &Arc<ServerConfig>) -> Result<Box<Tls>, rustls::Error> {
+        let conn = ServerConnection::new(Arc::clone(config))?;
+        Ok(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
     }
 
     /// Whether the handshake has begun and not ended: the head deadline runs.
