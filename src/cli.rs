@@ -12,7 +12,7 @@ use std::time::Duration;
 #[command(
     name = "spidey",
     version,
-    about = "A web server laboratory: one HTTP/1.1 server, seven concurrency architectures."
+    about = "A web server laboratory: one HTTP/1.1 server, eight concurrency architectures."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -29,21 +29,37 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Run the experiments that reproduce the seed studies, and report them.
     Lab(LabArgs),
+    /// Join two network namespaces by a link with a set round trip (and rate), for the lab.
+    DelayLine(crate::lab::DelayLineArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
-    /// Experiments to run: files, or id prefixes such as `000`; all of them when none.
+    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
+    /// --quick.
     pub experiments: Vec<String>,
     /// Where results.jsonl, report.md, report.html and plots/ go.
     #[arg(long, default_value = "lab-out")]
     pub out: PathBuf,
-    /// A reduced version of every experiment (a couple of minutes in all).
+    /// A reduced version of the experiments, a smoke test: about 3 minutes for all of them
+    /// on a 2-core machine (`--list` shows each one's time).
     #[arg(long)]
     pub quick: bool,
+    /// Run every experiment in full (hours; without --all, --quick or experiment ids, the
+    /// plan is printed instead).
+    #[arg(long)]
+    pub all: bool,
+    /// List the experiments with their quick and full times (the last run's in OUT, or an
+    /// estimate from the plan), and run nothing.
+    #[arg(long)]
+    pub list: bool,
     /// Keep OUT/results.jsonl and measure only the points missing from it.
     #[arg(long)]
     pub resume: bool,
+    /// Start afresh even though OUT/results.jsonl exists (it is emptied); without --force
+    /// or --resume an existing one is refused.
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
     /// Read the experiment files from this directory instead of the built-in ones.
     #[arg(long)]
     pub experiments_dir: Option<PathBuf>,
@@ -52,6 +68,10 @@ pub struct LabArgs {
     /// to twice, and one still disturbed is left out of intervals and verdicts.
     #[arg(long)]
     pub keep_disturbed: bool,
+    /// Measure nothing: print the verdict table (Markdown) of a results file
+    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
+    #[arg(long, value_name = "RESULTS")]
+    pub verdicts: Option<PathBuf>,
     /// Where the server and the load run (default: here, on loopback).
     #[command(flatten)]
     pub hosts: crate::lab::HostArgs,
@@ -107,7 +127,8 @@ pub struct ServeArgs {
     /// Serve the server's counters at PATH (e.g. `/-/metrics`) in Prometheus text format:
     /// responses by status class, body bytes, open connections, busy workers, pool queue,
     /// CGI scripts running, handler calls, errors by kind; across all worker processes.
-    /// Answered before any file lookup; GET and HEAD only (else 405). SIGUSR1 prints the
+    /// Answered before any file lookup, behind --basic-auth when it is given, for PATH
+    /// however percent-encoded; GET and HEAD only (else 405). SIGUSR1 prints the
     /// same counters to stderr, with or without this flag.
     #[arg(long, value_name = "PATH", value_parser = metrics_path)]
     pub metrics: Option<String>,
@@ -193,8 +214,10 @@ pub struct ServeArgs {
     /// allows (a sibling older than FILE is stale and ignored), with Vary: Accept-Encoding.
     #[arg(long)]
     pub precompressed: bool,
-    /// Compress text, JSON, JavaScript, XML and SVG files (1 KiB to 4 MiB) and listings on
-    /// the fly with brotli, zstd or gzip as Accept-Encoding allows (never a 206).
+    /// Compress text, JSON, JavaScript, XML and SVG files (1 KiB to 1 MiB; each version
+    /// encoded once and kept, 32 MiB per process) and listings (1 KiB to 256 KiB) on the
+    /// fly with brotli, zstd or gzip as Accept-Encoding allows (never a 206; a HEAD never
+    /// encodes and may come without Content-Length).
     #[arg(long)]
     pub compress: bool,
     /// Add the field 'Name: value' to every response (repeatable).

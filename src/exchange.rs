@@ -308,8 +308,12 @@ fn frame(
     meta: &Meta<'_>,
     keep_alive: bool,
 ) -> content::Body {
-    let Response { status, fields, mut body, extra_fields, .. } = response;
-    let framing = if status.forbids_body() { Framing::None } else { Framing::Length(body.len()) };
+    let Response { status, fields, mut body, extra_fields, length_unknown, .. } = response;
+    let framing = if status.forbids_body() || (length_unknown && meta.head_only) {
+        Framing::None
+    } else {
+        Framing::Length(body.len())
+    };
     if meta.head_only || status.forbids_body() {
         body = content::Body::Empty;
     }

@@ -9,6 +9,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => spidey::serve::run(args),
         Command::Bench(args) => spidey::bench::run(args),
         Command::Lab(args) => spidey::lab::run(args),
+        Command::DelayLine(args) => spidey::lab::delay_line(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

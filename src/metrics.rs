@@ -98,7 +98,9 @@ const _: () = assert!((Counter::ErrorWorkerStart as usize) < STRIDE);
 
 static STORE: OnceLock<&'static [AtomicU64]> = OnceLock::new();
 static MODE: OnceLock<&'static str> = OnceLock::new();
-static ENDPOINT: OnceLock<String> = OnceLock::new();
+/// The `--metrics` path as requests' paths are matched: decoded and normalised, relative
+/// to ROOT (`content::resolve::decode_path`).
+static ENDPOINT: OnceLock<Vec<u8>> = OnceLock::new();
 
 /// Maps the shared counters (before any fork) and records the mode's name and the
 /// `--metrics` path, if any.
@@ -107,7 +109,8 @@ pub(crate) fn init(mode: &'static str, endpoint: Option<String>) -> std::io::Res
     let _ = STORE.set(shared);
     let _ = MODE.set(mode);
     if let Some(path) = endpoint {
-        let _ = ENDPOINT.set(path);
+        let decoded = crate::content::resolve::decode_path(&path);
+        let _ = ENDPOINT.set(decoded.unwrap_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec()));
     }
     Ok(())
 }
@@ -196,23 +199,25 @@ pub(crate) fn bump_log_generation() {
     store()[CONTROL + Control::LogGeneration as usize].fetch_add(1, Relaxed);
 }
 
-/// The answer to a request for the `--metrics` path (any query), if this is one: the
-/// metrics for GET and HEAD, 405 otherwise. Asked before anything else looks at the path.
-pub(crate) fn endpoint(req: &Request<'_, '_>) -> Option<Response> {
-    let path = ENDPOINT.get()?;
-    if req.target.path != path.as_str() {
-        return None;
-    }
+/// Whether a request's path, decoded (`relative`, as `content::resolve::decode_path`
+/// makes it), is the `--metrics` path: `/%6detrics` names `/metrics` here as everywhere.
+pub(crate) fn is_endpoint(relative: &[u8]) -> bool {
+    ENDPOINT.get().is_some_and(|path| path == relative)
+}
+
+/// The answer to a request for the `--metrics` path ([`is_endpoint`], any query): the
+/// metrics for GET and HEAD, 405 otherwise.
+pub(crate) fn endpoint(req: &Request<'_, '_>) -> Response {
     if !matches!(req.method, Method::Get | Method::Head) {
         let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The metrics take GET and HEAD only.");
         r.fields.push(("Allow", "GET, HEAD".into()));
-        return Some(r);
+        return r;
     }
     let fields = vec![
         ("Content-Type", "text/plain; version=0.0.4; charset=utf-8".to_string()),
         ("Cache-Control", "no-store".to_string()),
     ];
-    Some(Response::new(StatusCode::OK, fields, Body::Bytes(render().into_bytes())))
+    Response::new(StatusCode::OK, fields, Body::Bytes(render().into_bytes()))
 }
 
 /// All counters in Prometheus text exposition format 0.0.4.

@@ -83,6 +83,9 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
     if args.max_conns == 0 {
         return Err(ConfigError("--max-conns must be at least 1".into()).into());
     }
+    if args.max_conns > crate::modes::MAX_SLOTS {
+        return Err(ConfigError(format!("--max-conns must be at most {}", crate::modes::MAX_SLOTS)).into());
+    }
     let limits = Limits {
         max_request_line: args.max_request_line,
         max_head: args.max_head,

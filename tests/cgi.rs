@@ -235,6 +235,22 @@ fn expect_100_continue(mode: &str) {
     assert_eq!((status_of(&head), body.as_slice()), (201, &b"abc"[..]));
 }
 
+/// An HTTP/1.0 client never gets `100 Continue` (RFC 9110 §10.1.1: a server MUST ignore
+/// `Expect: 100-continue` from one): the body it sends after a pause is answered directly.
+fn no_100_continue_for_http10(mode: &str) {
+    let fx = cgi_fixture();
+    let s = start(mode, &fx);
+    let mut c = s.connect();
+    c.write_all(b"POST /cgi-bin/echo.sh HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n").unwrap();
+    // Long enough for the server to have the head and start on the script's body.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    c.write_all(b"abc").unwrap();
+    let out = read_to_close(&mut c);
+    assert!(out.starts_with("HTTP/1.1 201"), "{out}");
+    assert!(!out.contains("100 Continue"), "{out}");
+    assert!(out.ends_with("abc"), "{out}");
+}
+
 fn body_over_max_body_is_413(mode: &str) {
     let fx = cgi_fixture();
     let s = Spidey::start(mode, &fx.root(), &["--max-body", "10"]);
@@ -312,6 +328,7 @@ for_each_mode!(
     only_std_fds_and_the_script,
     post_bodies_reach_stdin,
     expect_100_continue,
+    no_100_continue_for_http10,
     body_over_max_body_is_413,
     http10_is_close_delimited,
     timeout_kills_script_504,

@@ -17,6 +17,7 @@ fn configuration_errors_exit_2_with_one_line() {
         (&["serve", "/no/such/dir", "--port", "0"], "cannot serve /no/such/dir"),
         (&["serve", &file, "--port", "0"], "cannot serve"),
         (&["serve", ".", "--port", "0", "--max-conns", "0"], "--max-conns"),
+        (&["serve", ".", "--port", "0", "--max-conns", "16777217"], "--max-conns must be at most 16777216"),
         (&["serve", ".", "--port", "0", "--max-head", "100"], "--max-head"),
     ];
     for (args, needle) in cases {

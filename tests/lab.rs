@@ -78,7 +78,7 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     // The verdict table: a verdict for every claim of the two experiments.
     assert!(md.contains("## Verdicts on the seeds' claims"), "verdict table");
     let verdicts = md.lines().filter(|l| l.starts_with("| 000 |") || l.starts_with("| 001 |")).count();
-    assert_eq!(verdicts, 8, "one row per claim");
+    assert_eq!(verdicts, 11, "one row per claim");
     let svg = std::fs::read_to_string(dir.path().join("plots/001-delay-pool-1.svg")).unwrap();
     assert!(svg.contains("stroke-dasharray") || svg.contains("(seed)"), "the seed's series drawn dashed");
     assert!(md.contains("| Pinning |"), "the machine table records the pinning");
@@ -176,7 +176,59 @@ fn unknown_experiment_is_a_configuration_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no experiment matches 'no-such-experiment'"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no experiment matches 'no-such-experiment'; the experiments are 000-fork,"), "{stderr}");
+    assert!(stderr.contains("007-tls") && stderr.lines().count() == 1, "one line naming every id: {stderr}");
+}
+
+/// `spidey lab ARGS` from a scratch directory: exit code, stdout, stderr.
+fn lab_status(args: &[&str]) -> (Option<i32>, String, String) {
+    let cwd = tempfile::tempdir().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_spidey")).current_dir(cwd.path()).arg("lab").args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn list_shows_every_experiment_with_its_quick_and_full_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = lab_status(&["--list", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}");
+    for id in ["000-fork", "003-cgi", "006-robustness", "007-tls"] {
+        let row = stdout.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no {id} in {stdout}"));
+        assert_eq!(row.matches("(estimate)").count(), 2, "quick and full, estimated: {row}");
+    }
+    assert!(stdout.contains("How forking affects latency and throughput"), "each title: {stdout}");
+    let all = stdout.lines().find(|l| l.starts_with("all ")).expect("a total");
+    let quick = all.split_whitespace().nth(1).unwrap();
+    assert!(quick.ends_with('m') || quick.ends_with('s'), "{all}");
+    assert!(!dir.path().join("results.jsonl").exists(), "--list runs nothing");
+}
+
+#[test]
+fn plain_lab_prints_the_plan_and_asks_for_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = lab_status(&["--out", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("005-modes") && stdout.contains("(estimate)"), "the plan: {stdout}");
+    assert!(stderr.contains("pass --all to start it, --quick for the smoke test"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing started");
+}
+
+#[test]
+fn an_existing_results_file_is_kept_without_resume_or_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    std::fs::write(&results, "{\"an\": \"earlier run\"}\n").unwrap();
+    let out = dir.path().to_str().unwrap();
+    let (code, _, stderr) = lab_status(&["--quick", "--out", out, "000"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("holds an earlier run's results: pass --resume to continue it or --force"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), "{\"an\": \"earlier run\"}\n", "untouched");
+    // --force and --resume together make no sense.
+    let (code, _, stderr) = lab_status(&["--quick", "--force", "--resume", "--out", out, "000"]);
+    assert_eq!(code, Some(2), "{stderr}");
 }
 
 /// The lab starts spidey with `--metrics` and scrapes it around every point: a closed-loop
@@ -229,12 +281,11 @@ fn points_carry_the_servers_own_count_beside_the_clients() {
 fn tls_experiment_reports_tls_against_plain_per_mode() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/007-tls.toml")).unwrap();
-    let marker = "quick.clients = [";
-    assert!(text.contains(marker), "007-tls.toml has a quick.clients line");
+    let line = text.lines().find(|l| l.starts_with("quick.servers = ")).expect("007-tls.toml has a quick.servers line");
     let servers = r#"quick.servers = ["fork", "fork tls", "event", "event tls"]"#;
     let exps = dir.path().join("exps");
     std::fs::create_dir(&exps).unwrap();
-    std::fs::write(exps.join("007-tls.toml"), text.replacen(marker, &format!("{servers}\n{marker}"), 1)).unwrap();
+    std::fs::write(exps.join("007-tls.toml"), text.replacen(line, servers, 1)).unwrap();
     let out = dir.path().join("out");
     let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
         .current_dir(dir.path())
@@ -298,4 +349,21 @@ fn tls_experiment_reports_tls_against_plain_per_mode() {
         seen += 1;
     }
     assert_eq!(seen, 2 * 3 * 3, "two TLS servers × three connection uses × three repeats");
+}
+
+/// `spidey lab --verdicts RESULTS` measures nothing and prints the verdict table of a
+/// results file (gzipped here): on the committed full run, the committed docs/lab-verdicts.md.
+#[test]
+fn verdicts_prints_the_table_of_a_results_file() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |results: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_spidey")).arg("lab").arg("--verdicts").arg(results).output().unwrap()
+    };
+    let out = run(&repo.join("docs/runs/lab-full-c69ce8d/results.jsonl.gz"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout) == want, "the printed table is docs/lab-verdicts.md");
+    let out = run(Path::new("/nonexistent/results.jsonl"));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no results file /nonexistent/results.jsonl"));
 }

@@ -156,11 +156,73 @@ fn half_a_client_hello_is_cut_at_the_head_timeout(mode: &str) {
     assert_eq!(s.get("/hello.txt", &[]).status, 200, "the server stopped serving HTTPS");
 }
 
+/// A connection whose TLS handshake a rustls client has finished; the raw TCP stream, so
+/// the test writes whatever bytes it likes underneath TLS.
+fn handshaken(port: u16) -> (TcpStream, rustls::ClientConnection) {
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut conn = rustls::ClientConnection::new(pki().client.clone(), name).unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while conn.is_handshaking() {
+        conn.complete_io(&mut c).expect("handshake");
+    }
+    (c, conn)
+}
+
+/// After the handshake, ciphertext that never yields plaintext, a little every 300 ms:
+/// the header of a 16 KiB record and then its bytes one at a time, or a KeyUpdate each
+/// time. Each must be closed within the head timeout (event loops: the idle one, both
+/// 1 s here) of its first byte, however long the client keeps trickling.
+fn trickled_ciphertext_is_closed_within_the_head_timeout(mode: &str) {
+    let (_fx, s) = start(mode, &["--head-timeout", "1s", "--idle-timeout", "1s"]);
+    type Drip = fn(&mut rustls::ClientConnection, usize) -> Vec<u8>;
+    let cases: &[(&str, Drip)] = &[
+        ("a 16 KiB record a byte at a time", |_, i| if i == 0 { vec![23, 3, 3, 0x40, 0] } else { vec![b'x'] }),
+        ("a KeyUpdate each time", |conn, _| {
+            conn.refresh_traffic_keys().expect("KeyUpdate");
+            let mut out = Vec::new();
+            while conn.wants_write() {
+                conn.write_tls(&mut out).unwrap();
+            }
+            out
+        }),
+    ];
+    for (what, drip) in cases {
+        let (mut c, mut conn) = handshaken(s.port);
+        let start = Instant::now();
+        let mut closed = false;
+        for i in 0..30 {
+            if c.write_all(&drip(&mut conn, i)).is_err() {
+                closed = true;
+                break;
+            }
+            // The pause between drips: a read of whatever the server sends (tickets, its
+            // own KeyUpdate), or the end.
+            c.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            let mut buf = [0u8; 4096];
+            match c.read(&mut buf) {
+                Ok(0) => closed = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => closed = true,
+                Err(_) => {}
+            }
+            if closed {
+                break;
+            }
+        }
+        let took = start.elapsed();
+        assert!(closed, "{what}: still open after {took:?} (head and idle timeouts 1 s)");
+        assert!(took < Duration::from_secs(3), "{what}: closed only after {took:?}");
+    }
+    assert_eq!(s.get("/hello.txt", &[]).status, 200, "the server stopped serving HTTPS");
+}
+
 for_each_mode!(
     curl_fetches_files_listings_and_cgi_over_tls_1_2_and_1_3,
     python_ssl_negotiates_alpn_and_resumes,
     plain_http_to_the_tls_port_is_closed_at_once,
     half_a_client_hello_is_cut_at_the_head_timeout,
+    trickled_ciphertext_is_closed_within_the_head_timeout,
 );
 
 /// Every TLS configuration mistake: exit code 2 and one line on stderr naming it. The

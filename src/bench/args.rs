@@ -30,7 +30,7 @@ pub struct BenchArgs {
     /// measured from each request's intended send time (coordinated omission corrected), and
     /// so is --timeout. The generator's own send lateness is reported; requests scheduled but
     /// never sent are `unsent` errors, requests sent more than --late-after after their time
-    /// are `late` errors.
+    /// and answered are counted `late` (the generator's fault, not the server's).
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
     /// With --rate: `pool` (wrk2's model) keeps at most -c connections alive and a request
@@ -40,8 +40,8 @@ pub struct BenchArgs {
     /// ignores -c.
     #[arg(long, value_enum, default_value_t = OpenModel::Pool, requires = "rate", value_name = "MODEL")]
     pub open_model: OpenModel,
-    /// With --rate: a request sent more than this after its intended time counts as a `late`
-    /// error (its latency is still recorded).
+    /// With --rate: a request sent more than this after its intended time counts as `late`,
+    /// apart from the responses and the errors (its latency is still recorded).
     #[arg(long, default_value = "1ms", value_parser = duration, requires = "rate", value_name = "DURATION")]
     pub late_after: Duration,
     /// A new connection for every request (sends Connection: close).
@@ -86,6 +86,13 @@ pub struct BenchArgs {
     /// stdout and the report to stderr.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Exit with status 1 if this condition holds after the run (repeatable), for CI:
+    /// `error-rate>1%` (unanswered requests, `late` ones apart, over all counted), a latency
+    /// `p50`, `p90`, `p99`, `p99.9`, `max` or `mean` above a duration (`p99>50ms`), or
+    /// `rps<1000`. A latency with no response to measure counts as crossed. The run also
+    /// exits 1 when no request at all was answered.
+    #[arg(long = "fail-on", value_name = "METRIC>VALUE", value_parser = super::threshold::parse)]
+    pub fail_on: Vec<super::threshold::Threshold>,
     /// Begin the load (the warmup first) at this wall-clock time, in milliseconds since the
     /// Unix epoch, so runs on several hosts start together; a time already past starts at once.
     #[arg(long, value_name = "UNIX_MS")]

@@ -22,7 +22,7 @@
 
 use super::conn::{Conn, Phase};
 use super::response::{Feed, ResponseReader};
-use super::stats::{classify_connect, classify_io, ErrorClass, Recorder, SecondSample, Sent};
+use super::stats::{classify_io, ErrorClass, Recorder, SecondSample, Sent};
 use super::timer::{SlotTimer, SPIN, TIMER};
 use super::tls::Endpoint;
 use super::Plan;
@@ -259,10 +259,11 @@ impl<'a> Worker<'a> {
             Some(endpoint) => Some(endpoint.session(began).map_err(|_| ErrorClass::Tls)?),
             None => None,
         };
-        let mut stream = TcpStream::connect(self.requests.addrs[c.target]).map_err(|e| classify_connect(&e))?;
-        stream.set_nodelay(true).map_err(|e| classify_connect(&e))?;
+        let rec = &mut self.rec;
+        let mut stream = TcpStream::connect(self.requests.addrs[c.target]).map_err(|e| rec.connect_failed(&e))?;
+        stream.set_nodelay(true).map_err(|e| rec.connect_failed(&e))?;
         let interest = Interest::READABLE | Interest::WRITABLE;
-        self.poll.registry().register(&mut stream, Token(ci), interest).map_err(|e| classify_connect(&e))?;
+        self.poll.registry().register(&mut stream, Token(ci), interest).map_err(|e| rec.connect_failed(&e))?;
         c.stream = Some(stream);
         c.tls = session;
         c.phase = Phase::Connecting;
@@ -297,7 +298,8 @@ impl<'a> Worker<'a> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::NotConnected => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let class = if c.phase == Phase::Connecting { classify_connect(&e) } else { classify_io(&e) };
+                    let class =
+                        if c.phase == Phase::Connecting { self.rec.connect_failed(&e) } else { classify_io(&e) };
                     return self.fail(ci, class);
                 }
             }

@@ -12,7 +12,7 @@
 use super::Worker;
 use crate::bench::conn::{Conn, Phase};
 use crate::bench::response::{Feed, ResponseReader};
-use crate::bench::stats::{classify_connect, classify_io, ErrorClass};
+use crate::bench::stats::{classify_io, ErrorClass, Recorder};
 use crate::bench::tls::Session;
 use std::io::{self, BufRead, Write};
 use std::time::Instant;
@@ -51,7 +51,6 @@ impl Worker<'_> {
         let Conn { stream, tls, buf, len, response, written, phase, wire, counted, .. } = &mut self.conns[ci];
         let (Some(stream), Some(session)) = (stream.as_mut(), tls.as_deref_mut()) else { return Step::Wait };
         let connecting = *phase == Phase::Connecting;
-        let io_class = |e: &io::Error| if connecting { classify_connect(e) } else { classify_io(e) };
         // Out: the request as far as rustls takes it, and all the ciphertext the socket takes.
         loop {
             let mut took = 0;
@@ -59,7 +58,7 @@ impl Worker<'_> {
                 match session.conn.writer().write(&request[*written..]) {
                     Ok(n) => took = n,
                     Err(e) => {
-                        self.rec.note_tls_error(&e);
+                        self.rec.note_tls_error(&format!("TLS: {}", crate::bench::errors::describe_io(&e)));
                         return Step::Fail(ErrorClass::Tls);
                     }
                 }
@@ -74,7 +73,7 @@ impl Worker<'_> {
                     }
                     Err(e) if would_block(&e) => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Step::Fail(io_class(&e)),
+                    Err(e) => return Step::Fail(io_class(&mut self.rec, connecting, &e)),
                 }
             }
             // Done, blocked (the socket is full, or not connected yet), or rustls took nothing.
@@ -95,12 +94,12 @@ impl Worker<'_> {
             }
             Err(e) if would_block(&e) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Step::Again,
-            Err(e) => return Step::Fail(io_class(&e)),
+            Err(e) => return Step::Fail(io_class(&mut self.rec, connecting, &e)),
         }
         if let Err(e) = session.conn.process_new_packets() {
             // The alert rustls queued tells the server why, if the socket takes it now.
             let _ = session.conn.write_tls(stream);
-            self.rec.note_tls_error(&e);
+            self.rec.note_tls_error(&crate::bench::tls_verify::describe(&e));
             return Step::Fail(ErrorClass::Tls);
         }
         if let Some((began, kind)) = session.handshake_done() {
@@ -114,7 +113,7 @@ impl Worker<'_> {
         if session.handshaking_since.is_some()
             && matches!(session.conn.reader().fill_buf(), Err(e) if e.kind() == io::ErrorKind::UnexpectedEof)
         {
-            self.rec.note_tls_error(&"the server closed the connection during the TLS handshake");
+            self.rec.note_tls_error(&"TLS: the server closed the connection during the handshake");
         }
         match plaintext(session, buf, len, response) {
             Step::Wait if moved => Step::Again,
@@ -141,6 +140,15 @@ impl Worker<'_> {
                 _ => return c.close(),
             }
         }
+    }
+}
+
+/// The class of a socket error: a connect error while connecting (its description kept).
+fn io_class(rec: &mut Recorder, connecting: bool, e: &io::Error) -> ErrorClass {
+    if connecting {
+        rec.connect_failed(e)
+    } else {
+        classify_io(e)
     }
 }
 

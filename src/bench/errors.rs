@@ -33,11 +33,13 @@ pub(crate) enum ErrorClass {
 
 /// Failed requests by class. Every failed request is counted in exactly one class.
 ///
-/// `unsent` and `late` are the open loop's own failures, always present (zero in a closed
+/// `unsent` and `late` are the open loop's own classes, always present (zero in a closed
 /// loop): `unsent` requests were scheduled before the end but never sent (no free
 /// connection, or the generator fell behind); `late` ones were sent more than `--late-after`
 /// after their intended time and answered (a late request that then failed counts under
-/// its failure instead). Neither is a response; a late one's latency is still recorded.
+/// its failure instead). A late request is not a response (the load was not the one
+/// promised) nor an error of the server: reports show it apart, and
+/// [`ErrorCounts::unanswered`] leaves it out. Its latency is still recorded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCounts {
     pub connect: u64,
@@ -77,6 +79,20 @@ impl ErrorCounts {
         self.named().iter().map(|(_, n)| n).sum()
     }
 
+    /// The requests that got no answer: every class but `late` (a late request was
+    /// answered; only the generator sent it after its time).
+    pub fn unanswered(&self) -> u64 {
+        self.total() - self.late
+    }
+
+    /// The class that failed the most requests, `late` apart, with its count; None when
+    /// every request was answered.
+    pub fn most_common(&self) -> Option<(&'static str, u64)> {
+        let named = self.named();
+        let unanswered = named.iter().filter(|(name, n)| *name != "late" && *n > 0);
+        unanswered.copied().reduce(|best, c| if c.1 > best.1 { c } else { best })
+    }
+
     /// Each class with its name, in report order.
     pub fn named(&self) -> [(&'static str, u64); 11] {
         [
@@ -109,6 +125,15 @@ impl ErrorCounts {
     }
 }
 
+/// How an I/O error reads in a report: `connection refused`, not `Connection refused (os
+/// error 111)`.
+pub(crate) fn describe_io(e: &io::Error) -> String {
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_lowercase().chain(chars).collect()).unwrap_or_default()
+}
+
 /// The class of an error from socket(2) or connect(2).
 pub(crate) fn classify_connect(e: &io::Error) -> ErrorClass {
     use rustix::io::Errno;
@@ -127,5 +152,35 @@ pub(crate) fn classify_io(e: &io::Error) -> ErrorClass {
         }
         io::ErrorKind::TimedOut => ErrorClass::Timeout,
         _ => ErrorClass::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn most_common_leaves_late_apart() {
+        let none = ErrorCounts::default();
+        let late = ErrorCounts { late: 9, ..ErrorCounts::default() };
+        let refused = ErrorCounts { connect: 5, timeout: 2, late: 9, ..ErrorCounts::default() };
+        let tie = ErrorCounts { connect: 3, tls: 3, ..ErrorCounts::default() };
+        let cases = [(&none, None), (&late, None), (&refused, Some(("connect", 5))), (&tie, Some(("connect", 3)))];
+        for (counts, want) in cases {
+            assert_eq!(counts.most_common(), want, "{counts:?}");
+        }
+        assert_eq!((refused.total(), refused.unanswered()), (16, 7));
+    }
+
+    #[test]
+    fn io_errors_read_as_words() {
+        let cases = [
+            (io::Error::from_raw_os_error(111), "connection refused"),
+            (io::Error::from_raw_os_error(113), "no route to host"),
+            (io::Error::other("Odd thing"), "odd thing"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(describe_io(&e), want);
+        }
     }
 }

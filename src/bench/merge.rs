@@ -163,6 +163,7 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         handshake: handshakes.map(|_| LatencySummary::of(handshake.as_ref().unwrap_or(&summed()))),
         handshakes,
         tls_error: parts.iter().find_map(|p| p.tls_error.clone()),
+        connect_error: parts.iter().find_map(|p| p.connect_error.clone()),
         tls_negotiated: parts.iter().find_map(|p| p.tls_negotiated.clone()),
         status,
         errors,

@@ -50,6 +50,7 @@ fn run_of(values: &[u64], start_ms: u64, duration_s: f64, per_second: &[&[u64]])
         handshake: None,
         handshakes: None,
         tls_error: None,
+        connect_error: None,
         tls_negotiated: None,
         status: BTreeMap::from([(200, n)]),
         errors: ErrorCounts { timeout: 1, ..ErrorCounts::default() },

@@ -11,8 +11,8 @@
 //! latency from each request's intended send time, in one of two [`OpenModel`]s: wrk2's
 //! pool of kept-alive connections, or httperf's new connection per scheduled request. The
 //! open loop waits for its slots on a timerfd and a short spin ([`timer`]), records its own
-//! send lateness, and counts requests it never sent (`unsent`) or sent late (`late`) as
-//! errors. The CLI front end is [`run`].
+//! send lateness, and counts requests it never sent (`unsent`) as errors and those it
+//! sent late (`late`, answered all the same) apart. The CLI front end is [`run`].
 
 mod args;
 mod client;
@@ -24,8 +24,10 @@ mod report;
 mod response;
 mod result;
 mod stats;
+mod threshold;
 mod timer;
 mod tls;
+mod tls_verify;
 
 pub use args::BenchArgs;
 pub use errors::ErrorCounts;
@@ -34,6 +36,7 @@ pub use merge::{merge, MergeError};
 pub use report::{human_report, run};
 pub use result::BenchResult;
 pub use stats::{HandshakeCounts, LatencySummary, SecondStats};
+pub use threshold::Threshold;
 pub use tls::{Resume, TlsOptions, Verify};
 
 use crate::config::ConfigError;

@@ -2,6 +2,7 @@
 //! is a terminal, the human report on stdout, the JSON file on request.
 
 use super::args::BenchAction;
+use super::threshold::Check;
 use super::{run_bench_with, BenchArgs, BenchResult, LatencySummary, Progress, Stop};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -40,7 +41,49 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         None => print!("{}", human_report(&result)),
     }
+    let checks: Vec<Check> = args.fail_on.iter().map(|t| t.check(&result)).collect();
+    let lines: String = checks.iter().map(|c| format!("  Fail-on:      {c}\n")).collect();
+    match &args.json {
+        Some(path) if path.as_os_str() == "-" => eprint!("{lines}"),
+        _ => print!("{lines}"),
+    }
+    verdict(&result, &checks)
+}
+
+/// Whether the run passed: some request was answered and no `--fail-on` threshold was
+/// crossed; otherwise an error (exit status 1) saying why.
+fn verdict(r: &BenchResult, checks: &[Check]) -> anyhow::Result<()> {
+    if answered(r) == 0 {
+        anyhow::bail!("no request was answered: {}", headline(r).unwrap_or_else(|| "none was sent".into()));
+    }
+    let crossed: Vec<String> = checks.iter().filter(|c| c.crossed).map(|c| c.to_string()).collect();
+    anyhow::ensure!(crossed.is_empty(), "--fail-on {}", crossed.join("; "));
     Ok(())
+}
+
+/// Requests that got a response, late ones included.
+fn answered(r: &BenchResult) -> u64 {
+    r.responses + r.errors.late
+}
+
+/// The most common failure and its count, `connection refused (10 of 10)`; None when
+/// every request was answered.
+fn headline(r: &BenchResult) -> Option<String> {
+    let (class, n) = r.errors.most_common()?;
+    let what = match class {
+        "connect" => r.connect_error.clone().unwrap_or_else(|| "connect failed".into()),
+        "tls" => r.tls_error.clone().unwrap_or_else(|| "TLS handshake failed".into()),
+        "timeout" => {
+            let timeout = std::time::Duration::from_millis((r.timeout_s * 1e3).round() as u64);
+            format!("no complete response within {}", humantime::format_duration(timeout))
+        }
+        "reset" => "connection reset by the server".into(),
+        "closed" => "connection closed before the response was complete".into(),
+        "malformed" => "malformed response".into(),
+        "unsent" => "scheduled but never sent".into(),
+        other => other.into(),
+    };
+    Some(format!("{what} ({n} of {})", r.requests))
 }
 
 /// Sleeps until `unix_ms` on the wall clock; a time already past returns at once, with a
@@ -71,10 +114,15 @@ fn update(bar: &ProgressBar, stop: Stop, warmup: Duration, p: Progress) {
     }
 }
 
-/// The report a wrk or ab user reads at a glance.
+/// The report a wrk or ab user reads at a glance. When no request was answered it opens
+/// with the most common failure and has no latency table.
 pub fn human_report(r: &BenchResult) -> String {
     let mut out = String::new();
     let w = &mut out;
+    let nothing = answered(r) == 0;
+    if nothing {
+        let _ = writeln!(w, "spidey bench: {}", headline(r).unwrap_or_else(|| "no request was sent".into()));
+    }
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let per_request = r.open_model.as_deref() == Some("per-request");
     let loop_mode = match r.rate {
@@ -94,30 +142,32 @@ pub fn human_report(r: &BenchResult) -> String {
         let _ = writeln!(w, "  {} {url}", r.method);
     }
     let _ = writeln!(w);
+    if !nothing {
+        let _ = writeln!(
+            w,
+            "  {:<14}{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "Latency", "min", "mean", "stdev", "p50", "p90", "p99", "p99.9", "max"
+        );
+        let label = if r.rate.is_some() { "corrected" } else { "" };
+        let rows = [(label, Some(&r.latency)), ("uncorrected", r.latency_uncorrected.as_ref())];
+        let rows = rows.into_iter().chain([("send lateness", r.send_lateness.as_ref())]);
+        for (label, summary) in rows.chain([("TLS handshake", r.handshake.as_ref())]) {
+            match summary {
+                Some(l) if l.count > 0 => latency_row(w, label, l),
+                Some(_) => drop(writeln!(w, "  {label:<14}{:>10}", "none")),
+                None => {}
+            }
+        }
+        let _ = writeln!(w);
+    }
+    let late = if r.rate.is_some() { format!(", {} answered late", r.errors.late) } else { String::new() };
     let _ = writeln!(
         w,
-        "  {:<14}{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "Latency", "min", "mean", "stdev", "p50", "p90", "p99", "p99.9", "max"
-    );
-    let label = if r.rate.is_some() { "corrected" } else { "" };
-    latency_row(w, label, &r.latency);
-    if let Some(u) = &r.latency_uncorrected {
-        latency_row(w, "uncorrected", u);
-    }
-    if let Some(l) = &r.send_lateness {
-        latency_row(w, "send lateness", l);
-    }
-    if let Some(h) = &r.handshake {
-        latency_row(w, "TLS handshake", h);
-    }
-    let _ = writeln!(w);
-    let _ = writeln!(
-        w,
-        "  {} requests in {:.2}s: {} responses, {} errors",
+        "  {} requests in {:.2}s: {} responses{late}, {} errors",
         r.requests,
         r.duration_s,
         r.responses,
-        r.errors.total()
+        r.errors.unanswered()
     );
     let _ = writeln!(w, "  Requests/sec: {:.2}", r.requests_per_sec);
     let _ = writeln!(
@@ -128,15 +178,25 @@ pub fn human_report(r: &BenchResult) -> String {
     );
     let status: Vec<String> = r.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
     let _ = writeln!(w, "  Status:       {}", if status.is_empty() { "none".into() } else { status.join(", ") });
-    let errors: Vec<String> =
-        r.errors.named().iter().filter(|(_, n)| *n > 0).map(|(name, n)| format!("{name}: {n}")).collect();
+    // Late requests were answered: they are the schedule's, not errors.
+    let errors: Vec<String> = r
+        .errors
+        .named()
+        .iter()
+        .filter(|(name, n)| *n > 0 && *name != "late")
+        .map(|(name, n)| format!("{name}: {n}"))
+        .collect();
     if let Some(h) = &r.handshakes {
         let with = r.tls_negotiated.as_deref().map(|n| format!(", {n}")).unwrap_or_default();
         let _ = writeln!(w, "  Handshakes:   {} ({} full, {} resumed){with}", h.total(), h.full, h.resumed);
     }
     let _ = writeln!(w, "  Errors:       {}", if errors.is_empty() { "none".into() } else { errors.join(", ") });
     if let Some(e) = &r.tls_error {
+        let e = e.strip_prefix("TLS: ").unwrap_or(e);
         let _ = writeln!(w, "  TLS error:    {e} (the first of {})", r.errors.tls);
+    }
+    if let Some(e) = r.connect_error.as_ref().filter(|_| r.errors.connect > 0) {
+        let _ = writeln!(w, "  Connect error: {e} (the first of {})", r.errors.connect);
     }
     if let (Some(_), Some(bound)) = (r.rate, r.late_after_us) {
         let _ = writeln!(
@@ -167,7 +227,7 @@ fn latency_row(w: &mut String, label: &str, l: &LatencySummary) {
 }
 
 /// `us` microseconds, in the unit that reads best.
-fn time(us: f64) -> String {
+pub(super) fn time(us: f64) -> String {
     if us < 1_000.0 {
         format!("{us:.0}us")
     } else if us < 1_000_000.0 {

@@ -62,6 +62,9 @@ pub struct BenchResult {
     /// https: what the first TLS error (`errors.tls`) was, as rustls describes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_error: Option<String>,
+    /// What the first connect error was, e.g. `connection refused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_error: Option<String>,
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
     pub errors: ErrorCounts,
@@ -127,6 +130,7 @@ pub(crate) fn result(
         handshake: handshake.as_ref().map(LatencySummary::of),
         handshakes: tls.then_some(all.handshakes),
         tls_error: all.tls_error,
+        connect_error: all.connect_error,
         tls_negotiated: all.tls_negotiated,
         status,
         errors: all.errors,

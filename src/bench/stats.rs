@@ -161,6 +161,8 @@ pub(crate) struct Recorder {
     pub handshakes: HandshakeCounts,
     /// The first TLS error's description, for the report.
     pub tls_error: Option<String>,
+    /// The first connect error's description (`connection refused`), for the report.
+    pub connect_error: Option<String>,
     /// The protocol version and cipher suite of the first completed handshake.
     pub tls_negotiated: Option<String>,
     /// Responses by status code (index = code; 0..=999).
@@ -186,6 +188,7 @@ impl Recorder {
             handshake: None,
             handshakes: HandshakeCounts::default(),
             tls_error: None,
+            connect_error: None,
             tls_negotiated: None,
             status: vec![0; 1000],
             errors: ErrorCounts::default(),
@@ -245,6 +248,16 @@ impl Recorder {
         }
     }
 
+    /// The class of a connect(2) (or socket(2)) error, its description kept if it is the
+    /// first; the error itself is counted by [`Recorder::error`].
+    pub fn connect_failed(&mut self, e: &std::io::Error) -> ErrorClass {
+        let class = classify_connect(e);
+        if class == ErrorClass::Connect && self.connect_error.is_none() {
+            self.connect_error = Some(super::errors::describe_io(e));
+        }
+        class
+    }
+
     /// Counts `n` scheduled requests that were never sent.
     pub fn unsent(&mut self, n: u64) {
         self.errors.unsent += n;
@@ -294,6 +307,9 @@ impl Recorder {
         self.handshakes.merge(&o.handshakes);
         if self.tls_error.is_none() {
             self.tls_error.clone_from(&o.tls_error);
+        }
+        if self.connect_error.is_none() {
+            self.connect_error.clone_from(&o.connect_error);
         }
         if self.tls_negotiated.is_none() {
             self.tls_negotiated.clone_from(&o.tls_negotiated);

@@ -9,11 +9,13 @@
 //! receive in 0.23). The worker adds none: the body is counted where rustls holds it.
 //!
 //! Certificates are verified against the system's CA bundle by default, against the
-//! certificates of `--cacert` instead, or not at all with `--insecure` (the handshake
+//! certificates of `--cacert` instead (a self-signed server certificate the file holds is
+//! trusted as itself, [`Verifier`]), or not at all with `--insecure` (the handshake
 //! signatures are still checked, so the peer must hold the key of the certificate it shows).
 //! Session resumption (TLS 1.3 tickets, TLS 1.2 session IDs and tickets) is on unless
 //! `--no-resume`; the session cache is shared by the run's threads.
 
+use super::tls_verify::Verifier;
 use crate::config::ConfigError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
@@ -129,12 +131,21 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, Conf
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth(),
-        Verify::CaFile(path) => builder.with_root_certificates(roots(path, "--cacert")?).with_no_client_auth(),
+        Verify::CaFile(path) => {
+            let (roots, pinned) = roots(path, "--cacert")?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(verifier(roots, pinned, &provider)?)
+                .with_no_client_auth()
+        }
         Verify::System => {
             let path = std::env::var_os("SSL_CERT_FILE").map_or_else(|| PathBuf::from(SYSTEM_BUNDLE), PathBuf::from);
-            let roots = roots(&path, "the system CA bundle")
+            let (roots, _) = roots(&path, "the system CA bundle")
                 .map_err(|e| ConfigError(format!("{}; give --cacert FILE or --insecure", e.0)))?;
-            builder.with_root_certificates(roots).with_no_client_auth()
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(verifier(roots, vec![], &provider)?)
+                .with_no_client_auth()
         }
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -159,19 +170,31 @@ fn provider(ciphers: &[String]) -> Result<CryptoProvider, ConfigError> {
     Ok(provider)
 }
 
-/// The certificates of a PEM file as trust anchors; an unreadable file, or one without a
-/// usable certificate, is a configuration error naming `what`.
-fn roots(path: &Path, what: &str) -> Result<RootCertStore, ConfigError> {
+/// webpki's verification against `roots`, accepting a `pinned` certificate presented as
+/// itself ([`Verifier`]).
+fn verifier(
+    roots: RootCertStore,
+    pinned: Vec<CertificateDer<'static>>,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<Verifier>, ConfigError> {
+    let v = Verifier::new(roots, pinned, Arc::clone(provider))
+        .map_err(|e| ConfigError(format!("TLS configuration: {e}")))?;
+    Ok(Arc::new(v))
+}
+
+/// The certificates of a PEM file as trust anchors, and as they are; an unreadable file,
+/// or one without a usable certificate, is a configuration error naming `what`.
+fn roots(path: &Path, what: &str) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), ConfigError> {
     let bad = |why: String| ConfigError(format!("{what} {}: {why}", path.display()));
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| bad(e.to_string()))?;
     let mut store = RootCertStore::empty();
-    let (added, _) = store.add_parsable_certificates(certs);
+    let (added, _) = store.add_parsable_certificates(certs.iter().cloned());
     if added == 0 {
         return Err(bad("no usable certificate in it".into()));
     }
-    Ok(store)
+    Ok((store, certs))
 }
 
 /// `--insecure`: any certificate for any name, but the handshake signatures are verified

@@ -12,10 +12,23 @@
 //!
 //! **On the fly** (`--compress`): a file of a compressible type (text, JSON, JavaScript,
 //! XML, SVG, WebAssembly) from [`MIN_SIZE`] to [`MAX_SIZE`] bytes is read whole and encoded
-//! in memory into a `Body::Bytes`; so are listings from [`MIN_SIZE`] up. Never for a range
-//! request (its 206 is the identity bytes), never for types already compressed (images,
-//! audio, video, archives, fonts in WOFF). A HEAD is encoded too, so it shows the same
-//! `Content-Length` as the GET. Levels: gzip 6 (flate2 on zlib-rs), zstd 3, brotli 5 (fast enough per
+//! in memory, once per version and coding: the encoding is kept in the process's
+//! [`encoded_cache`](super::encoded_cache) and shared by every response that sends it
+//! (`Body::Shared`, one copy however many clients read it slowly). A larger file is sent
+//! as it is, unless a precompressed sibling serves it. Listings from [`MIN_SIZE`] to
+//! [`MAX_LISTING`] bytes are encoded per request (they are not kept: they change); larger
+//! ones go as they are. Never for a range request (its 206 is the identity bytes), never
+//! for types already compressed (images, audio, video, archives, fonts in WOFF).
+//!
+//! **A HEAD never encodes.** It takes its `Content-Length` from the kept encoding when
+//! there is one; otherwise it says the same fields as the GET (`Content-Encoding`, `ETag`,
+//! `Vary`) but no `Content-Length`, which RFC 9110 §9.3.2 allows for fields known only
+//! while generating the content. So a request's cost is bounded: at most one encoding of at
+//! most [`MAX_SIZE`] bytes (brotli 5 takes about 0.1 s a MiB, gzip 6 about half that),
+//! made once per file version and coding while the cache holds it. `hybrid` answers a GET
+//! whose encoding is not kept on its worker pool, off the event loop
+//! ([`Site::is_heavy`](super::Site::is_heavy)); `event` and `uring` encode on the loop,
+//! within that bound. Levels: gzip 6 (flate2 on zlib-rs), zstd 3, brotli 5 (fast enough per
 //! request; precompressed siblings are where the slow, high levels belong).
 //!
 //! Either way every response for a file that has a sibling or could be encoded on the fly
@@ -32,8 +45,11 @@ use std::sync::Arc;
 
 /// Smaller bodies are sent as they are: encoding them saves less than its own overhead.
 pub const MIN_SIZE: u64 = 1024;
-/// On-the-fly encoding holds the whole file in memory: larger files are sent as they are.
-pub const MAX_SIZE: u64 = 4 << 20;
+/// On-the-fly encoding reads the whole file into memory and encodes it once per version:
+/// larger files are sent as they are (or from a precompressed sibling).
+pub const MAX_SIZE: u64 = 1 << 20;
+/// Listings are encoded per request: larger ones are sent as they are.
+pub const MAX_LISTING: usize = 256 << 10;
 
 /// What the command line enabled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,7 +67,7 @@ pub enum Encoding {
     Identity,
     /// A precompressed sibling's bytes.
     Sibling { coding: Coding, file: Arc<File>, meta: Metadata },
-    /// The file's bytes, encoded now.
+    /// The file's bytes, encoded on the fly (or kept from an earlier encoding).
     OnTheFly(Coding),
 }
 
@@ -180,9 +196,10 @@ pub fn encode_file(coding: Coding, file: &File) -> std::io::Result<Vec<u8>> {
 }
 
 /// Encodes an in-memory body (a listing) when `--compress` is on, the client accepts a
-/// coding and the body is at least [`MIN_SIZE`]. Returns the body to send and the coding.
+/// coding and the body is from [`MIN_SIZE`] to [`MAX_LISTING`] bytes. Returns the body to
+/// send and the coding.
 pub fn encode_body(opts: CompressOptions, req: &Request<'_, '_>, body: Vec<u8>) -> (Vec<u8>, Option<Coding>) {
-    if !opts.on_the_fly || (body.len() as u64) < MIN_SIZE {
+    if !opts.on_the_fly || (body.len() as u64) < MIN_SIZE || body.len() > MAX_LISTING {
         return (body, None);
     }
     match choose_coding(req.header("accept-encoding"), |_| true) {

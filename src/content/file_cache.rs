@@ -17,17 +17,22 @@
 //!   their entries; `fork` children and `thread` mode's short-lived threads mostly miss,
 //!   which costs one extra descriptor per miss and nothing else. At most [`CAPACITY`]
 //!   entries per thread (all dropped when full: a crawl of many files must not grow it).
-//! - A small file's bytes ([`small_contents`]: at most [`SMALL_MAX`] bytes, at most
-//!   [`SMALL_BUDGET`] bytes per thread) are kept beside its entry, read once with pread,
-//!   so its response is one send of head and body instead of a send and a sendfile. The
-//!   bytes belong to the entry's stamp: a hit whose statx shows any change drops the entry
-//!   and its bytes together, so cached bytes are never served with another version's
-//!   length, ETag or Last-Modified.
+//! - A small file's bytes ([`small_contents`]: at most [`SMALL_MAX`] bytes) are kept beside
+//!   its entry, read once with pread, so its response is one send of head and body instead
+//!   of a send and a sendfile. The bytes belong to the entry's stamp: a hit whose statx
+//!   shows any change drops the entry and its bytes together, so cached bytes are never
+//!   served with another version's length, ETag or Last-Modified.
+//! - Those bytes count against one budget per process, [`SMALL_BUDGET`], shared by every
+//!   thread's cache (an atomic counter, [`SMALL_HELD`]): a thread takes its share when it
+//!   reads a file and gives it back when the entry goes, or when the thread ends and its
+//!   cache is dropped. So `thread` mode, a thread per connection, holds at most the budget
+//!   in all, not the budget per connection; once it is spent, files are sent from disk.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,8 +42,20 @@ pub(crate) const TTL: Duration = Duration::from_secs(1);
 pub(crate) const CAPACITY: usize = 1024;
 /// The largest file whose bytes are kept in memory ([`small_contents`]).
 pub(crate) const SMALL_MAX: u64 = 16 * 1024;
-/// The most bytes of small files one thread keeps; beyond it, files are sent from disk.
+/// The most bytes of small files all threads' caches keep together; beyond it, files are
+/// sent from disk.
 pub(crate) const SMALL_BUDGET: usize = 1024 * 1024;
+
+/// The bytes of small files every thread's cache holds.
+/// INVARIANT: the sum of every live cache's `small_bytes`, at most [`SMALL_BUDGET`].
+static SMALL_HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Takes `len` bytes of the process's budget, if that many are left.
+fn reserve(len: usize) -> bool {
+    SMALL_HELD
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| (held + len <= SMALL_BUDGET).then_some(held + len))
+        .is_ok()
+}
 
 struct Entry {
     file: Arc<File>,
@@ -50,7 +67,7 @@ struct Entry {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     dev: u64,
     ino: u64,
     size: u64,
@@ -59,7 +76,7 @@ struct Stamp {
 }
 
 impl Stamp {
-    fn of(meta: &Metadata) -> Stamp {
+    pub(crate) fn of(meta: &Metadata) -> Stamp {
         Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -75,14 +92,23 @@ impl Stamp {
 struct Cache {
     /// Keyed by the root's identity (see [`super::resolve::Root`]) and the decoded path.
     roots: HashMap<u64, HashMap<Vec<u8>, Entry>>,
-    /// Bytes held in entries' `contents`.
-    /// INVARIANT: the sum of every entry's `contents` length, at most [`SMALL_BUDGET`].
+    /// Bytes held in entries' `contents`, this thread's share of [`SMALL_HELD`].
+    /// INVARIANT: the sum of every entry's `contents` length.
     small_bytes: usize,
 }
 
-/// Takes a dropped entry's bytes off the budget.
+impl Drop for Cache {
+    /// The thread is ending: its share of the budget goes back to the process.
+    fn drop(&mut self) {
+        SMALL_HELD.fetch_sub(self.small_bytes, Ordering::AcqRel);
+    }
+}
+
+/// Takes a dropped entry's bytes off this thread's share and the process's budget.
 fn release(small_bytes: &mut usize, entry: Entry) {
-    *small_bytes -= entry.contents.map_or(0, |c| c.len());
+    let len = entry.contents.map_or(0, |c| c.len());
+    *small_bytes -= len;
+    SMALL_HELD.fetch_sub(len, Ordering::AcqRel);
 }
 
 thread_local! {
@@ -129,7 +155,7 @@ pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata)
 /// The bytes of the small file cached for `relative`, if its entry is the version `meta`
 /// describes (the metadata [`get`] or the resolution just returned): read once with pread
 /// and kept while the entry lives. `None` for a file over [`SMALL_MAX`], an entry of
-/// another version, a full budget, or a read that came up short (the file changed under
+/// another version, a spent budget (the process's, [`SMALL_BUDGET`]), or a read that came up short (the file changed under
 /// us: it is then sent from disk, which fails the response if it shrank).
 pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Option<Arc<[u8]>> {
     if meta.len() > SMALL_MAX {
@@ -145,11 +171,14 @@ pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Opt
             return Some(Arc::clone(bytes));
         }
         let len = meta.len() as usize;
-        if cache.small_bytes + len > SMALL_BUDGET {
+        if !reserve(len) {
             return None;
         }
         let mut bytes = vec![0; len];
-        entry.file.read_exact_at(&mut bytes, 0).ok()?;
+        if entry.file.read_exact_at(&mut bytes, 0).is_err() {
+            SMALL_HELD.fetch_sub(len, Ordering::AcqRel);
+            return None;
+        }
         let bytes: Arc<[u8]> = bytes.into();
         entry.contents = Some(Arc::clone(&bytes));
         cache.small_bytes += len;
@@ -217,8 +246,25 @@ mod tests {
         CACHE.with(|c| c.borrow().small_bytes)
     }
 
+    /// The tests that spend the process's small-file budget run one at a time (each expects
+    /// to find room in it), and each gives its thread's share back as it ends, before the
+    /// next starts (not later, when its thread's cache is dropped).
+    struct BudgetTest(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+    impl Drop for BudgetTest {
+        fn drop(&mut self) {
+            CACHE.with(|c| drop(std::mem::take(&mut *c.borrow_mut())));
+        }
+    }
+
+    fn budget_tests() -> BudgetTest {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        BudgetTest(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     #[test]
     fn small_contents_are_the_version_the_metadata_describes() {
+        let _one = budget_tests();
         let dir = tempfile::tempdir().unwrap();
         let (f, meta) = file_with(dir.path(), "s.txt", b"small");
         put(6, b"s.txt", &f, &meta);
@@ -239,6 +285,7 @@ mod tests {
 
     #[test]
     fn large_files_and_a_spent_budget_are_sent_from_disk() {
+        let _one = budget_tests();
         let dir = tempfile::tempdir().unwrap();
         let (f, meta) = file_with(dir.path(), "big", &vec![b'x'; SMALL_MAX as usize + 1]);
         put(7, b"big", &f, &meta);
@@ -251,5 +298,40 @@ mod tests {
         }
         let held = (0..fits + 1).filter(|i| small_contents(8, format!("max{i}").as_bytes(), &meta).is_some()).count();
         assert!(held < fits + 1 && small_bytes() <= SMALL_BUDGET, "held {held}, {} bytes", small_bytes());
+    }
+
+    /// `thread` mode's threads, one per connection, each with its own cache: together they
+    /// hold at most the one budget, and a thread that ends gives its share back.
+    #[test]
+    fn the_small_file_budget_is_one_per_process() {
+        let _one = budget_tests();
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "max", &vec![b'z'; SMALL_MAX as usize]);
+        let threads = 2 * SMALL_BUDGET / SMALL_MAX as usize;
+        let all_alive = Arc::new(std::sync::Barrier::new(threads + 1));
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (f, meta, all_alive) = (Arc::clone(&f), meta.clone(), Arc::clone(&all_alive));
+                std::thread::spawn(move || {
+                    put(9, format!("conn{i}").as_bytes(), &f, &meta);
+                    let held = small_contents(9, format!("conn{i}").as_bytes(), &meta).map_or(0, |b| b.len());
+                    all_alive.wait(); // every cache lives until all have read
+                    all_alive.wait();
+                    held
+                })
+            })
+            .collect();
+        all_alive.wait();
+        let live = SMALL_HELD.load(Ordering::Acquire);
+        all_alive.wait();
+        let held: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert!(held > 0 && held <= SMALL_BUDGET, "{threads} threads held {held} bytes, over the budget");
+        assert!(live <= SMALL_BUDGET, "{live} bytes held while they lived");
+        // Their caches are gone with them, and so is their share: another thread has room.
+        let after = std::thread::spawn(move || {
+            put(9, b"later", &f, &meta);
+            small_contents(9, b"later", &meta).is_some()
+        });
+        assert!(after.join().unwrap(), "the ended threads' share came back");
     }
 }

@@ -13,6 +13,12 @@
 //! where it is a link, byte by byte, so `<script>`, quotes, newlines and non-UTF-8 names
 //! are shown faithfully and link to themselves. Symlinks are listed by their own metadata
 //! (lstat), so a listing never reveals anything about a target outside ROOT.
+//!
+//! A name's Unicode bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE and its kin,
+//! [`BIDI_CONTROLS`]) are not shown raw in HTML, where they would reorder the text around
+//! them and let `invoice\u{202E}fdp.exe` pass for `invoiceexe.pdf`: each is written as the
+//! visible escape `\u{202E}`, and the entry's link says why in its `title`. The link
+//! itself still leads to the exact name, and JSON keeps the exact name (it is data).
 
 use super::compress::{self, add_vary};
 use super::page::escape_html;
@@ -190,7 +196,7 @@ fn system_time(unix_seconds: i64) -> std::time::SystemTime {
 }
 
 fn html(path: &str, entries: &[Entry], v: View) -> String {
-    let shown = escape_html(&String::from_utf8_lossy(&super::resolve::decode_path(path).unwrap_or_default()));
+    let shown = show_name(&String::from_utf8_lossy(&super::resolve::decode_path(path).unwrap_or_default())).0;
     let title = if shown == "." { "/".to_string() } else { format!("/{}/", shown.trim_end_matches('/')) };
     let mut out = String::with_capacity(1024 + entries.len() * 200);
     let _ = write!(
@@ -210,12 +216,12 @@ fn html(path: &str, entries: &[Entry], v: View) -> String {
         let slash = if e.kind == Kind::Directory { "/" } else { "" };
         let size = if e.kind == Kind::Directory { "-".to_string() } else { human_size(e.size) };
         let time = spidey_http::date::format(system_time(e.mtime));
+        let (name, marked) = show_name(&e.name);
+        let title = if marked { BIDI_TITLE } else { "" };
         let _ = writeln!(
             out,
-            "<tr><td><a href=\"{}\">{}{slash}</a></td><td title=\"{} bytes\">{size}</td><td>{time}</td></tr>",
-            e.href,
-            escape_html(&e.name),
-            e.size
+            "<tr><td><a href=\"{}\"{title}>{name}{slash}</a></td><td title=\"{} bytes\">{size}</td><td>{time}</td></tr>",
+            e.href, e.size
         );
     }
     let _ = writeln!(
@@ -224,6 +230,34 @@ fn html(path: &str, entries: &[Entry], v: View) -> String {
         entries.len()
     );
     out
+}
+
+/// The Unicode bidirectional formatting characters (Unicode Standard Annex #9, §2): the
+/// marks, embeddings, overrides and isolates, which reorder the text displayed around them.
+pub(crate) const BIDI_CONTROLS: [char; 12] = [
+    '\u{061C}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}',
+    '\u{2067}', '\u{2068}', '\u{2069}',
+];
+
+/// The `title` of a link whose name had bidirectional controls escaped.
+const BIDI_TITLE: &str = " title=\"This name contains Unicode bidirectional control characters, shown as \\u{...}\"";
+
+/// A name as HTML text: escaped ([`escape_html`]), with each bidirectional control written
+/// as the visible `\u{XXXX}`; also whether there was one.
+fn show_name(name: &str) -> (String, bool) {
+    let escaped = escape_html(name);
+    if !escaped.contains(BIDI_CONTROLS) {
+        return (escaped, false);
+    }
+    let mut out = String::with_capacity(escaped.len() + 16);
+    for c in escaped.chars() {
+        if BIDI_CONTROLS.contains(&c) {
+            let _ = write!(out, "\\u{{{:04X}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    (out, true)
 }
 
 const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}\
@@ -280,6 +314,20 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(percent_encode(raw), *want);
+        }
+    }
+
+    #[test]
+    fn bidi_controls_are_shown_escaped() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("plain.txt", "plain.txt", false),
+            ("<b>&", "&lt;b&gt;&amp;", false),
+            ("invoice\u{202E}fdp.exe", "invoice\\u{202E}fdp.exe", true),
+            ("\u{2067}a\u{2069}\u{200F}<", "\\u{2067}a\\u{2069}\\u{200F}&lt;", true),
+            ("\u{061C}é", "\\u{061C}é", true),
+        ];
+        for (name, shown, marked) in cases {
+            assert_eq!(show_name(name), (shown.to_string(), *marked), "{name:?}");
         }
     }
 

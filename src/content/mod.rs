@@ -16,12 +16,14 @@
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod access;
+mod auth_limit;
 pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_intake;
 pub mod cgi_process;
 pub mod cgi_run;
 pub mod compress;
+mod encoded_cache;
 mod file_cache;
 pub mod handler;
 pub mod headers;
@@ -87,11 +89,15 @@ pub struct Response {
     pub close: bool,
     /// Fields whose names are not known in advance (from handlers), written after `fields`.
     pub extra_fields: Vec<(String, String)>,
+    /// A HEAD answered without making its body (an on-the-fly encoding not made yet): its
+    /// head says no `Content-Length`, as RFC 9110 §9.3.2 allows for a field known only
+    /// while generating the content. Ignored for any other method.
+    pub length_unknown: bool,
 }
 
 impl Response {
     pub fn new(status: StatusCode, fields: Vec<(&'static str, String)>, body: Body) -> Self {
-        Response { status, fields, body, close: false, extra_fields: Vec::new() }
+        Response { status, fields, body, close: false, extra_fields: Vec::new(), length_unknown: false }
     }
 
     /// An error page for `status`, with `detail` as its one sentence.
@@ -164,15 +170,31 @@ impl Site {
 
     /// Whether answering `req` may block or burn CPU, so `hybrid` answers it on its worker
     /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
-    /// may name a CGI script (judged by its name alone, erring towards the pool), or a
-    /// directory (a listing of a large one reads and stats every entry). Cheap: no system
-    /// call, no allocation (`path` is `req`'s, decoded by the caller).
+    /// may name a CGI script (judged by its name alone, erring towards the pool), a
+    /// directory (a listing of a large one reads and stats every entry), or a GET that may
+    /// encode a file on the fly ([`Site::may_encode`]). Cheap: no system call, no
+    /// allocation (`path` is `req`'s, decoded by the caller).
     pub fn is_heavy(&self, req: &Request<'_, '_>, path: &DecodedPath) -> bool {
         if self.options.cpu_work.is_some() || req.target.path.ends_with('/') {
             return true;
         }
         let Ok(relative) = &path.0 else { return false };
-        handler::find(&self.options.handlers, relative).is_some() || cgi::may_run(&self.options.cgi, relative)
+        handler::find(&self.options.handlers, relative).is_some()
+            || cgi::may_run(&self.options.cgi, relative)
+            || self.may_encode(req, relative)
+    }
+
+    /// Whether a request may encode the file at `relative` now (`--compress`): a GET
+    /// without a range, for a name of a compressible type, with a coding the client takes
+    /// whose encoding of that file is not kept ([`encoded_cache::holds`]). Judged by the
+    /// name, erring towards the pool (the file may be too small or too large to encode).
+    fn may_encode(&self, req: &Request<'_, '_>, relative: &[u8]) -> bool {
+        let asks = self.options.compress.on_the_fly && req.method == Method::Get && req.header("range").is_none();
+        if !asks || !compress::compressible(static_file::content_type(relative), relative) {
+            return false;
+        }
+        let coding = spidey_http::negotiate::choose_coding(req.header("accept-encoding"), |_| true);
+        coding.is_some_and(|coding| !encoded_cache::holds(self.root.id(), relative, coding))
     }
 
     /// Decides the answer to `req` (with no peer address known).
@@ -185,16 +207,19 @@ impl Site {
     /// handlers look at it).
     ///
     /// Access comes first: a CORS preflight is answered before authentication (browsers
-    /// send it without credentials), then `--basic-auth` guards everything else.
+    /// send it without credentials), then `--basic-auth` guards everything else, the
+    /// `--metrics` path (matched on the decoded path, answered before any lookup) included.
     pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
-        if let Some(metrics) = crate::metrics::endpoint(req) {
-            return metrics; // `--metrics PATH`, before any lookup
+        if matches!(&path.0, Ok(relative) if crate::metrics::is_endpoint(relative)) {
+            return self.refusal(req, peer).unwrap_or_else(|| crate::metrics::endpoint(req));
         }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
-        let mut response = match (preflight, &self.options.auth) {
-            (Some(preflight), _) => preflight,
-            (None, Some(auth)) if !auth.allows(req.header("authorization")) => access::BasicAuth::challenge(),
-            (None, _) => self.answer(req, path, peer, body),
+        let mut response = match preflight {
+            Some(preflight) => preflight,
+            None => match self.refusal(req, peer) {
+                Some(refusal) => refusal,
+                None => self.answer(req, path, peer, body),
+            },
         };
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
@@ -202,6 +227,16 @@ impl Site {
         // (A script's response keeps its fields: the exchanger hands them, with
         // `--header`'s, to the head the script's output writes later.)
         response
+    }
+
+    /// `--basic-auth`'s answer (401, or 429 after too many wrong guesses from `peer`), if
+    /// it does not let `req` through.
+    fn refusal(&self, req: &Request<'_, '_>, peer: SocketAddr) -> Option<Response> {
+        let auth = self.options.auth.as_ref()?;
+        match auth.check(req.header("authorization"), peer.ip()) {
+            access::Verdict::Allowed => None,
+            refused => Some(access::BasicAuth::refusal(refused)),
+        }
     }
 
     fn answer(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
@@ -278,7 +313,7 @@ impl Site {
         };
         static_file::respond(
             req,
-            static_file::Source { file, small },
+            static_file::Source { file, small, kept_as: (self.root.id(), relative) },
             meta,
             content_type,
             choice,

@@ -102,6 +102,11 @@ impl Root {
         Ok(Root { fd, id: NEXT_ID.fetch_add(1, Ordering::Relaxed), allow_hidden })
     }
 
+    /// This root's identity in the process (never reused), which the caches key by.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Resolves a raw (still percent-encoded) request path.
     pub fn resolve(&self, raw_path: &str) -> Result<Resolved, ResolveError> {
         self.resolve_decoded(&decode_path(raw_path)?)

@@ -7,7 +7,7 @@
 //! symlink is typed by its own name, as nginx and Apache do.
 
 use super::compress::{self, Choice, Encoding};
-use super::{Body, Response};
+use super::{encoded_cache, Body, Response};
 use spidey_http::conditional::{etag, if_range_holds, not_modified};
 use spidey_http::range::{self, RangeOutcome};
 use spidey_http::{Method, Request, StatusCode};
@@ -16,12 +16,15 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The file to answer with.
-pub struct Source {
+pub struct Source<'a> {
     pub file: Arc<File>,
     /// Its bytes, when the open-file cache holds them for the version `meta` describes
     /// (small files, the identity representation): sent from memory, head and body in one
     /// write.
     pub small: Option<Arc<[u8]>>,
+    /// Where its on-the-fly encodings are kept ([`encoded_cache`]): the root's identity
+    /// and the decoded path.
+    pub kept_as: (u64, &'a [u8]),
 }
 
 /// Answers GET or HEAD for an open regular file of type `content_type`, sending the
@@ -29,7 +32,7 @@ pub struct Source {
 /// encoded now). `cache_control` is `--cache-control`.
 pub fn respond(
     req: &Request<'_, '_>,
-    source: Source,
+    source: Source<'_>,
     meta: &Metadata,
     content_type: &str,
     choice: Choice,
@@ -37,7 +40,7 @@ pub fn respond(
 ) -> Response {
     // `on_the_fly`: the coding to apply now (never for a range request: see `compress::choose`).
     // `small`: the identity representation's bytes in memory, if the cache had them.
-    let Source { file, small } = source;
+    let Source { file, small, kept_as: (root, path) } = source;
     let (file, meta, coding, on_the_fly, small) = match choice.encoding {
         Encoding::Identity => (file, meta.clone(), None, None, small),
         Encoding::Sibling { coding, file, meta } => (file, meta, Some(coding), None, None),
@@ -70,14 +73,21 @@ pub fn respond(
     fields.push(("Last-Modified", last_modified));
     if let Some(coding) = on_the_fly {
         fields.push(("ETag", tag));
-        return match compress::encode_file(coding, &file) {
-            Ok(bytes) => Response::new(StatusCode::OK, fields, Body::Bytes(bytes)),
+        if req.method == Method::Head {
+            // A HEAD never encodes: the kept encoding's length, or no length at all.
+            return match encoded_cache::get(root, path, coding, &meta) {
+                Some(bytes) => Response::new(StatusCode::OK, fields, Body::Shared(Arc::clone(&bytes), 0..bytes.len())),
+                None => Response { length_unknown: true, ..Response::new(StatusCode::OK, fields, Body::Empty) },
+            };
+        }
+        return match encoded_cache::get_or_encode(root, path, coding, &file, &meta) {
+            Ok(bytes) => Response::new(StatusCode::OK, fields, Body::Shared(Arc::clone(&bytes), 0..bytes.len())),
             Err(_) => Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The server failed to read this file."),
         };
     }
     fields.push(("Accept-Ranges", "bytes".to_string()));
     let wanted = match req.header("range") {
-        Some(value) if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime) => {
+        Some(value) if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime, now) => {
             range::resolve(value, len)
         }
         _ => RangeOutcome::Full,

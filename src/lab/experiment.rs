@@ -398,6 +398,10 @@ impl Experiment {
             }
         }
         for claim in &self.claims {
+            claim.check().with_context(|| format!("claim '{}'", claim.text()))?;
+            if claim.sweep().is_empty() {
+                continue;
+            }
             let sweep = self.sweeps.iter().find(|s| s.name == claim.sweep());
             let sweep =
                 sweep.with_context(|| format!("claim '{}': unknown sweep '{}'", claim.text(), claim.sweep()))?;

@@ -13,6 +13,7 @@
 
 use crate::bench::{merge, share, BenchConfig, BenchResult, Stop};
 use crate::config::ConfigError;
+use crate::lab::delay_line::{DelayLine, LinkSpec};
 use anyhow::Context;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Command, Stdio};
@@ -36,6 +37,56 @@ pub struct HostArgs {
     /// The spidey binary on the other hosts [default: this binary's path].
     #[arg(long, value_name = "PATH")]
     pub remote_spidey: Option<String>,
+    /// Put the server and the load in two network namespaces joined by a delay line with
+    /// this round trip (e.g. `1.5ms`; needs root and TUN); not with the flags above.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::duration)]
+    pub rtt: Option<Duration>,
+    /// With --rtt: limit each direction of the link to this rate (tc's syntax: `100mbit`).
+    #[arg(long, value_name = "RATE", requires = "rtt")]
+    pub link_rate: Option<String>,
+}
+
+impl HostArgs {
+    /// The delay line --rtt asks for, started; None without --rtt.
+    pub(crate) fn delay_line(&self) -> anyhow::Result<Option<DelayLine>> {
+        let Some(rtt) = self.rtt else { return Ok(None) };
+        if self.server_via.is_some() || !self.client_via.is_empty() || self.server_addr.is_some() {
+            return Err(ConfigError(
+                "--rtt makes its own namespaces: not with --server-via, --client-via or --server-addr".into(),
+            )
+            .into());
+        }
+        let name = format!("spl{}", std::process::id() % 100_000);
+        Ok(Some(DelayLine::start(LinkSpec { rtt, rate: self.link_rate.clone(), name })?))
+    }
+
+    /// These flags with the server and the clients in `link`'s namespaces.
+    pub(crate) fn across(&self, link: &DelayLine) -> HostArgs {
+        HostArgs {
+            server_via: Some(format!("ip netns exec {}", link.server_ns())),
+            client_via: vec![format!("ip netns exec {}", link.client_ns())],
+            server_addr: Some(IpAddr::V4(crate::lab::delay_line::SERVER_IP)),
+            ..self.clone()
+        }
+    }
+}
+
+/// The network a run used, for the report's machine table.
+pub(crate) fn describe_network(a: &HostArgs, link: Option<&DelayLine>) -> String {
+    match (link, &a.server_via, a.client_via.len()) {
+        (Some(l), ..) => format!(
+            "two network namespaces joined by a TUN delay line: round trip {:?} asked, {:?} measured by a TCP connect; rate {}",
+            l.rtt(),
+            l.measured_rtt,
+            a.link_rate.as_deref().unwrap_or("unlimited")
+        ),
+        (None, None, 0) => "loopback".into(),
+        (None, s, c) => format!(
+            "server via {}, {c} client host(s), server address {}",
+            s.as_deref().unwrap_or("this host"),
+            a.server_addr.map(|a| a.to_string()).unwrap_or_default()
+        ),
+    }
 }
 
 /// A command prefix, split on whitespace.

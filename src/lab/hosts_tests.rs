@@ -85,6 +85,8 @@ fn host_flags_table() {
         client_via: clients.iter().map(|s| s.to_string()).collect(),
         server_addr: addr.map(|a| a.parse().unwrap()),
         remote_spidey: None,
+        rtt: None,
+        link_rate: None,
     };
     // (flags, accepted, all local)
     let cases = [
@@ -101,5 +103,19 @@ fn host_flags_table() {
         if let Ok(h) = got {
             assert_eq!(h.is_local(), local, "{a:?}");
         }
+    }
+}
+
+#[test]
+fn a_delay_line_is_refused_beside_hosts_of_ones_own_before_it_starts() {
+    let rtt = Some(Duration::from_millis(1));
+    for (server_via, client_via, server_addr) in [
+        (Some("ssh s".to_string()), vec![], None),
+        (None, vec!["ssh c".to_string()], None),
+        (None, vec![], Some("10.0.0.1".parse().unwrap())),
+    ] {
+        let a = HostArgs { server_via, client_via, server_addr, remote_spidey: None, rtt, link_rate: None };
+        let err = a.delay_line().err().expect("refused");
+        assert!(err.is::<crate::config::ConfigError>(), "{err}");
     }
 }

@@ -17,6 +17,8 @@ pub(crate) struct Machine {
     pub load: String,
     /// Which CPUs the servers and the load generator ran on.
     pub pinning: String,
+    /// The network between the load and the server: loopback, other hosts, a delay line.
+    pub network: String,
 }
 
 impl Machine {
@@ -33,6 +35,7 @@ impl Machine {
             nginx: first_line("nginx", &["-v"]).unwrap_or_else(|| "not installed".into()),
             load: load_average().unwrap_or_else(unknown),
             pinning: pinning.describe(),
+            network: "loopback".into(),
         }
     }
 
@@ -49,6 +52,7 @@ impl Machine {
             ("nginx", self.nginx.clone()),
             ("Load average (1, 5, 15 min) at report time", self.load.clone()),
             ("Pinning", self.pinning.clone()),
+            ("Network", self.network.clone()),
         ]
     }
 }

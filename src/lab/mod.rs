@@ -11,10 +11,12 @@
 mod adversary;
 mod claim;
 mod cpu;
+mod delay_line;
 mod docroot;
 mod experiment;
 mod finding;
 mod hosts;
+mod listing;
 mod load;
 mod machine;
 mod metric;
@@ -24,6 +26,7 @@ mod report;
 mod results;
 mod robustness;
 mod robustness_report;
+mod rule;
 mod runner;
 mod server;
 mod server_counts;
@@ -36,21 +39,44 @@ mod verdict;
 mod versus;
 
 use crate::cli::LabArgs;
+use crate::config::ConfigError;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub use delay_line::{run as delay_line, DelayLineArgs};
 pub use hosts::HostArgs;
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
     anyhow::ensure!(!sources.is_empty(), "no experiments found");
-    let hosts = hosts::Hosts::from_args(&args.hosts)?;
     let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
+    if let Some(results) = &args.verdicts {
+        print!("{}", verdicts(&exps, results)?);
+        return Ok(());
+    }
+    let results_path = args.out.join("results.jsonl");
+    if args.list {
+        print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
+        return Ok(());
+    }
+    if args.experiments.is_empty() && !args.quick && !args.all {
+        print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
+        return Err(ConfigError(
+            "the full run of every experiment takes the time above: pass --all to start it, --quick for the smoke \
+             test, or name experiments"
+                .into(),
+        )
+        .into());
+    }
+    results::check_fresh(&results_path, args.resume, args.force)?;
+    hosts::Hosts::from_args(&args.hosts)?;
+    let link = args.hosts.delay_line()?;
+    let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
-    let mut journal = results::Journal::open(&args.out.join("results.jsonl"), args.resume)?;
+    let mut journal = results::Journal::open(&results_path, args.resume)?;
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);
@@ -65,14 +91,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
-    report::write(
-        &args.out,
-        &exps,
-        args.quick,
-        &journal.records,
-        &machine::Machine::describe(pinning),
-        args.keep_disturbed,
-    )?;
+    let mut machine = machine::Machine::describe(pinning);
+    machine.network = hosts::describe_network(&args.hosts, link.as_ref());
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {
@@ -87,6 +108,15 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
     Ok(())
+}
+
+/// The verdict table of a results file (plain or gzipped), as Markdown: a quick run's when
+/// every point in it is a quick one.
+fn verdicts(exps: &[Experiment], results: &std::path::Path) -> anyhow::Result<String> {
+    anyhow::ensure!(results.is_file(), "no results file {}", results.display());
+    let records = results::read(results)?;
+    let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
+    Ok(report::verdicts_markdown(exps, quick, &records))
 }
 
 /// Adds a section the robustness experiment wrote to the end of `report.md`.

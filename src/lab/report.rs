@@ -123,7 +123,11 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
 }
 
 /// The verdict table: every claim of every experiment, checked against its sweep.
-pub(crate) fn verdict_rows(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Vec<String>> {
+pub(crate) fn verdict_rows(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+) -> Vec<(String, verdict::Verdict)> {
     let mut rows = Vec::new();
     for exp in exps {
         let active = plan::active(exp, quick);
@@ -131,12 +135,16 @@ pub(crate) fn verdict_rows(exps: &[Experiment], quick: bool, records: &HashMap<S
             active.iter().map(|a| (a, table::samples(&exp.id, a, quick, records))).collect();
         for claim in &exp.claims {
             let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
-            let v = verdict::check(claim, sweep);
             let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
-            rows.push(vec![id, v.claim, v.seed, v.here, v.outcome.label().to_string()]);
+            rows.push((id, verdict::check(claim, sweep)));
         }
     }
     rows
+}
+
+/// The verdict section as Markdown (what `spidey lab --verdicts` prints, and the report's).
+pub(crate) fn verdicts_markdown(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> String {
+    markdown(&verdicts(exps, quick, records))
 }
 
 fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
@@ -144,12 +152,59 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     if rows.is_empty() {
         return Vec::new();
     }
-    let headers = ["Seed", "Claim", "Seed's number", "Here (median [interval, its coverage])", "Verdict"];
-    vec![
+    let headers = [
+        "Seed",
+        "Claim",
+        "Where the seed says it",
+        "Seed's number",
+        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
+        "Stated size",
+        "Verdict",
+    ];
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(id, v)| {
+            let mut claim = v.claim.clone();
+            if let Some(why) = &v.by_construction {
+                claim += &format!(" (true by construction: {why})");
+            }
+            if v.contradicts.is_some() {
+                claim += " (the seed contradicts itself here: see below)";
+            }
+            vec![id.clone(), claim, v.source.clone(), v.seed.clone(), v.here.clone(), v.size_text.clone(), v.label()]
+        })
+        .collect();
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for (_, v) in rows.iter().filter(|(_, v)| v.is_evidence()) {
+        match counts.iter_mut().find(|(l, _)| *l == v.label()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((v.label(), 1)),
+        }
+    }
+    let evidence: usize = counts.iter().map(|c| c.1).sum();
+    let constructed = rows.iter().filter(|(_, v)| v.by_construction.is_some()).count();
+    let untestable = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotTestable).count();
+    let unmeasured = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotMeasured).count();
+    let summary = format!(
+        "{} claims. As evidence, {evidence}: {}. Not counted: {constructed} true by construction, {untestable} not testable here, {unmeasured} not measured.",
+        rows.len(),
+        counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
+    );
+    let mut doc = vec![
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
-        Block::Para("Each claim a seed study made, checked against this run's numbers. A ratio is the claimed winner's advantage (above 1: it wins); a verdict is \"reproduced\" only where the intervals say so, \"inconclusive\" where they are too wide to tell (few repeats, a noisy machine), \"not measured\" where the sweep did not run (quick runs skip some).".into()),
-        Block::Table(headers.map(String::from).to_vec(), rows),
-    ]
+        Block::Para("Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).".into()),
+        Block::Table(headers.map(String::from).to_vec(), table),
+        Block::Para(summary),
+    ];
+    let contradictions: Vec<String> = rows
+        .iter()
+        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
+        .collect();
+    if !contradictions.is_empty() {
+        doc.push(Block::Para("The seeds' internal contradictions (both statements are checked above):".into()));
+        doc.push(Block::Bullets(contradictions));
+    }
+    doc
 }
 
 /// Why points are missing: skipped servers and failures, each reason once.
@@ -233,4 +288,28 @@ fn html(doc: &[Block]) -> String {
 
 fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lab::experiment::Experiment;
+    use std::path::Path;
+
+    /// The committed verdict table is the generator's output on the committed full run, not
+    /// typed: regenerate it with
+    /// `spidey lab --verdicts docs/runs/lab-full-c69ce8d/results.jsonl.gz > docs/lab-verdicts.md`.
+    #[test]
+    fn committed_verdict_table_is_generated_from_the_committed_full_run() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let records = crate::lab::results::read(&repo.join("docs/runs/lab-full-c69ce8d/results.jsonl.gz")).unwrap();
+        assert!(records.len() >= 1440, "the full run's points: {}", records.len());
+        let sources = crate::lab::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let got = super::verdicts_markdown(&exps, false, &records);
+        let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
+        assert!(
+            got == want,
+            "docs/lab-verdicts.md is stale: regenerate it with `spidey lab --verdicts docs/runs/lab-full-c69ce8d/results.jsonl.gz > docs/lab-verdicts.md`"
+        );
+    }
 }

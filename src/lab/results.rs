@@ -1,6 +1,7 @@
 //! `results.jsonl`: one JSON object per finished point, appended and flushed at once, so an
 //! interrupted run keeps its data and `--resume` skips the points already measured.
 
+use crate::config::ConfigError;
 use crate::lab::experiment::ClientSpec;
 use crate::lab::metric::Measurement;
 use crate::lab::plan::Point;
@@ -110,7 +111,20 @@ impl Journal {
     }
 }
 
-/// Every record in a results file, the last per id winning; unreadable lines (an interrupted
+/// Refuses to start afresh over a results file that holds points, unless `force`: a run
+/// would empty it. With `resume` it is kept.
+pub(crate) fn check_fresh(path: &Path, resume: bool, force: bool) -> Result<(), ConfigError> {
+    let held = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    if held && !resume && !force {
+        return Err(ConfigError(format!(
+            "{} holds an earlier run's results: pass --resume to continue it or --force to start afresh",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Every record in a results file (gzipped when its name ends in `.gz`), the last per id winning; unreadable lines (an interrupted
 /// write) are ignored. A missing file is empty.
 pub(crate) fn read(path: &Path) -> anyhow::Result<HashMap<String, Record>> {
     let file = match File::open(path) {
@@ -118,8 +132,13 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<HashMap<String, Record>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
+    let reader: Box<dyn std::io::Read> = if path.extension().is_some_and(|x| x == "gz") {
+        Box::new(flate2::read::GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
     let mut records = HashMap::new();
-    for line in BufReader::new(file).lines() {
+    for line in BufReader::new(reader).lines() {
         if let Ok(r) = serde_json::from_str::<Record>(&line?) {
             records.insert(r.id.clone(), r);
         }

@@ -33,7 +33,8 @@ pub(crate) const P99_LIMIT: f64 = 1_000_000.0;
 /// How long the crowd may take to open its N connections before the point is measured
 /// anyway (a server that refuses to hold them is allowed to).
 const CROWD_LIMIT: Duration = Duration::from_secs(5);
-/// Time the crowd holds on before the legitimate client starts.
+/// Time the crowd holds on before the legitimate client starts (a quarter of it under
+/// `--quick`).
 const SETTLE: Duration = Duration::from_secs(1);
 
 /// The `[robustness]` table of an experiment file.
@@ -46,6 +47,8 @@ pub(crate) struct Spec {
     pub crowd: Vec<usize>,
     /// Crowd sizes under `--quick`.
     pub quick_crowd: Option<Vec<usize>>,
+    /// The legitimate client's and the mixed load's duration under `--quick`.
+    pub quick_duration: Option<String>,
     /// The workload names of the small file the legitimate client (and slowloris and idle
     /// connections) request, and the large file slow readers request.
     pub small: String,
@@ -132,13 +135,47 @@ impl Point {
     }
 }
 
+impl Spec {
+    /// This table as a run uses it: under `--quick`, `quick_duration` for the legitimate
+    /// client and the mixed load.
+    pub(crate) fn for_run(&self, quick: bool) -> Spec {
+        let mut spec = self.clone();
+        if let (true, Some(d)) = (quick, &self.quick_duration) {
+            spec.legit.duration.clone_from(d);
+            if let Some(m) = &mut spec.mixed {
+                m.duration.clone_from(d);
+            }
+        }
+        spec
+    }
+
+    /// The crowd sizes measured besides the baseline.
+    pub(crate) fn crowd_sizes(&self, quick: bool) -> Vec<usize> {
+        match (quick, &self.quick_crowd) {
+            (true, Some(sizes)) => sizes.clone(),
+            _ => self.crowd.clone(),
+        }
+    }
+
+    /// How long a crowd holds on before the legitimate client starts.
+    pub(crate) fn settle(&self, quick: bool) -> Duration {
+        if quick {
+            SETTLE / 4
+        } else {
+            SETTLE
+        }
+    }
+}
+
 /// Runs the experiment's robustness table; every point is also appended to
 /// `out/robustness.jsonl` as it is measured.
 pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path, hosts: &Hosts) -> anyhow::Result<Vec<Point>> {
+    let spec = &spec.for_run(quick);
+    let settle = spec.settle(quick);
     let mut names = vec![spec.small.clone(), spec.large.clone()];
     names.extend(spec.mixed.iter().map(|m| m.burn.clone()));
     let root = DocRoot::generate(exp, &names, quick)?;
-    let crowd = if quick { spec.quick_crowd.clone().unwrap_or_else(|| spec.crowd.clone()) } else { spec.crowd.clone() };
+    let crowd = spec.crowd_sizes(quick);
     let journal = out.join("robustness.jsonl");
     let _ = std::fs::remove_file(&journal);
     let mut points = Vec::new();
@@ -153,8 +190,9 @@ pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path, hosts:
         .collect();
     'servers: for server in &spec.servers {
         for &(attack, n) in &plan {
-            let Some(p) =
-                with_server(exp, server, &root, hosts, |port| attack_point(spec, &root, server, attack, n, port))?
+            let Some(p) = with_server(exp, server, &root, hosts, |port| {
+                attack_point(spec, &root, server, (attack, n, settle), port)
+            })?
             else {
                 continue 'servers;
             };
@@ -209,8 +247,7 @@ fn attack_point(
     spec: &Spec,
     root: &DocRoot,
     server: &ServerSpec,
-    attack: AttackName,
-    n: usize,
+    (attack, n, settle): (AttackName, usize, Duration),
     port: u16,
 ) -> anyhow::Result<Point> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
@@ -219,7 +256,7 @@ fn attack_point(
     let crowd = if n > 0 { Some(Crowd::start(attack.attack(), n, targets)?) } else { None };
     let crowd_open = crowd.as_ref().map_or(0, |c| c.wait_open(n, CROWD_LIMIT));
     if crowd.is_some() {
-        std::thread::sleep(SETTLE);
+        std::thread::sleep(settle);
     }
     let legit = &spec.legit;
     let config = BenchConfig {

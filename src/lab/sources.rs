@@ -69,7 +69,11 @@ fn pick(all: &[Source], wanted: &str) -> anyhow::Result<Source> {
     let hits: Vec<&Source> = all.iter().filter(|s| s.name.starts_with(wanted)).collect();
     match hits.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => Err(crate::serve::ConfigError(format!("no experiment matches '{wanted}'")).into()),
+        [] => {
+            let ids: Vec<&str> = all.iter().map(|s| s.name.trim_end_matches(".toml")).collect();
+            let msg = format!("no experiment matches '{wanted}'; the experiments are {}", ids.join(", "));
+            Err(crate::serve::ConfigError(msg).into())
+        }
         _ => Err(crate::serve::ConfigError(format!("'{wanted}' matches several experiments")).into()),
     }
 }

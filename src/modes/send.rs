@@ -1,8 +1,10 @@
 //! Where the bytes of a response leave, for every driver: the blocking one
 //! (`blocking.rs`) and the event loops' [`Session`](super::session::Session) alike.
 //!
-//! A framed response is its out bytes (the head and any in-memory body, one buffer) and
-//! then an optional [`Outgoing`] body moved without a copy through user space. This module
+//! A framed response is its out bytes (the head and any small in-memory body, one buffer)
+//! and then an optional [`Outgoing`] body: a file moved without a copy through user space,
+//! or bytes shared with other responses (a kept encoding over [`COPY_MAX`]), sent from
+//! the one shared buffer rather than copied into each connection's. This module
 //! holds the rules for sending them, written once: the out bytes leave with MSG_MORE when
 //! a file follows (head and first file bytes share a segment); the connection's last
 //! response corks the socket when a file follows ([`cork_before_head`]); a file moves with
@@ -24,12 +26,20 @@ use rustix::net::SendFlags;
 use std::fs::File;
 use std::os::fd::AsFd;
 
+/// Shared in-memory bodies up to this size are copied after the head (head and body then
+/// leave in one send); larger ones are sent from the shared buffer, so a slow reader pins
+/// no copy of its own.
+pub(crate) const COPY_MAX: usize = 16 << 10;
+
 /// A body still to be moved after the out bytes.
 #[derive(Debug)]
 pub(crate) enum Outgoing {
     /// `end - offset` bytes of `file` from `offset` (sendfile: no copy through user space).
     /// INVARIANT: `offset <= end` once a send has run; `offset == end` means all is out.
     File { file: std::sync::Arc<File>, offset: u64, end: u64 },
+    /// `bytes[offset..end]`, memory shared with other responses (a kept encoding).
+    /// INVARIANT: `offset <= end <= bytes.len()`; `offset == end` means all is out.
+    Shared { bytes: std::sync::Arc<[u8]>, offset: usize, end: usize },
     /// A CGI script's output, pumped into the out bytes as the script writes it (by the
     /// session, `session/cgi.rs`); dropping it kills and reaps the script.
     Cgi(Box<CgiResponse>),
@@ -60,18 +70,23 @@ pub(crate) fn frame(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoi
             out.extend_from_slice(&bytes);
             None
         }
-        Body::Shared(bytes, range) => {
+        Body::Shared(bytes, range) if range.len() <= COPY_MAX => {
             out.extend_from_slice(&bytes[range]);
             None
         }
+        Body::Shared(bytes, range) => Some(Outgoing::Shared { bytes, offset: range.start, end: range.end }),
         Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
         Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi)),
     }
 }
 
-/// Whether file bytes are still to move after the out bytes.
+/// Whether file (or shared) bytes are still to move after the out bytes.
 pub(crate) fn file_follows(body: &Option<Outgoing>) -> bool {
-    matches!(body, Some(Outgoing::File { offset, end, .. }) if offset < end)
+    match body {
+        Some(Outgoing::File { offset, end, .. }) => offset < end,
+        Some(Outgoing::Shared { offset, end, .. }) => offset < end,
+        _ => false,
+    }
 }
 
 /// Sends a framed response on the non-blocking socket `fd`: `out[*pos..]`, then a file
@@ -125,12 +140,26 @@ pub(crate) fn send_bytes<Fd: AsFd>(fd: &Fd, bytes: &[u8], more: bool) -> Result<
     rustix::net::send(fd, bytes, flags | SendFlags::NOSIGNAL)
 }
 
-/// Moves a file body with sendfile(2) on the non-blocking socket `fd` until it is all out
-/// (the body becomes `None`), the socket is full, or it fails: the peer left, or the file
-/// shrank under us (sendfile moves nothing before the end we framed). Any other body (none,
-/// or a CGI one, which the session pumps) is [`Sent::Done`] at once.
+/// Moves a file body with sendfile(2) (a shared one with [`send_bytes`]) on the
+/// non-blocking socket `fd` until it is all out (the body becomes `None`), the socket is
+/// full, or it fails: the peer left, or the file shrank under us (sendfile moves nothing
+/// before the end we framed). Any other body (none, or a CGI one, which the session pumps)
+/// is [`Sent::Done`] at once.
 pub(crate) fn send_body<Fd: AsFd>(fd: &Fd, body: &mut Option<Outgoing>) -> Sent {
     loop {
+        if let Some(Outgoing::Shared { bytes, offset, end }) = body {
+            if *offset >= *end {
+                *body = None;
+                return Sent::Done;
+            }
+            match send_bytes(fd, &bytes[*offset..*end], false) {
+                Ok(n) => *offset += n,
+                Err(Errno::AGAIN) => return Sent::Blocked,
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+            continue;
+        }
         let Some(Outgoing::File { file, offset, end }) = body else {
             return Sent::Done;
         };

@@ -135,9 +135,11 @@ impl<Fd: AsFd> Write for Wire<'_, Fd> {
 }
 
 impl Tls {
-    pub(crate) fn new(config: &Arc<ServerConfig>) -> Option<Box<Tls>> {
-        let conn = ServerConnection::new(Arc::clone(config)).ok()?;
-        Some(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
+    /// A new connection's TLS state; an error if rustls cannot make one (the caller then
+    /// closes the connection: never plaintext on an HTTPS port).
+    pub(crate) fn new(config: &Arc<ServerConfig>) -> Result<Box<Tls>, rustls::Error> {
+        let conn = ServerConnection::new(Arc::clone(config))?;
+        Ok(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
     }
 
     /// Whether the handshake has begun and not ended: the head deadline runs.
@@ -211,7 +213,8 @@ impl Tls {
 
     /// Sends a framed response by `send.rs`'s rules, encrypted: `out[*pos..]`, then a file
     /// body read a record at a time, each flushed before the next is read, so at most one
-    /// record of the response is in memory. [`Sent::Done`] only once every ciphertext
+    /// record of the response is in memory (a shared body is encrypted a record at a time
+    /// from its shared buffer alike). [`Sent::Done`] only once every ciphertext
     /// byte is out. A CGI body is left to the caller, as on plain connections.
     pub(crate) fn send_response<Fd: AsFd>(
         &mut self,
@@ -230,6 +233,17 @@ impl Tls {
                 match self.encrypt(&out[*pos..]) {
                     0 => return Sent::Failed,
                     n => *pos += n,
+                }
+                continue;
+            }
+            if let Some(Outgoing::Shared { bytes, offset, end }) = body {
+                if *offset >= *end {
+                    *body = None;
+                    return Sent::Done;
+                }
+                match self.encrypt(&bytes[*offset..*end]) {
+                    0 => return Sent::Failed,
+                    taken => *offset += taken,
                 }
                 continue;
             }

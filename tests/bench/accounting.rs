@@ -2,6 +2,7 @@
 //! classes, descriptor exhaustion, status codes, a connection per request.
 
 use super::bench;
+use crate::common::bench::run_failing;
 use crate::common::{self, Fixture, Spidey};
 use crate::fake_server::{test_server, Behaviour, NO_STALL};
 use spidey::bench::BenchResult;
@@ -56,19 +57,21 @@ fn warmup_requests_are_sent_but_not_counted() {
 fn errors_are_classified_and_counted() {
     let refused = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let port = |b| test_server(b).0;
-    // (server port, flags, class name → expected count of 4 requests)
-    let cases: &[(u16, &[&str], &str)] = &[
-        (refused, &[], "connect"),
-        (port(Behaviour::Garbage), &[], "malformed"),
-        (port(Behaviour::CloseWithoutAnswer), &[], "closed"),
-        (port(Behaviour::NeverAnswer), &["--timeout", "200ms"], "timeout"),
+    // (server port, flags, class name → expected count of 4 requests, the report's first
+    // line): nothing is answered, so the run exits 1, its most common failure first.
+    let cases: &[(u16, &[&str], &str, &str)] = &[
+        (refused, &[], "connect", "connection refused"),
+        (port(Behaviour::Garbage), &[], "malformed", "malformed response"),
+        (port(Behaviour::CloseWithoutAnswer), &[], "closed", "connection closed before the response was complete"),
+        (port(Behaviour::NeverAnswer), &["--timeout", "200ms"], "timeout", "no complete response within 200ms"),
     ];
-    for (port, flags, class) in cases {
+    for (port, flags, class, why) in cases {
         let url = format!("http://127.0.0.1:{port}/");
-        let (r, _) = bench(&[&["-c1", "-t1", "-n", "4"], *flags, &[url.as_str()]].concat());
+        let (r, report, _) = run_failing(&[&["-c1", "-t1", "-n", "4"], *flags, &[url.as_str()]].concat());
         let errors: Vec<(&str, u64)> = r.errors.named().into_iter().filter(|(_, n)| *n > 0).collect();
         assert_eq!(errors, [(*class, 4)], "{class}");
         assert_eq!((r.requests, r.responses), (4, 0), "{class}");
+        assert_eq!(report.lines().next(), Some(format!("spidey bench: {why} (4 of 4)").as_str()), "{report}");
     }
 }
 

@@ -11,6 +11,7 @@ crate::for_each_mode!(
     listing_sorts_and_hides_dotfiles,
     listing_as_json,
     show_hidden_lists_dotfiles,
+    listing_shows_bidi_controls_escaped,
 );
 
 fn directory_index_and_slash_redirect(mode: &str) {
@@ -101,4 +102,36 @@ fn show_hidden_lists_dotfiles(mode: &str) {
     assert!(s.get("/list/", &[]).text().contains(".hidden"));
     let r = s.get("/list/.hidden", &[]);
     assert_eq!((r.status, r.text().as_str()), (200, "secret"));
+}
+
+/// A name with Unicode bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE would show
+/// `invoice\u{202E}fdp.exe` as `invoiceexe.pdf`) is listed with each control written as a
+/// visible `\u{XXXX}` and a `title` saying so, in the page and its heading; the link and
+/// the JSON keep the exact name.
+fn listing_shows_bidi_controls_escaped(mode: &str) {
+    let (fx, s) = start(mode, &[]);
+    let dir = fx.root().join("bidi\u{2067}dir");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("invoice\u{202E}fdp.exe"), b"MZ").unwrap();
+    std::fs::write(dir.join("\u{200F}\u{2066}<i>.txt"), b"").unwrap();
+    let r = s.get("/bidi%E2%81%A7dir/", &[]);
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    let title = "title=\"This name contains Unicode bidirectional control characters, shown as \\u{...}\"";
+    let cases: &[(String, bool)] = &[
+        // what must (not) appear in the page
+        (format!("<a href=\"invoice%E2%80%AEfdp.exe\" {title}>invoice\\u{{202E}}fdp.exe</a>"), true),
+        (format!("<a href=\"%E2%80%8F%E2%81%A6%3Ci%3E.txt\" {title}>\\u{{200F}}\\u{{2066}}&lt;i&gt;.txt</a>"), true),
+        ("Index of /bidi\\u{2067}dir/".to_string(), true),
+        ("\u{202E}".to_string(), false),
+        ("\u{200F}".to_string(), false),
+        ("\u{2066}".to_string(), false),
+        ("\u{2067}".to_string(), false),
+    ];
+    for (needle, present) in cases {
+        assert_eq!(html.contains(needle.as_str()), *present, "{needle:?} in {html}");
+    }
+    assert_eq!(s.get("/bidi%E2%81%A7dir/invoice%E2%80%AEfdp.exe", &[]).text(), "MZ", "the link leads to the file");
+    let json: serde_json::Value = serde_json::from_slice(&s.get("/bidi%E2%81%A7dir/?format=json", &[]).body).unwrap();
+    assert!(json.as_array().unwrap().iter().any(|e| e["name"] == "invoice\u{202E}fdp.exe"), "{json}");
 }

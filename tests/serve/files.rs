@@ -13,6 +13,7 @@ crate::for_each_mode!(
     content_type_follows_the_served_file,
     every_response_says_nosniff,
     if_modified_since_in_the_future_is_ignored,
+    if_range_date_counts_only_when_strong,
 );
 
 fn get_file_has_standard_fields(mode: &str) {
@@ -147,4 +148,27 @@ fn if_modified_since_in_the_future_is_ignored(mode: &str) {
     let (_fx, s) = start(mode, &[]);
     let r = s.get("/hello.txt", &[("If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")]);
     assert_eq!((r.status, r.text().as_str()), (200, HELLO));
+}
+
+/// `If-Range` with a date (RFC 9110 §13.1.5) honours the range only when the date is the
+/// file's Last-Modified and that is a strong validator, a whole second before the
+/// response's Date (§8.8.2.2); otherwise the whole file is sent. A file modified "in the
+/// future" (or within the current second) may still change within that second, so a
+/// range of it could be spliced onto another version.
+fn if_range_date_counts_only_when_strong(mode: &str) {
+    let (fx, s) = start(mode, &[]);
+    let set_mtime = |name: &str, at: std::time::SystemTime| {
+        let f = std::fs::OpenOptions::new().write(true).open(fx.root().join(name)).unwrap();
+        f.set_modified(at).unwrap();
+    };
+    let now = std::time::SystemTime::now();
+    set_mtime("digits.txt", now - std::time::Duration::from_secs(3600));
+    set_mtime("hello.txt", now + std::time::Duration::from_secs(3600));
+    // path → (status, body) for a Range with If-Range: the file's own Last-Modified
+    let cases: &[(&str, u16, &str)] = &[("/digits.txt", 206, "012"), ("/hello.txt", 200, HELLO)];
+    for (path, status, body) in cases {
+        let modified = s.get(path, &[]).header("last-modified").expect("Last-Modified").to_string();
+        let r = s.get(path, &[("Range", "bytes=0-2"), ("If-Range", &modified)]);
+        assert_eq!((r.status, r.text().as_str()), (*status, *body), "{path} If-Range: {modified}");
+    }
 }

@@ -50,8 +50,15 @@ fn opaque(tag: &[u8]) -> &[u8] {
 }
 
 /// Whether a `Range` may be honoured given `If-Range` (RFC 9110 §13.1.5): the validator
-/// must be our strong ETag exactly, or a date equal to the modification time.
-pub fn if_range_holds(if_range: Option<&[u8]>, etag: &str, mtime: SystemTime) -> bool {
+/// must be our strong ETag exactly, or a date equal to the modification time that is a
+/// strong validator.
+///
+/// A date is strong only when the modification time lies at least one second before
+/// `now` (the response's `Date`), compared as the two header values are, in whole seconds
+/// (§8.8.2.2, as Apache's `ap_condition_if_range` does): a file modified within the
+/// current second may change again within it, and a range of the new version spliced onto
+/// the old would look whole. Otherwise the whole representation is sent (a 200).
+pub fn if_range_holds(if_range: Option<&[u8]>, etag: &str, mtime: SystemTime, now: SystemTime) -> bool {
     let Some(value) = if_range.map(crate::request::trim_ows) else {
         return true;
     };
@@ -61,7 +68,9 @@ pub fn if_range_holds(if_range: Option<&[u8]>, etag: &str, mtime: SystemTime) ->
     if value.starts_with(b"W/") {
         return false;
     }
-    crate::date::parse(value).is_some_and(|d| crate::date::unix_seconds(d) == crate::date::unix_seconds(mtime))
+    use crate::date::unix_seconds;
+    let strong = unix_seconds(now) > unix_seconds(mtime);
+    strong && crate::date::parse(value).is_some_and(|d| unix_seconds(d) == unix_seconds(mtime))
 }
 
 #[cfg(test)]
@@ -105,19 +114,29 @@ mod tests {
 
     #[test]
     fn if_range_table() {
-        let mtime = UNIX_EPOCH + Duration::new(784_111_777, 0);
+        let mtime = UNIX_EPOCH + Duration::new(784_111_777, 500_000_000);
         let tag = etag(mtime, 1);
         let weak = format!("W/{tag}");
-        let cases: &[(Option<&str>, bool)] = &[
-            (None, true),
-            (Some(&tag), true),
-            (Some(&weak), false),
-            (Some("\"x\""), false),
-            (Some("Sun, 06 Nov 1994 08:49:37 GMT"), true),
-            (Some("Mon, 07 Nov 1994 08:49:37 GMT"), false),
+        let later = UNIX_EPOCH + Duration::new(784_111_778, 0);
+        let same_second = UNIX_EPOCH + Duration::new(784_111_777, 900_000_000);
+        let earlier = UNIX_EPOCH + Duration::new(784_111_000, 0);
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT";
+        // (If-Range, now) → whether the range is honoured
+        let cases: &[(Option<&str>, SystemTime, bool)] = &[
+            (None, later, true),
+            (Some(&tag), later, true),
+            (Some(&tag), same_second, true),
+            (Some(&weak), later, false),
+            (Some("\"x\""), later, false),
+            (Some(date), later, true),
+            (Some("Mon, 07 Nov 1994 08:49:37 GMT"), later, false),
+            // A date is strong only a whole second after the modification: not within
+            // its second, nor for a file modified "in the future" (clock skew, touch -d).
+            (Some(date), same_second, false),
+            (Some(date), earlier, false),
         ];
-        for (value, want) in cases {
-            assert_eq!(if_range_holds(value.map(str::as_bytes), &tag, mtime), *want, "{value:?}");
+        for (value, now, want) in cases {
+            assert_eq!(if_range_holds(value.map(str::as_bytes), &tag, mtime, *now), *want, "{value:?} at {now:?}");
         }
     }
 }

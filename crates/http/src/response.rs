@@ -30,6 +30,7 @@ impl StatusCode {
     pub const URI_TOO_LONG: StatusCode = StatusCode(414);
     pub const RANGE_NOT_SATISFIABLE: StatusCode = StatusCode(416);
     pub const EXPECTATION_FAILED: StatusCode = StatusCode(417);
+    pub const TOO_MANY_REQUESTS: StatusCode = StatusCode(429);
     pub const REQUEST_HEADER_FIELDS_TOO_LARGE: StatusCode = StatusCode(431);
     pub const INTERNAL_SERVER_ERROR: StatusCode = StatusCode(500);
     pub const NOT_IMPLEMENTED: StatusCode = StatusCode(501);
@@ -64,6 +65,7 @@ impl StatusCode {
             414 => "URI Too Long",
             416 => "Range Not Satisfiable",
             417 => "Expectation Failed",
+            429 => "Too Many Requests", // RFC 6585 §4
             431 => "Request Header Fields Too Large",
             500 => "Internal Server Error",
             501 => "Not Implemented",

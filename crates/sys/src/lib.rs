@@ -6,8 +6,8 @@
 //! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
 //! [`shared`] maps counters that forked workers share with their parent,
 //! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS), and
-//! [`tcp`] sets the one TCP option the safe crates lack, and [`cputime`] reads another
-//! process's CPU-time clock.
+//! [`tcp`] sets the one TCP option the safe crates lack, [`tun`] opens a TUN device, and
+//! [`cputime`] reads another process's CPU-time clock.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -18,6 +18,7 @@ pub mod process;
 pub mod seccomp;
 pub mod shared;
 pub mod tcp;
+pub mod tun;
 pub mod uring;
 
 use std::io;

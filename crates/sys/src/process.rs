@@ -93,3 +93,19 @@ pub fn inherit_fd(command: &mut Command, fd: OwnedFd, target: RawFd) -> io::Resu
     // an errno value, and `io::Error::last_os_error` does not allocate.
     Ok(unsafe { command.pre_exec(hook) })
 }
+
+/// Makes the calling thread a real-time one (SCHED_FIFO at `priority`, 1 to 99), so it runs
+/// as soon as it is runnable, ahead of every ordinary thread: for a thread whose job is to
+/// act at a set time (the lab's delay line). Needs CAP_SYS_NICE (root); the error says
+/// when it is refused.
+pub fn make_thread_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: sched_setscheduler(2) reads one `struct sched_param` through the pointer, which
+    // is valid for the whole call; pid 0 names the calling thread ("If pid equals zero, the
+    // scheduling policy and parameters of the calling thread will be set").
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! `spidey delay-line` and `spidey lab --rtt`: two network namespaces joined by a TUN delay
+//! line. The calibration is checked with clients that are not Spidey's: ping (ICMP echo)
+//! and Python's TCP connect, each the median of many, within 10% of the asked round trip.
+//! The clients run at a real-time priority (`chrt`), as the line's own threads do, so on a
+//! busy machine they time the link rather than their own wake-up.
+//! Needs root, /dev/net/tun, iproute2, ping and python3 (`scripts/test.sh` installs them);
+//! elsewhere each test prints why it skipped.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::Duration;
+
+const SPIDEY: &str = env!("CARGO_BIN_EXE_spidey");
+const SERVER_IP: &str = "10.79.0.2";
+
+/// One delay line at a time: its addresses are fixed.
+static ONE_LINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A running `spidey delay-line`; closing its stdin stops it.
+struct Line {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// Held open so the line's later lines do not meet a closed pipe.
+    _stdout: BufReader<std::process::ChildStdout>,
+    name: String,
+}
+
+impl Line {
+    fn start(rtt: &str, name: &str) -> Line {
+        let mut child = Command::new(SPIDEY)
+            .args(["delay-line", "--rtt", rtt, "--name", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn spidey delay-line");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        assert!(first.starts_with("delay-line: client netns"), "startup line: {first:?}");
+        let stdin = child.stdin.take();
+        Line { child, stdin, _stdout: out, name: name.into() }
+    }
+
+    /// `program` in the client namespace, at a real-time priority (chrt), so what it times
+    /// is the link and not how long a busy machine takes to wake it.
+    fn in_client(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &format!("{}-client", self.name), "chrt", "-f", "20", program]);
+        c
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "delay-line exited with {status}");
+        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let list = String::from_utf8_lossy(&list.stdout);
+        assert!(!list.contains(&format!("{}-", self.name)), "namespaces left behind: {list}");
+    }
+}
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for side in ["client", "server"] {
+            let _ = Command::new("ip").args(["netns", "del", &format!("{}-{side}", self.name)]).status();
+        }
+    }
+}
+
+/// None, with a line on stderr, where the delay line cannot run.
+fn usable(test: &str) -> Option<()> {
+    let why = if !rustix_is_root() {
+        "not root"
+    } else if !std::path::Path::new("/dev/net/tun").exists() {
+        "no /dev/net/tun"
+    } else if Command::new("ping").arg("-V").output().is_err() {
+        "no ping (iputils-ping)"
+    } else {
+        return Some(());
+    };
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    None
+}
+
+fn rustix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// A client that measures round trips across a line, in ms.
+type Probe = fn(&Line, usize) -> Vec<f64>;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Round trips of ICMP echo, in ms, from ping's per-reply lines.
+fn ping_rtts(line: &Line, n: usize) -> Vec<f64> {
+    let out = line.in_client("ping").args(["-n", "-c", &n.to_string(), "-i", "0.005", SERVER_IP]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rtts: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(rtts.len() >= n * 9 / 10, "ping lost replies: {text}");
+    rtts
+}
+
+/// Times of TCP connects in ms, by Python, to a port nobody listens on (the RST comes back
+/// after one round trip, as a SYN-ACK would).
+fn connect_rtts(line: &Line, n: usize) -> Vec<f64> {
+    let script = format!(
+        "import socket, time\n\
+         for _ in range({n}):\n\
+         \x20   s = socket.socket(); t = time.perf_counter_ns()\n\
+         \x20   try: s.connect(('{SERVER_IP}', 9))\n\
+         \x20   except OSError: pass\n\
+         \x20   print((time.perf_counter_ns() - t) / 1e6); s.close(); time.sleep(0.001)\n"
+    );
+    let out = line.in_client("python3").args(["-c", &script]).output().unwrap();
+    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| l.parse().unwrap()).collect()
+}
+
+#[test]
+fn the_measured_round_trip_is_within_ten_percent_of_the_asked_one() {
+    let test = "the_measured_round_trip_is_within_ten_percent_of_the_asked_one";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let name = format!("sdl{}", std::process::id() % 100_000);
+    // (asked, in ms) for each round trip the issue names.
+    for (asked, ms) in [("500us", 0.5), ("1.5ms", 1.5), ("3ms", 3.0)] {
+        let line = Line::start(asked, &name);
+        // Each probe's median of 40; a median outside the band is measured again, up to
+        // three times in all (a shared 2-core machine can disturb one batch), and every
+        // median is in the message if none falls inside.
+        let probes: [(&str, Probe); 2] = [("ping", ping_rtts), ("TCP connect", connect_rtts)];
+        for (what, probe) in probes {
+            let mut medians = Vec::new();
+            while medians.len() < 3 {
+                medians.push(median(probe(&line, 40)));
+                if (medians[medians.len() - 1] - ms).abs() <= ms * 0.10 {
+                    break;
+                }
+            }
+            let last = medians[medians.len() - 1];
+            assert!((last - ms).abs() <= ms * 0.10, "{what} across a {asked} line: medians {medians:.3?} ms");
+        }
+        line.stop();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One experiment, one point: 200 requests of a 1 KiB file over 2 connections, new
+/// connection each: every request pays the handshake's round trip and its own.
+const EXPERIMENT: &str = r#"
+id = "901-rtt"
+title = "Across a delay line"
+seed = "none"
+question = "Does the lab run across a delay line?"
+workloads = [{ name = "1 KB", kind = "file", size = "1KB" }]
+
+[[sweeps]]
+name = "rtt"
+title = "Across a delay line"
+servers = [{ label = "event", mode = "event" }]
+workloads = ["1 KB"]
+clients = [{ c = 1, n = 200, keepalive = false }]
+table.dims = ["server"]
+table.columns = [{ header = "Requests/s", metric = "rps" }]
+"#;
+
+#[test]
+fn the_lab_runs_across_a_delay_line_and_the_round_trip_shows_in_its_latency() {
+    let test = "the_lab_runs_across_a_delay_line_and_the_round_trip_shows_in_its_latency";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join("901-rtt.toml"), EXPERIMENT).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = Command::new(SPIDEY)
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "901", "--quick", "--rtt", "2ms", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "spidey lab: {}", String::from_utf8_lossy(&out.stderr));
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    for l in journal.lines() {
+        let record: serde_json::Value = serde_json::from_str(l).unwrap();
+        let raw = &record["raw"];
+        assert!(raw["urls"].to_string().contains(SERVER_IP), "loaded across the line: {journal}");
+        assert_eq!(raw["status"]["200"], 200, "every request answered: {raw}");
+        // Every exchange crosses the line at least once (a new connection per request adds
+        // its handshake's round trip too): no request can take under one 2 ms round trip,
+        // where on loopback each takes well under 1 ms.
+        let min_us = raw["latency"]["min_us"].as_u64().expect("latency.min_us");
+        assert!(min_us >= 1800, "fastest request {min_us} us across a 2 ms line");
+    }
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("TUN delay line: round trip 2ms asked"), "report names the network");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&list.stdout).contains("spl"), "the lab removed its namespaces");
+}
