@@ -43,6 +43,18 @@ impl Sample {
             .collect()
     }
 
+    /// The metric per repeat number, `NaN` where the repeat is missing, excluded or has
+    /// no value: index `r` is repeat `r`, so two samples line up by round.
+    pub fn by_repeat(&self, m: Metric) -> Vec<f64> {
+        let keyed = self.keyed(m);
+        let len = self.runs.iter().enumerate().map(|(i, r)| r.repeat.unwrap_or(i as u32) as usize + 1).max();
+        let mut out = vec![f64::NAN; len.unwrap_or(0)];
+        for (r, v) in keyed {
+            out[r as usize] = v;
+        }
+        out
+    }
+
     /// Why this point gets no verdict though it was measured: fewer than
     /// [`MIN_CLEAN_REPEATS`] clean repeats (the others stayed disturbed through their tries,
     /// or failed). None when it has enough, or when nothing was measured at all.
