@@ -122,7 +122,8 @@ impl HandlerLib {
         // `uint32_t spidey_handler_abi_version(void)`, which AbiVersionFn matches.
         let version: AbiVersionFn = *unsafe { lib.get::<AbiVersionFn>(b"spidey_handler_abi_version\0") }
             .map_err(|e| LoadError::MissingSymbol("spidey_handler_abi_version", e))?;
-        // SAFETY: the function takes no arguments and, per the header, only returns a constant.
+        // SAFETY: the function takes no arguments and, per include/spidey_handler.h, only
+        // returns a constant.
         let found = unsafe { version() };
         if found != ABI_VERSION {
             return Err(LoadError::AbiMismatch { found, expected: ABI_VERSION });
