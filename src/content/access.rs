@@ -152,12 +152,12 @@ fn well_formed(hash: &str) -> bool {
 /// `Basic base64(user:password)` → user and password (RFC 7617 §2); the scheme is
 /// case-insensitive, the password may hold colons, both must be UTF-8.
 fn credentials(value: &[u8]) -> Option<(String, String)> {
-    let value = spidey_http::request::trim_ows(value);
+    let value = spidey_http::field::trim_ows(value);
     let (scheme, token) = value.split_at(value.iter().position(|&b| b == b' ')?);
     if !scheme.eq_ignore_ascii_case(b"basic") {
         return None;
     }
-    let decoded = base64::engine::general_purpose::STANDARD.decode(spidey_http::request::trim_ows(token)).ok()?;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(spidey_http::field::trim_ows(token)).ok()?;
     let text = String::from_utf8(decoded).ok()?;
     let (user, password) = text.split_once(':')?;
     Some((user.to_string(), password.to_string()))
