@@ -1,7 +1,6 @@
 //! The command line: `spidey serve | bench | lab`.
 
-// `duration` is re-exported for `lab`, which names it here.
-pub use crate::config::duration;
+use crate::config::duration;
 use crate::modes::{Mode, Workers};
 use clap::{Args, Parser, Subcommand};
 use std::net::IpAddr;
@@ -28,28 +27,7 @@ pub enum Command {
     /// Load an HTTP server and measure throughput and latency (like wrk; --rate like wrk2).
     Bench(crate::bench::BenchArgs),
     /// Run the experiments that reproduce the seed studies, and report them.
-    Lab(LabArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct LabArgs {
-    /// Experiments to run: files, or id prefixes such as `000`; all of them when none.
-    pub experiments: Vec<String>,
-    /// Where results.jsonl, report.md, report.html and plots/ go.
-    #[arg(long, default_value = "lab-out")]
-    pub out: PathBuf,
-    /// A reduced version of every experiment (a couple of minutes in all).
-    #[arg(long)]
-    pub quick: bool,
-    /// Keep OUT/results.jsonl and measure only the points missing from it.
-    #[arg(long)]
-    pub resume: bool,
-    /// Read the experiment files from this directory instead of the built-in ones.
-    #[arg(long)]
-    pub experiments_dir: Option<PathBuf>,
-    /// Where the server and the load run (default: here, on loopback).
-    #[command(flatten)]
-    pub hosts: crate::lab::HostArgs,
+    Lab(crate::lab::LabArgs),
 }
 
 #[derive(Debug, Args)]

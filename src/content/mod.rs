@@ -187,8 +187,8 @@ impl Site {
     /// Access comes first: a CORS preflight is answered before authentication (browsers
     /// send it without credentials), then `--basic-auth` guards everything else.
     pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
-        if let Some(metrics) = crate::metrics::endpoint(req) {
-            return metrics; // `--metrics PATH`, before any lookup
+        if crate::metrics::is_endpoint(req.target.path) {
+            return metrics_page(req); // `--metrics PATH`, before any lookup
         }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
         let mut response = match (preflight, &self.options.auth) {
@@ -300,4 +300,17 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
     let mut r = Response::error(StatusCode::MOVED_PERMANENTLY, "This directory's address ends with a slash.");
     r.fields.push(("Location", location));
     r
+}
+
+/// The answer at the `--metrics` path (any query): the metrics for GET and HEAD, 405
+/// otherwise.
+fn metrics_page(req: &Request<'_, '_>) -> Response {
+    if !matches!(req.method, Method::Get | Method::Head) {
+        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The metrics take GET and HEAD only.");
+        r.fields.push(("Allow", "GET, HEAD".into()));
+        return r;
+    }
+    let fields =
+        vec![("Content-Type", crate::metrics::CONTENT_TYPE.to_string()), ("Cache-Control", "no-store".to_string())];
+    Response::new(StatusCode::OK, fields, Body::Bytes(crate::metrics::render().into_bytes()))
 }

@@ -35,12 +35,34 @@ mod tls;
 mod verdict;
 mod versus;
 
-use crate::cli::LabArgs;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
 pub use hosts::HostArgs;
+
+/// `spidey lab`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Experiments to run: files, or id prefixes such as `000`; all of them when none.
+    pub experiments: Vec<String>,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(long, default_value = "lab-out")]
+    pub out: PathBuf,
+    /// A reduced version of every experiment (a couple of minutes in all).
+    #[arg(long)]
+    pub quick: bool,
+    /// Keep OUT/results.jsonl and measure only the points missing from it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Read the experiment files from this directory instead of the built-in ones.
+    #[arg(long)]
+    pub experiments_dir: Option<PathBuf>,
+    /// Where the server and the load run (default: here, on loopback).
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;

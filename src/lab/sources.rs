@@ -69,8 +69,8 @@ fn pick(all: &[Source], wanted: &str) -> anyhow::Result<Source> {
     let hits: Vec<&Source> = all.iter().filter(|s| s.name.starts_with(wanted)).collect();
     match hits.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => Err(crate::serve::ConfigError(format!("no experiment matches '{wanted}'")).into()),
-        _ => Err(crate::serve::ConfigError(format!("'{wanted}' matches several experiments")).into()),
+        [] => Err(crate::config::ConfigError(format!("no experiment matches '{wanted}'")).into()),
+        _ => Err(crate::config::ConfigError(format!("'{wanted}' matches several experiments")).into()),
     }
 }
 
