@@ -25,8 +25,6 @@
 //!
 //! Without [`init`] (tests, the fuzzing driver) the counters are this process's alone.
 
-use crate::content::{Body, Response};
-use spidey_http::{Method, Request, StatusCode};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -200,25 +198,15 @@ pub(crate) fn bump_log_generation() {
 }
 
 /// Whether a request's path, decoded (`relative`, as `content::resolve::decode_path`
-/// makes it), is the `--metrics` path: `/%6detrics` names `/metrics` here as everywhere.
+/// makes it), is the `--metrics` path (never, without `--metrics`): `/%6detrics` names
+/// `/metrics` here as everywhere. Content answers it with [`render`]'s text, of type
+/// [`CONTENT_TYPE`].
 pub(crate) fn is_endpoint(relative: &[u8]) -> bool {
     ENDPOINT.get().is_some_and(|path| path == relative)
 }
 
-/// The answer to a request for the `--metrics` path ([`is_endpoint`], any query): the
-/// metrics for GET and HEAD, 405 otherwise.
-pub(crate) fn endpoint(req: &Request<'_, '_>) -> Response {
-    if !matches!(req.method, Method::Get | Method::Head) {
-        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The metrics take GET and HEAD only.");
-        r.fields.push(("Allow", "GET, HEAD".into()));
-        return r;
-    }
-    let fields = vec![
-        ("Content-Type", "text/plain; version=0.0.4; charset=utf-8".to_string()),
-        ("Cache-Control", "no-store".to_string()),
-    ];
-    Response::new(StatusCode::OK, fields, Body::Bytes(render().into_bytes()))
-}
+/// The media type of [`render`]'s text.
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// All counters in Prometheus text exposition format 0.0.4.
 pub fn render() -> String {

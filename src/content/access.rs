@@ -204,12 +204,12 @@ fn well_formed(hash: &str) -> bool {
 /// case-insensitive, the password may hold colons, both must be UTF-8, and together at
 /// most [`MAX_CREDENTIALS`] bytes (a longer token is not even decoded).
 fn credentials(value: &[u8]) -> Option<(String, String)> {
-    let value = spidey_http::request::trim_ows(value);
+    let value = spidey_http::field::trim_ows(value);
     let (scheme, token) = value.split_at(value.iter().position(|&b| b == b' ')?);
     if !scheme.eq_ignore_ascii_case(b"basic") {
         return None;
     }
-    let token = spidey_http::request::trim_ows(token);
+    let token = spidey_http::field::trim_ows(token);
     if token.len() > MAX_CREDENTIALS.div_ceil(3) * 4 {
         return None;
     }

@@ -211,7 +211,7 @@ impl Site {
     /// `--metrics` path (matched on the decoded path, answered before any lookup) included.
     pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
         if matches!(&path.0, Ok(relative) if crate::metrics::is_endpoint(relative)) {
-            return self.refusal(req, peer).unwrap_or_else(|| crate::metrics::endpoint(req));
+            return self.refusal(req, peer).unwrap_or_else(|| metrics_page(req));
         }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
         let mut response = match preflight {
@@ -335,4 +335,17 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
     let mut r = Response::error(StatusCode::MOVED_PERMANENTLY, "This directory's address ends with a slash.");
     r.fields.push(("Location", location));
     r
+}
+
+/// The answer at the `--metrics` path (any query): the metrics for GET and HEAD, 405
+/// otherwise.
+fn metrics_page(req: &Request<'_, '_>) -> Response {
+    if !matches!(req.method, Method::Get | Method::Head) {
+        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The metrics take GET and HEAD only.");
+        r.fields.push(("Allow", "GET, HEAD".into()));
+        return r;
+    }
+    let fields =
+        vec![("Content-Type", crate::metrics::CONTENT_TYPE.to_string()), ("Cache-Control", "no-store".to_string())];
+    Response::new(StatusCode::OK, fields, Body::Bytes(crate::metrics::render().into_bytes()))
 }

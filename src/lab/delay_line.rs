@@ -294,7 +294,7 @@ fn command(program: &str, args: &[&str]) -> anyhow::Result<()> {
 #[derive(Debug, clap::Args)]
 pub struct DelayLineArgs {
     /// The round trip between the namespaces, e.g. `1.5ms`.
-    #[arg(long, value_parser = crate::cli::duration)]
+    #[arg(long, value_parser = crate::config::duration)]
     pub rtt: Duration,
     /// Limit each direction's bandwidth (tc's syntax: `100mbit`, `1gbit`).
     #[arg(long)]

@@ -39,7 +39,7 @@ pub struct HostArgs {
     pub remote_spidey: Option<String>,
     /// Put the server and the load in two network namespaces joined by a delay line with
     /// this round trip (e.g. `1.5ms`; needs root and TUN); not with the flags above.
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::duration)]
     pub rtt: Option<Duration>,
     /// With --rtt: limit each direction of the link to this rate (tc's syntax: `100mbit`).
     #[arg(long, value_name = "RATE", requires = "rtt")]

@@ -38,14 +38,59 @@ mod tls;
 mod verdict;
 mod versus;
 
-use crate::cli::LabArgs;
 use crate::config::ConfigError;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
 pub use delay_line::{run as delay_line, DelayLineArgs};
 pub use hosts::HostArgs;
+
+/// `spidey lab`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
+    /// --quick.
+    pub experiments: Vec<String>,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(long, default_value = "lab-out")]
+    pub out: PathBuf,
+    /// A reduced version of the experiments, a smoke test: about 3 minutes for all of them
+    /// on a 2-core machine (`--list` shows each one's time).
+    #[arg(long)]
+    pub quick: bool,
+    /// Run every experiment in full (hours; without --all, --quick or experiment ids, the
+    /// plan is printed instead).
+    #[arg(long)]
+    pub all: bool,
+    /// List the experiments with their quick and full times (the last run's in OUT, or an
+    /// estimate from the plan), and run nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// Keep OUT/results.jsonl and measure only the points missing from it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start afresh even though OUT/results.jsonl exists (it is emptied); without --force
+    /// or --resume an existing one is refused.
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
+    /// Read the experiment files from this directory instead of the built-in ones.
+    #[arg(long)]
+    pub experiments_dir: Option<PathBuf>,
+    /// Measure each point once and use it even when the machine was disturbed (others
+    /// busy or steal above the limits). By default a disturbed point is measured again up
+    /// to twice, and one still disturbed is left out of intervals and verdicts.
+    #[arg(long)]
+    pub keep_disturbed: bool,
+    /// Measure nothing: print the verdict table (Markdown) of a results file
+    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
+    #[arg(long, value_name = "RESULTS")]
+    pub verdicts: Option<PathBuf>,
+    /// Where the server and the load run (default: here, on loopback).
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;

@@ -72,9 +72,9 @@ fn pick(all: &[Source], wanted: &str) -> anyhow::Result<Source> {
         [] => {
             let ids: Vec<&str> = all.iter().map(|s| s.name.trim_end_matches(".toml")).collect();
             let msg = format!("no experiment matches '{wanted}'; the experiments are {}", ids.join(", "));
-            Err(crate::serve::ConfigError(msg).into())
+            Err(crate::config::ConfigError(msg).into())
         }
-        _ => Err(crate::serve::ConfigError(format!("'{wanted}' matches several experiments")).into()),
+        _ => Err(crate::config::ConfigError(format!("'{wanted}' matches several experiments")).into()),
     }
 }
 

@@ -25,9 +25,9 @@ use super::session::{Pool, Session};
 use super::tls::{Inflow, Tls};
 use crate::exchange::{Answer, Exchanger};
 use crate::exchange::{Body, CgiResponse, CgiStep};
-use crate::net::{wait_readable, Shutdown, Wake};
+use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -253,18 +253,7 @@ impl AsFd for Client<'_> {
 
 /// Waits until `stream` is ready for `events` or `deadline` passes; returns whether it is.
 fn wait_socket(stream: &TcpStream, events: PollFlags, deadline: Instant) -> bool {
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let mut fds = [PollFd::new(stream, events)];
-        match poll(&mut fds, Some(&crate::net::to_timespec(left))) {
-            Ok(n) => return n > 0,
-            Err(Errno::INTR) => {}
-            Err(_) => return false,
-        }
-    }
+    matches!(poll_until(&mut [PollFd::new(stream, events)], Some(deadline)), Ok(true))
 }
 
 /// The receive buffer and the unparsed bytes in it, `buf[start..end]`.
@@ -350,12 +339,8 @@ fn wait_script(cgi: &CgiResponse, shutdown: &Shutdown) -> io::Result<()> {
         fds.push(PollFd::from_borrowed_fd(fd, PollFlags::OUT));
     }
     // Wake at least once a second to notice shutdown.
-    let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
-    let timeout = crate::net::to_timespec(left);
-    match poll(&mut fds, Some(&timeout)) {
-        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    poll_until(&mut fds, Some(deadline.min(Instant::now() + Duration::from_secs(1))))?;
+    Ok(())
 }
 
 /// Sends an answer no session framed (a script's local redirect) by the same rules.
