@@ -116,8 +116,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     results::check_fresh(&results_path, args.resume, args.force)?;
     hosts::Hosts::from_args(&args.hosts)?;
-    let link = args.hosts.delay_line()?;
-    let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
+    let sweeps_rtt = exps.iter().any(|e| plan::active(e, args.quick).iter().any(|a| a.sweep.rtt.is_some()));
+    let link = args.hosts.delay_line(sweeps_rtt)?;
+    let hosts = hosts::Hosts::from_args(&match (&link, args.hosts.rtt) {
+        (Some(l), Some(_)) => args.hosts.across(l),
+        _ => args.hosts.clone(),
+    })?;
+    let across = link.as_ref().map(|l| hosts::Hosts::from_args(&args.hosts.across(l))).transpose()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
@@ -131,6 +136,8 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         journal: &mut journal,
         bar: &bar,
         hosts: &hosts,
+        link: link.as_ref().zip(across.as_ref()),
+        base_rtt: args.hosts.rtt,
     };
     for exp in &exps {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;

@@ -29,6 +29,8 @@ pub(crate) struct Point {
 pub(crate) struct ServerRun {
     pub server: ServerSpec,
     pub warmup: u64,
+    /// The round trip its sweep runs across (`Sweep::rtt`), if any.
+    pub rtt: Option<std::time::Duration>,
     pub points: Vec<Point>,
 }
 
@@ -76,7 +78,8 @@ pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {
             for server in rotated(&a.servers, repeat) {
                 let points = points_of(exp, &a, server, quick, repeat);
                 if !points.is_empty() {
-                    runs.push(ServerRun { server: server.clone(), warmup: a.sweep.warmup, points });
+                    let rtt = a.sweep.rtt().ok().flatten();
+                    runs.push(ServerRun { server: server.clone(), warmup: a.sweep.warmup, rtt, points });
                 }
             }
         }

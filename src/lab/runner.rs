@@ -9,6 +9,7 @@
 //! `excluded`, and left out of intervals and verdicts (`table::Sample`).
 
 use crate::lab::cpu;
+use crate::lab::delay_line::DelayLine;
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{ClientSpec, Experiment};
 use crate::lab::hosts::Hosts;
@@ -34,6 +35,10 @@ pub(crate) struct Run<'a> {
     pub bar: &'a ProgressBar,
     /// Where the server and the load run.
     pub hosts: &'a Hosts,
+    /// The delay line and the hosts across it, for sweeps with a round trip.
+    pub link: Option<(&'a DelayLine, &'a Hosts)>,
+    /// The round trip of the whole run (`--rtt`), which sweeps without one of their own use.
+    pub base_rtt: Option<Duration>,
 }
 
 /// Runs every point of `exp` not yet in the journal.
@@ -60,8 +65,30 @@ pub(crate) fn run_experiment(exp: &Experiment, run: &mut Run<'_>) -> anyhow::Res
     Ok(())
 }
 
-/// One server configuration: start, warm up, measure its points, stop.
+/// One server configuration across the network its sweep asks for: a sweep with a round
+/// trip runs across the delay line set to it, others where the run's hosts say.
 fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_>) -> anyhow::Result<()> {
+    let default = run.hosts;
+    match (sr.rtt.or(run.base_rtt), run.link) {
+        (Some(rtt), Some((line, across))) => {
+            anyhow::Context::context(line.retarget(rtt), "setting the delay line's round trip")?;
+            if sr.rtt.is_some() {
+                run.hosts = across;
+            }
+        }
+        (Some(_), None) if sr.rtt.is_some() => {
+            let note = "this sweep runs across a delay line, which needs root and /dev/net/tun";
+            return record_all(exp, sr, Outcome::Skipped, note, run);
+        }
+        _ => {}
+    }
+    let result = run_server_here(exp, sr, root, run);
+    run.hosts = default;
+    result
+}
+
+/// One server configuration: start, warm up, measure its points, stop.
+fn run_server_here(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_>) -> anyhow::Result<()> {
     run.bar.set_message(format!("{}: starting {}", exp.id, sr.server.label));
     let server = match server::start(&sr.server, &exp.peers, root, run.hosts) {
         Ok(Started::Running(s)) => s,
