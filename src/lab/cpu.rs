@@ -27,19 +27,20 @@ pub(crate) fn pin() -> &'static Pinning {
     PINNING.get_or_init(Pinning::apply)
 }
 
-/// How many CPUs a server runs on (all the lab's when it does not pin).
-pub(crate) fn server_cores() -> usize {
+/// How many CPUs a server asking for `cpus` runs on (all the lab's when it does not pin).
+pub(crate) fn server_cores(cpus: Option<usize>) -> usize {
     match PINNING.get() {
-        Some(Pinning::Split { server, .. }) => server.len(),
+        Some(p @ Pinning::Split { .. }) => p.server_set(cpus).len(),
         Some(Pinning::Shared(all)) if !all.is_empty() => all.len(),
         _ => crate::modes::cores(),
     }
 }
 
-/// Spawns a server on the server's CPUs, when [`pin`] split them.
-pub(crate) fn spawn_as_server<T>(spawn: impl FnOnce() -> T) -> T {
+/// Spawns a server on its CPUs (`cpus` of them, or the server's half), when [`pin`] split
+/// them.
+pub(crate) fn spawn_as_server<T>(cpus: Option<usize>, spawn: impl FnOnce() -> T) -> T {
     match PINNING.get() {
-        Some(p) => p.spawn_as_server(spawn),
+        Some(p) => p.spawn_as_server(cpus, spawn),
         None => spawn(),
     }
 }
@@ -241,11 +242,26 @@ impl Pinning {
         pinning
     }
 
-    /// Runs `spawn` with this thread on the server's CPUs, so the child inherits them,
-    /// then returns the thread to the client's.
-    pub fn spawn_as_server<T>(&self, spawn: impl FnOnce() -> T) -> T {
-        let Pinning::Split { server, client } = self else { return spawn() };
-        let _ = sched_setaffinity(None, &cpu_set(server));
+    /// The CPUs a server asking for `cpus` runs on: the server's half without a number;
+    /// with one, that many from the top of all the lab's CPUs (the server's half first,
+    /// then the load generator's, shared), at most all of them.
+    pub fn server_set(&self, cpus: Option<usize>) -> Vec<usize> {
+        match (self, cpus) {
+            (Pinning::Split { server, .. }, None) => server.clone(),
+            (Pinning::Split { server, client }, Some(n)) => {
+                let all: Vec<usize> = client.iter().chain(server).copied().collect();
+                all[all.len().saturating_sub(n.max(1))..].to_vec()
+            }
+            (Pinning::Shared(all), _) => all.clone(),
+        }
+    }
+
+    /// Runs `spawn` with this thread on the server's CPUs ([`Pinning::server_set`]), so the
+    /// child inherits them, then returns the thread to the client's.
+    pub fn spawn_as_server<T>(&self, cpus: Option<usize>, spawn: impl FnOnce() -> T) -> T {
+        let Pinning::Split { client, .. } = self else { return spawn() };
+        let server = self.server_set(cpus);
+        let _ = sched_setaffinity(None, &cpu_set(&server));
         let out = spawn();
         let _ = sched_setaffinity(None, &cpu_set(client));
         out

@@ -127,6 +127,10 @@ pub(crate) struct QuickOverride {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ServerSpec {
     pub label: String,
+    /// How many CPUs the server runs on: the top `cpus` of the lab's, which overlap the
+    /// load generator's when there are not enough (the report says so). Without it, the
+    /// lab's `--server-cpus`, else the upper half of the CPUs.
+    pub cpus: Option<usize>,
     pub mode: Option<String>,
     pub peer: Option<String>,
     pub workers: Option<String>,

@@ -83,6 +83,11 @@ pub struct LabArgs {
     /// to twice, and one still disturbed is left out of intervals and verdicts.
     #[arg(long)]
     pub keep_disturbed: bool,
+    /// Run each server on this many CPUs (the top ones; past the server's half they are
+    /// shared with the load generator, which the report says), unless its experiment arm
+    /// sets `cpus`. Default: the upper half of the CPUs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub server_cpus: Option<u16>,
     /// Measure nothing: print the verdict table (Markdown) of a results file
     /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
     #[arg(long, value_name = "RESULTS")]
@@ -137,6 +142,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         bar: &bar,
         hosts: &hosts,
         link: link.as_ref().zip(across.as_ref()),
+        server_cpus: args.server_cpus.map(usize::from),
         base_rtt: args.hosts.rtt,
     };
     for exp in &exps {
@@ -145,6 +151,10 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     bar.finish_with_message("done");
     let mut machine = machine::Machine::describe(pinning);
     machine.network = hosts::describe_network(&args.hosts, link.as_ref());
+    if let Some(n) = args.server_cpus {
+        let set = pinning.server_set(Some(usize::from(n)));
+        machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
+    }
     report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {

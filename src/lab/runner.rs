@@ -11,7 +11,7 @@
 use crate::lab::cpu;
 use crate::lab::delay_line::DelayLine;
 use crate::lab::docroot::DocRoot;
-use crate::lab::experiment::{ClientSpec, Experiment};
+use crate::lab::experiment::{ClientSpec, Experiment, ServerSpec};
 use crate::lab::hosts::Hosts;
 use crate::lab::load::{measure, measure_for, Load};
 use crate::lab::metric::Measurement;
@@ -39,6 +39,8 @@ pub(crate) struct Run<'a> {
     pub link: Option<(&'a DelayLine, &'a Hosts)>,
     /// The round trip of the whole run (`--rtt`), which sweeps without one of their own use.
     pub base_rtt: Option<Duration>,
+    /// How many CPUs a server runs on when its arm does not say (`--server-cpus`).
+    pub server_cpus: Option<usize>,
 }
 
 /// Runs every point of `exp` not yet in the journal.
@@ -90,7 +92,8 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
 /// One server configuration: start, warm up, measure its points, stop.
 fn run_server_here(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_>) -> anyhow::Result<()> {
     run.bar.set_message(format!("{}: starting {}", exp.id, sr.server.label));
-    let server = match server::start(&sr.server, &exp.peers, root, run.hosts) {
+    let spec = ServerSpec { cpus: sr.server.cpus.or(run.server_cpus), ..sr.server.clone() };
+    let server = match server::start(&spec, &exp.peers, root, run.hosts) {
         Ok(Started::Running(s)) => s,
         Ok(Started::Unavailable(note)) => return record_all(exp, sr, Outcome::Skipped, &note, run),
         Err(e) => return record_all(exp, sr, Outcome::Failed, &format!("{e:#}"), run),

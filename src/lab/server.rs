@@ -71,13 +71,13 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &H
 }
 
 /// The placeholders a server spec's commands may use.
-fn vars(root: &DocRoot) -> Vec<(&'static str, String)> {
+fn vars(root: &DocRoot, cpus: Option<usize>) -> Vec<(&'static str, String)> {
     vec![
         ("root", root.root().display().to_string()),
         ("repo", root.sources().display().to_string()),
         ("dir", root.scratch().display().to_string()),
         // The server's CPUs + 2: seed 004's cap on threads (hardware_concurrency() + 2).
-        ("cores_plus_2", (crate::lab::cpu::server_cores() + 2).to_string()),
+        ("cores_plus_2", (crate::lab::cpu::server_cores(cpus) + 2).to_string()),
     ]
 }
 
@@ -89,7 +89,7 @@ fn fill_all(template: &str, vars: &[(&'static str, String)]) -> String {
 /// Runs the spec's `prepare` command, if any.
 fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
     let Some((program, args)) = spec.prepare.split_first() else { return Ok(()) };
-    let vars = vars(root);
+    let vars = vars(root, spec.cpus);
     let out = Command::new(fill_all(program, &vars))
         .args(args.iter().map(|a| fill_all(a, &vars)))
         .stdin(Stdio::null())
@@ -112,7 +112,7 @@ fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
             args.extend([flag.to_string(), v.clone()]);
         }
     }
-    let vars = vars(root);
+    let vars = vars(root, spec.cpus);
     args.extend(spec.args.iter().map(|a| fill_all(a, &vars)));
     args
 }
@@ -136,7 +136,7 @@ fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) ->
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&stderr_path)?);
-    let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
+    let mut child = spawn_server(&mut command, spec.cpus).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     match startup_port(stdout) {
         // `server_counts` scrapes over plain HTTP: an HTTPS server's own count is not taken.
@@ -198,16 +198,16 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
-    let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
+    let child = spawn_server(&mut command, spec.cpus).with_context(|| format!("cannot start {}", peer.program))?;
     ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None })
 }
 
 /// Spawns a server as the leader of a process group of its own, so that killing the group
 /// kills the processes it starts too (nginx's workers), with the death signal above.
-fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
+fn spawn_server(command: &mut Command, cpus: Option<usize>) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
     let command = die_with_parent(command, Signal::TERM).process_group(0);
-    crate::lab::cpu::spawn_as_server(|| command.spawn())
+    crate::lab::cpu::spawn_as_server(cpus, || command.spawn())
 }
 
 /// Waits until the server answers a request (an HTTPS one: accepts a connection; the
@@ -330,7 +330,7 @@ mod tests {
     fn dropping_a_server_kills_its_children_too() {
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 300 & echo $!; wait"]).stdout(Stdio::piped());
-        let mut child = spawn_server(&mut command).unwrap();
+        let mut child = spawn_server(&mut command, None).unwrap();
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let sleeper: i32 = line.trim().parse().unwrap();
