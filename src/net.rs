@@ -1,6 +1,5 @@
 //! Listening sockets and the shutdown signal every mode watches.
 
-use anyhow::Context;
 use rustix::event::{poll, PollFd, PollFlags};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -42,10 +41,13 @@ impl Listener {
     /// silently, so a fixed port is first probed with a plain bind that fails if anyone
     /// listens there already.
     pub fn bind(addr: SocketAddr, backlog: i32) -> anyhow::Result<Listener> {
+        // A bind that fails (in use, no such address, a privileged port) is a mistake in
+        // the configuration: one line, exit code 2.
+        let failed = |e: io::Error| crate::config::ConfigError(format!("failed to bind {addr}: {e}"));
         if addr.port() != 0 {
-            probe_free(addr).with_context(|| format!("failed to bind {addr}"))?;
+            probe_free(addr).map_err(failed)?;
         }
-        let socket = bind_reuseport(addr, backlog).with_context(|| format!("failed to bind {addr}"))?;
+        let socket = bind_reuseport(addr, backlog).map_err(failed)?;
         let addr = socket.local_addr()?;
         Ok(Listener { socket, addr, backlog, origin: Origin::Bound, notsent_lowat: 0 })
     }

@@ -22,7 +22,7 @@ for_each_mode!(
 );
 
 fn start(mode: &str, fx: &Fixture, args: &[&str]) -> Spidey {
-    Spidey::start(mode, &fx.root(), &[&["--quiet"], args].concat())
+    Spidey::start(mode, &fx.root(), &[&["--quiet", "--cgi"], args].concat())
 }
 
 /// One raw request on its own connection: the head and the body.

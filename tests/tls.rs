@@ -29,7 +29,7 @@ fn start(mode: &str, args: &[&str]) -> (Fixture, Spidey) {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let pki = pki();
     let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
-    let all = [&["--quiet", "--tls-cert", cert, "--tls-key", key], args].concat();
+    let all = [&["--quiet", "--cgi", "--tls-cert", cert, "--tls-key", key], args].concat();
     let s = Spidey::start(mode, &root, &all);
     assert!(s.tls, "the startup line did not say https");
     (fx, s)
@@ -238,6 +238,19 @@ fn tls_configuration_mistakes_exit_2_with_one_line() {
     let missing = dir.path().join("missing.pem");
     let missing = missing.to_str().unwrap();
     let other_key = other_key.to_str().unwrap();
+    // The same key under a password: PKCS#8 (ENCRYPTED PRIVATE KEY) and OpenSSL's legacy
+    // form (Proc-Type: 4,ENCRYPTED).
+    let pkcs8 = dir.path().join("pkcs8-encrypted.pem");
+    let legacy = dir.path().join("legacy-encrypted.pem");
+    let encrypt = |args: &[&str], out: &std::path::Path| {
+        let ok = Command::new("openssl").args(args).arg("-in").arg(&pki.key).arg("-out").arg(out).status().unwrap();
+        assert!(ok.success(), "openssl {args:?}");
+    };
+    encrypt(&["pkey", "-aes256", "-passout", "pass:secret"], &pkcs8);
+    encrypt(&["ec", "-aes256", "-passout", "pass:secret"], &legacy);
+    assert!(std::fs::read_to_string(&legacy).unwrap().contains("Proc-Type: 4,ENCRYPTED"));
+    let (pkcs8, legacy) = (pkcs8.to_str().unwrap(), legacy.to_str().unwrap());
+    let encrypted = "encrypted private keys are not supported; decrypt it with openssl pkey";
     let cases: &[(&[&str], &str)] = &[
         (&["--tls-cert", cert], "--tls-cert needs --tls-key"),
         (&["--tls-key", key], "--tls-key needs --tls-cert"),
@@ -246,6 +259,8 @@ fn tls_configuration_mistakes_exit_2_with_one_line() {
         (&["--tls-cert", key, "--tls-key", key], "no certificate"),
         (&["--tls-cert", cert, "--tls-key", cert], "no private key"),
         (&["--tls-cert", cert, "--tls-key", other_key], "does not match the certificate"),
+        (&["--tls-cert", cert, "--tls-key", pkcs8], encrypted),
+        (&["--tls-cert", cert, "--tls-key", legacy], encrypted),
     ];
     for (args, want) in cases {
         let out = Command::new(env!("CARGO_BIN_EXE_spidey"))

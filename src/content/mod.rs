@@ -125,7 +125,9 @@ pub struct SiteOptions {
     /// `--show-hidden`: list dotfiles in directory listings and serve paths with
     /// dot-segments (by default both are hidden, `/.well-known/` aside; see [`resolve`]).
     pub show_hidden: bool,
-    /// CGI scripts (on by default).
+    /// `--no-listing`: a directory without an index is 404, not listed.
+    pub no_listing: bool,
+    /// CGI scripts (`--cgi`; off by default).
     pub cgi: cgi::CgiOptions,
     /// In-process handlers, by URL prefix (`--handler`).
     pub handlers: Vec<handler::Mount>,
@@ -166,6 +168,11 @@ impl Site {
 
     pub fn options(&self) -> &SiteOptions {
         &self.options
+    }
+
+    /// The port the server listens on, for CGI's `SERVER_PORT` (known once bound).
+    pub(crate) fn set_port(&mut self, port: u16) {
+        self.options.cgi.port = port;
     }
 
     /// Whether answering `req` may block or burn CPU, so `hybrid` answers it on its worker
@@ -297,6 +304,8 @@ impl Site {
         }
         match self.root.index(&dir) {
             Some((file, meta, path)) => self.file(req, file, &meta, &path),
+            // 404 rather than 403: a directory's existence is not disclosed either.
+            None if self.options.no_listing => resolve::ResolveError::NotFound.response(),
             None => listing::respond(req, &dir, &self.options),
         }
     }

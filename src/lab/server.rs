@@ -104,6 +104,8 @@ fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
 fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
     let mut args: Vec<String> = vec!["serve".into(), root.root().display().to_string()];
     args.extend(["--port", "0", "--quiet", "--mode", mode].map(String::from));
+    // The document root is the lab's own, generated: its scripts are the workloads.
+    args.push("--cgi".into());
     // The server's own counts, scraped around every point (`server_counts.rs`).
     args.extend(["--metrics", crate::lab::server_counts::PATH].map(String::from));
     let flags = [("--workers", &spec.workers), ("--delay", &spec.delay), ("--cpu-work", &spec.cpu_work)];
