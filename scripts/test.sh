@@ -38,10 +38,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  # Debian starts nginx as a service on install; the tests start their own.
-  if command -v systemctl >/dev/null && systemctl is-active -q nginx 2>/dev/null; then systemctl stop nginx || true; fi
-  pkill -x nginx 2>/dev/null || true
+  # Debian starts a service on install (nginx, sshd); the tests start their own. A
+  # policy-rc.d that answers 101 ("action forbidden", invoke-rc.d(8)) keeps it from
+  # starting at all, so nothing of the user's own is ever stopped. Any existing policy is
+  # put back afterwards.
+  policy=/usr/sbin/policy-rc.d
+  saved=""
+  if [ -e "$policy" ]; then saved=$(mktemp); cp -p "$policy" "$saved"; fi
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+  status=0
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" || status=$?
+  if [ -n "$saved" ]; then mv "$saved" "$policy"; else rm -f "$policy"; fi
+  [ "$status" -eq 0 ] || exit "$status"
 fi
 
 if ! python3 -c 'import hdrh.histogram' 2>/dev/null; then

@@ -123,7 +123,7 @@ fn missing_programs() -> Option<String> {
 }
 
 /// One experiment: a 1 KiB file and a CGI script (which reads a data file beside the root),
-/// 200 requests each over 4 connections.
+/// 1000 requests each over 4 connections.
 const EXPERIMENT: &str = r#"
 id = "901-ssh"
 title = "Across hosts over ssh"
@@ -136,7 +136,7 @@ name = "hosts"
 title = "Across hosts"
 servers = [{ label = "event", mode = "event" }]
 workloads = ["1 KB", "cgi"]
-clients = [{ c = 4, n = 200 }]
+clients = [{ c = 4, n = 1000 }]
 table.dims = ["workload", "server"]
 table.columns = [{ header = "Requests/s", metric = "rps" }]
 "#;
@@ -189,11 +189,13 @@ fn lab_over_ssh_copies_the_root_to_the_server_host_and_removes_it() {
         let raw: BenchResult = serde_json::from_value(record["raw"].clone()).expect("the point's result");
         // Measured only after the lab's probe got a first body of the exact length.
         assert_eq!(record["outcome"], "measured", "{journal}");
-        assert_eq!(raw.requests, 200, "{journal}");
-        assert_eq!(raw.status.get(&200), Some(&200), "every request answered: {:?}", raw.errors);
+        // A point repeats its 1000 requests in batches until it lasts the minimum duration.
+        let n = 1000 * record["measurement"]["batches"].as_u64().expect("batches");
+        assert_eq!(raw.requests, n, "{journal}");
+        assert_eq!(raw.status.get(&200), Some(&n), "every request answered: {:?}", raw.errors);
         // CGI bodies come chunked over keep-alive, their framing counted in the bytes.
         let (body, cgi) = (raw.body_bytes, record["workload"] == "cgi");
-        assert!(if cgi { body > 200 * 2048 } else { body == 200 * 1024 }, "{}: {body} bytes", record["workload"]);
+        assert!(if cgi { body > n * 2048 } else { body == n * 1024 }, "{}: {body} bytes", record["workload"]);
         assert!(raw.urls.iter().all(|u| u.starts_with(&format!("http://{}:", server.ip))), "{:?}", raw.urls);
     }
 

@@ -43,7 +43,7 @@ pub struct HostArgs {
     pub remote_spidey: Option<String>,
     /// Put the server and the load in two network namespaces joined by a delay line with
     /// this round trip (e.g. `1.5ms`; needs root and TUN); not with the flags above.
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::duration)]
     pub rtt: Option<Duration>,
     /// With --rtt: limit each direction of the link to this rate (tc's syntax: `100mbit`).
     #[arg(long, value_name = "RATE", requires = "rtt")]
@@ -51,17 +51,29 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    /// The delay line --rtt asks for, started; None without --rtt.
-    pub(crate) fn delay_line(&self) -> anyhow::Result<Option<DelayLine>> {
-        let Some(rtt) = self.rtt else { return Ok(None) };
-        if self.server_via.is_some() || !self.client_via.is_empty() || self.server_addr.is_some() {
-            return Err(ConfigError(
+    /// The delay line --rtt asks for, or that sweeps with a round trip of their own need
+    /// (`for_sweeps`), started; None when neither asks for one. A line the sweeps alone want
+    /// that cannot start (not root, no TUN) is None with a note: those sweeps are skipped.
+    pub(crate) fn delay_line(&self, for_sweeps: bool) -> anyhow::Result<Option<DelayLine>> {
+        let elsewhere = self.server_via.is_some() || !self.client_via.is_empty() || self.server_addr.is_some();
+        let name = format!("spl{}", std::process::id() % 100_000);
+        match self.rtt {
+            Some(_) if elsewhere => Err(ConfigError(
                 "--rtt makes its own namespaces: not with --server-via, --client-via or --server-addr".into(),
             )
-            .into());
+            .into()),
+            Some(rtt) => Ok(Some(DelayLine::start(LinkSpec { rtt, rate: self.link_rate.clone(), name })?)),
+            None if for_sweeps && !elsewhere => {
+                match DelayLine::start(LinkSpec { rtt: Duration::ZERO, rate: self.link_rate.clone(), name }) {
+                    Ok(line) => Ok(Some(line)),
+                    Err(e) => {
+                        eprintln!("spidey lab: no delay line ({e:#}): the sweeps with a round trip are skipped");
+                        Ok(None)
+                    }
+                }
+            }
+            None => Ok(None),
         }
-        let name = format!("spl{}", std::process::id() % 100_000);
-        Ok(Some(DelayLine::start(LinkSpec { rtt, rate: self.link_rate.clone(), name })?))
     }
 
     /// These flags with the server and the clients in `link`'s namespaces.
@@ -79,9 +91,16 @@ impl HostArgs {
 pub(crate) fn describe_network(a: &HostArgs, link: Option<&DelayLine>) -> String {
     match (link, &a.server_via, a.client_via.len()) {
         (Some(l), ..) => format!(
-            "two network namespaces joined by a TUN delay line: round trip {:?} asked, {:?} measured by a TCP connect; rate {}",
-            l.rtt(),
-            l.measured_rtt,
+            "{}; sweeps with a round trip of their own: two network namespaces joined by a TUN delay line set to it \
+             (the line's own round trip, calibrated away above 0: {:?}); rate {}",
+            match a.rtt {
+                Some(rtt) => format!(
+                    "every sweep across the delay line at {rtt:?} ({:?} measured by a TCP connect)",
+                    l.measured_at(rtt)
+                ),
+                None => "loopback".into(),
+            },
+            l.own_rtt(),
             a.link_rate.as_deref().unwrap_or("unlimited")
         ),
         (None, None, 0) => "loopback".into(),
@@ -241,6 +260,11 @@ impl Hosts {
             (Some(p), true) => Ok(p.clone()),
             _ => Ok(std::env::current_exe().context("cannot find the spidey binary")?.display().to_string()),
         }
+    }
+
+    /// Whether plain-HTTP load runs in this process (no client hosts).
+    pub fn load_runs_here(&self) -> bool {
+        self.clients.is_empty()
     }
 
     /// The load `cfg` describes, run from the client hosts and merged; None when the load

@@ -115,7 +115,7 @@ fn a_delay_line_is_refused_beside_hosts_of_ones_own_before_it_starts() {
         (None, vec![], Some("10.0.0.1".parse().unwrap())),
     ] {
         let a = HostArgs { server_via, client_via, server_addr, remote_spidey: None, rtt, link_rate: None };
-        let err = a.delay_line().err().expect("refused");
+        let err = a.delay_line(false).err().expect("refused");
         assert!(err.is::<crate::config::ConfigError>(), "{err}");
     }
 }

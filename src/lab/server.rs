@@ -75,15 +75,15 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &H
 }
 
 /// The placeholders a server spec's commands may use, on a host that sees `root`'s scratch
-/// directory at `at` ([`Hosts::place`]).
-fn vars(root: &DocRoot, at: &Path) -> Vec<(&'static str, String)> {
+/// directory at `at` ([`Hosts::place`]), for a server on `cpus` CPUs.
+fn vars(root: &DocRoot, at: &Path, cpus: Option<usize>) -> Vec<(&'static str, String)> {
     let on = |p: PathBuf| at.join(p.strip_prefix(root.base()).unwrap_or(&p)).display().to_string();
     vec![
         ("root", on(root.root())),
         ("repo", on(root.sources())),
         ("dir", on(root.scratch())),
         // The server's CPUs + 2: seed 004's cap on threads (hardware_concurrency() + 2).
-        ("cores_plus_2", (crate::lab::cpu::server_cores() + 2).to_string()),
+        ("cores_plus_2", (crate::lab::cpu::server_cores(cpus) + 2).to_string()),
     ]
 }
 
@@ -95,7 +95,7 @@ fn fill_all(template: &str, vars: &[(&'static str, String)]) -> String {
 /// Runs the spec's `prepare` command, if any.
 fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
     let Some((program, args)) = spec.prepare.split_first() else { return Ok(()) };
-    let vars = vars(root, root.base());
+    let vars = vars(root, root.base(), spec.cpus);
     let out = Command::new(fill_all(program, &vars))
         .args(args.iter().map(|a| fill_all(a, &vars)))
         .stdin(Stdio::null())
@@ -108,9 +108,11 @@ fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
 
 /// The `spidey serve` command line for a spec, on a host that sees the scratch directory at `at`.
 fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot, at: &Path) -> Vec<String> {
-    let vars = vars(root, at);
+    let vars = vars(root, at, spec.cpus);
     let mut args: Vec<String> = vec!["serve".into(), fill_all("{root}", &vars)];
     args.extend(["--port", "0", "--quiet", "--mode", mode].map(String::from));
+    // The document root is the lab's own, generated: its scripts are the workloads.
+    args.push("--cgi".into());
     // The server's own counts, scraped around every point (`server_counts.rs`).
     args.extend(["--metrics", crate::lab::server_counts::PATH].map(String::from));
     let flags = [("--workers", &spec.workers), ("--delay", &spec.delay), ("--cpu-work", &spec.cpu_work)];
@@ -139,7 +141,7 @@ fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) ->
     args.extend(hosts.listen_args());
     let mut command = hosts.server_command(&args)?;
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(std::fs::File::create(&stderr_path)?);
-    let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
+    let mut child = spawn_server(&mut command, spec.cpus).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
     // Through a prefix, the server's pid on its host comes first ([`RemoteServer`]).
     let lines = startup_lines(stdout, if hosts.server_via().is_some() { 2 } else { 1 });
@@ -228,16 +230,16 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
-    let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
+    let child = spawn_server(&mut command, spec.cpus).with_context(|| format!("cannot start {}", peer.program))?;
     ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None, remote: None })
 }
 
 /// Spawns a server as the leader of a process group of its own, so that killing the group
 /// kills the processes it starts too (nginx's workers), with the death signal above.
-fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
+fn spawn_server(command: &mut Command, cpus: Option<usize>) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
     let command = die_with_parent(command, Signal::TERM).process_group(0);
-    crate::lab::cpu::spawn_as_server(|| command.spawn())
+    crate::lab::cpu::spawn_as_server(cpus, || command.spawn())
 }
 
 /// Waits until the server answers a request (an HTTPS one: accepts a connection; the
@@ -370,7 +372,7 @@ mod tests {
     fn dropping_a_server_kills_its_children_too() {
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 300 & echo $!; wait"]).stdout(Stdio::piped());
-        let mut child = spawn_server(&mut command).unwrap();
+        let mut child = spawn_server(&mut command, None).unwrap();
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let sleeper: i32 = line.trim().parse().unwrap();
