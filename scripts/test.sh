@@ -15,6 +15,7 @@
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
 #   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
 #   iputils-ping    ping, one of the two clients that check the delay line (tests/delay_line.rs)
+#   openssh-server, openssh-client   sshd and ssh: the lab across hosts over ssh (tests/lab_ssh.rs, as root)
 #   chromium        a real browser (headless): the listing and --compress as a browser sees
 #                   them (tests/browser.rs); required here (SPIDEY_REQUIRE_CHROMIUM=1 below),
 #                   so a missing browser fails that test instead of skipping it
@@ -24,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2 iputils-ping chromium)
+packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -158,7 +158,11 @@ fn lab_runs_the_server_and_two_clients_on_their_own_hosts_and_merges_the_load() 
         lab.args(["--client-via", &c.prefix()]);
     }
     let out = lab.output().expect("run spidey lab in the control namespace");
-    assert!(out.status.success(), "spidey lab: {}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "spidey lab: {stderr}");
+    // A namespace shares this filesystem: the server uses the document root in place.
+    assert!(stderr.contains("the server host sees the document root at"), "{stderr}");
+    assert!(!stderr.contains("copied the document root"), "{stderr}");
     let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
     let records: Vec<serde_json::Value> = journal.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     // `--quick` measures each point three times (repeats, rotated servers).
