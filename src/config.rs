@@ -50,17 +50,6 @@ pub struct ServeFeatures {
 pub fn serve_features(args: &crate::cli::ServeArgs) -> Result<ServeFeatures, ConfigError> {
     use crate::content::{access, serving};
     use std::os::unix::ffi::OsStrExt;
-    let single_file = args.root.is_file();
-    if single_file {
-        let flag = [
-            (!args.index.is_empty(), "--index"),
-            (args.fallback.is_some(), "--fallback"),
-            (!args.error_page.is_empty(), "--error-page"),
-        ];
-        if let Some((_, name)) = flag.iter().find(|(given, _)| *given) {
-            return Err(ConfigError(format!("{name} needs a directory to serve; {} is a file", args.root.display())));
-        }
-    }
     // A page must be a regular file in ROOT now (requests look it up again, beneath ROOT).
     let page_exists = |flag: &str, relative: &[u8]| {
         let path = args.root.join(std::ffi::OsStr::from_bytes(relative));
@@ -108,9 +97,6 @@ pub fn serve_features(args: &crate::cli::ServeArgs) -> Result<ServeFeatures, Con
         features.htpasswd = access::parse_htpasswd(&path.display().to_string(), &text).map_err(ConfigError)?;
     }
     if let Some(port) = args.redirect_http {
-        if args.tls_cert.is_none() {
-            return Err(ConfigError("--redirect-http needs --tls-cert (it redirects to HTTPS)".into()));
-        }
         if port != 0 && Some(port) == args.port {
             return Err(ConfigError(format!("--redirect-http {port} is also --port")));
         }

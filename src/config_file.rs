@@ -25,7 +25,7 @@ pub fn expand(args: Vec<OsString>) -> Result<Vec<OsString>, ConfigError> {
     let command = crate::cli::Cli::command();
     let serve = command.find_subcommand("serve").expect("serve is a subcommand");
     let given = scan(serve, &args[2..]);
-    let Some(path) = given.config else { return Ok(args) };
+    let Some(path) = given.config.clone() else { return Ok(args) };
     let text = std::fs::read_to_string(&path)
         .map_err(|e| ConfigError(format!("cannot read --config {}: {e}", path.display())))?;
     let (flags, root) = arguments(serve, &given, &path, &text)?;
@@ -96,7 +96,7 @@ fn arguments(
 ) -> Result<(Vec<OsString>, Option<OsString>), ConfigError> {
     let file = path.display();
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e.span().map_or(1, |span| text[..span.start.min(text.len())].lines().count().max(1));
+        let line = e.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1);
         ConfigError(format!("--config {file} line {line}: {}", e.message().trim().replace('\n', " ")))
     })?;
     let mut flags = Vec::new();
@@ -108,7 +108,8 @@ fn arguments(
             root = (!given.positional).then(|| OsString::from(dir));
             continue;
         }
-        let arg = serve.get_arguments().find(|a| a.get_long() == Some(key) && !matches!(key.as_str(), "config" | "help"));
+        let arg =
+            serve.get_arguments().find(|a| a.get_long() == Some(key) && !matches!(key.as_str(), "config" | "help"));
         let Some(arg) = arg else {
             return Err(ConfigError(format!(
                 "--config {file}: unknown key {key:?} (keys are the long flags of spidey serve, e.g. port, and root)"
@@ -137,10 +138,23 @@ fn arguments(
                 toml::Value::Float(x) => x.to_string(),
                 _ => return Err(wrong("takes a string or a number")),
             };
-            flags.push(format!("--{key}={text}").into());
+            let flag = format!("--{key}={text}");
+            check_value(serve, &flag).map_err(|why| wrong(&format!("= {text:?}: {why}")))?;
+            flags.push(flag.into());
         }
     }
     Ok((flags, root))
+}
+
+/// Whether clap accepts `flag` (`--NAME=VALUE`) on its own: the value checked as typed by
+/// hand, but the mistake reported as the file's, in one line.
+fn check_value(serve: &clap::Command, flag: &str) -> Result<(), String> {
+    let alone = serve.clone().no_binary_name(true).try_get_matches_from([flag]);
+    alone.map(drop).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        first.trim_start_matches("error: ").to_string()
+    })
 }
 
 #[cfg(test)]
@@ -162,10 +176,14 @@ mod tests {
     fn expansion_table() {
         // file, command line → arguments after `serve`
         let cases: &[(&str, &[&str], &[&str])] = &[
-            ("port = 8443\ncompress = true", &[], &["--port=8443", "--compress", "--config", "F"]),
+            ("port = 8443\ncompress = true", &[], &["--compress", "--port=8443", "--config", "F"]),
             ("compress = false", &[], &["--config", "F"]),
             ("header = [\"X-A: 1\", \"-b: x\"]", &[], &["--header=X-A: 1", "--header=-b: x", "--config", "F"]),
-            ("port = 1\nmode = \"pool\"", &["--port", "0", "--mode=event"], &["--config", "F", "--port", "0", "--mode=event"]),
+            (
+                "port = 1\nmode = \"pool\"",
+                &["--port", "0", "--mode=event"],
+                &["--config", "F", "--port", "0", "--mode=event"],
+            ),
             ("header = [\"X-A: 1\"]", &["--header", "X-B: 2"], &["--config", "F", "--header", "X-B: 2"]),
             ("show-hidden = true", &["--allow-hidden"], &["--config", "F", "--allow-hidden"]),
             ("quiet = true", &["-q"], &["--config", "F", "-q"]),
@@ -174,7 +192,7 @@ mod tests {
             ("grace = 2.5", &[], &["--grace=2.5", "--config", "F"]),
         ];
         for (file, cli, want) in cases {
-            assert_eq!(expand_with(file, cli).as_deref(), Ok(*want), "{file:?} {cli:?}");
+            assert_eq!(expand_with(file, cli).unwrap(), *want, "{file:?} {cli:?}");
         }
     }
 
@@ -187,6 +205,9 @@ mod tests {
             ("port = [1, 2]", "port takes one value"),
             ("compress = \"yes\"", "compress takes true or false"),
             ("port = true", "port takes a string or a number"),
+            ("port = 70000", "port = \"70000\": invalid value '70000' for '--port <PORT>'"),
+            ("mode = \"evnt\"", "mode = \"evnt\": invalid value 'evnt'"),
+            ("head-timeout = \"soon\"", "head-timeout = \"soon\": invalid value"),
             ("root = 3", "root takes a string"),
             ("port = 80\nport = 81", "line 2"),
             ("[serve]\nport = 1", "unknown key \"serve\""),

@@ -15,6 +15,7 @@ pub mod config;
 pub mod config_file;
 pub mod content;
 pub mod exchange;
+mod flags;
 pub mod lab;
 mod listen;
 pub mod log;
