@@ -16,6 +16,7 @@ pub mod config_file;
 pub mod content;
 pub mod exchange;
 mod flags;
+pub mod help;
 pub mod lab;
 mod listen;
 pub mod log;

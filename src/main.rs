@@ -1,4 +1,4 @@
-use clap::Parser;
+use clap::FromArgMatches;
 use spidey::cli::{Cli, Command};
 use spidey::config::ConfigError;
 use std::process::ExitCode;
@@ -12,7 +12,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cli = Cli::parse_from(args);
+    let matches = spidey::help::command().get_matches_from(args);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Serve(args) => spidey::serve::run(args),
         Command::Bench(args) => spidey::bench::run(args),

@@ -1,0 +1,185 @@
+//! How `spidey serve --help` is laid out: every flag under a heading with a one-line
+//! summary for `-h` (its doc comment in `cli.rs` is the `--help` text), the flags `-h`
+//! leaves to `--help`, and the examples both end with (tests/serve_help.rs runs each).
+
+use clap::{Arg, CommandFactory};
+
+/// A flag's long name, its `-h` line, and whether `-h` shows it (the others are in
+/// `--help` only).
+type Flag = (&'static str, &'static str, bool);
+
+/// Each heading of `spidey serve --help` and its flags. clap orders the headings by their
+/// first flag in `cli.rs`.
+const LAYOUT: &[(&str, &[Flag])] = &[
+    (
+        "Connections",
+        &[
+            ("addr", "The address to listen on (repeatable) [default: 127.0.0.1]", true),
+            ("port", "The port [default: 8080]; 0 picks a free one", true),
+            ("mode", "The concurrency architecture", true),
+            ("workers", "Workers of pool, prefork, event, uring, hybrid: N or MIN-MAX", true),
+            ("max-conns", "The most connections open at once", true),
+            ("pool-threads", "hybrid: the threads of its pool [default: 4 per core]", false),
+            ("backlog", "The listen queue length", false),
+        ],
+    ),
+    (
+        "Serving",
+        &[
+            ("index", "A directory's index file, tried in order (repeatable)", true),
+            ("fallback", "The file for GET/HEAD of paths naming nothing (SPA)", true),
+            ("error-page", "A file for an error status, e.g. 404=/404.html", true),
+            ("no-listing", "A directory without an index file is 404", true),
+            ("show-hidden", "List and serve dotfiles", false),
+            ("compress", "Compress text files and listings on the fly", true),
+            ("precompressed", "Serve FILE.br, FILE.zst or FILE.gz beside FILE", false),
+            ("header", "Add 'Name: value' to every response (repeatable)", true),
+            ("security-headers", "Frame-Options, Referrer-Policy; HSTS over TLS", true),
+            ("cache-control", "The Cache-Control value for static files", false),
+        ],
+    ),
+    (
+        "Logging",
+        &[
+            ("quiet", "No access log on stdout", true),
+            ("access-log", "Append the access log to FILE; SIGHUP reopens it", true),
+            ("metrics", "Serve Prometheus counters at PATH, e.g. /-/metrics", true),
+        ],
+    ),
+    (
+        "Limits and timeouts",
+        &[
+            ("max-request-line", "The longest request line, in bytes", false),
+            ("max-head", "The largest request head, in bytes", false),
+            ("max-headers", "The most header fields in a request", false),
+            ("max-body", "The largest request body, in bytes", true),
+            ("max-requests", "The most requests on one connection", false),
+            ("head-timeout", "The time a client has to send a request head", false),
+            ("idle-timeout", "How long a kept-alive connection may idle", true),
+            ("send-timeout", "How long one write may wait for the client", false),
+            ("notsent-lowat", "TCP_NOTSENT_LOWAT for every connection", false),
+            ("grace", "How long responses may run after SIGTERM", false),
+        ],
+    ),
+    (
+        "CGI and handlers",
+        &[
+            ("cgi", "Run CGI scripts (cgi-bin/, *.cgi); off by default", true),
+            ("cgi-interpreter", "Run *.EXT through PROGRAM (implies --cgi)", true),
+            ("max-cgi", "With --cgi: the most scripts at once [default: 64]", false),
+            ("cgi-timeout", "With --cgi: a script's time limit [default: 30s]", false),
+            ("body-timeout", "With --cgi: the time a request body may take", false),
+            ("body-min-rate", "With --cgi: the body rate that extends it", false),
+            ("handler", "Serve /PREFIX from an in-process handler library", true),
+        ],
+    ),
+    (
+        "Experiments",
+        &[("delay", "Make every request wait this long", false), ("cpu-work", "Burn this much CPU per request", false)],
+    ),
+    (
+        "TLS",
+        &[
+            ("tls-cert", "Serve HTTPS with this certificate chain (PEM)", true),
+            ("tls-key", "The private key of --tls-cert (PEM)", true),
+            ("redirect-http", "Also redirect plain HTTP on PORT to HTTPS", true),
+        ],
+    ),
+    (
+        "Access",
+        &[
+            ("cors", "Allow cross-origin reads: '*' or a list of origins", true),
+            ("basic-auth", "Require HTTP Basic auth: USER:HASH (repeatable)", true),
+            ("basic-auth-file", "Require HTTP Basic auth: an htpasswd file", true),
+        ],
+    ),
+    ("Options", &[("config", "Read flags from a TOML file; flags given here win", true)]),
+];
+
+/// The examples `-h` ends with; `--help` shows [`LONG_EXAMPLES`].
+const SHORT_EXAMPLES: &str = "\
+Examples:
+  spidey serve                                # . on http://127.0.0.1:8080
+  spidey serve report.pdf                     # one file, at /
+  spidey serve dist --fallback /index.html    # a single-page application
+  spidey serve --config spidey.toml           # the flags a file names";
+
+/// The examples `--help` ends with.
+const LONG_EXAMPLES: &str = "\
+Examples:
+  spidey serve                                # . on http://127.0.0.1:8080
+  spidey serve site --addr 0.0.0.0 --port 8000   # every IPv4 address, port 8000
+  spidey serve report.pdf                     # one file, at / and at /report.pdf
+  spidey serve dist --fallback /index.html --error-page 404=/404.html
+  spidey serve site --no-listing --basic-auth-file users.htpasswd
+  spidey serve site --tls-cert cert.pem --tls-key key.pem --redirect-http 8080 --security-headers
+  spidey serve site --cgi-interpreter .php=/usr/bin/php-cgi --compress
+  spidey serve --config spidey.toml --port 9000  # the file's flags, but this --port
+
+A --config file names flags by their long names, and ROOT as root:
+  root = \"site\"
+  port = 8443
+  tls-cert = \"cert.pem\"
+  tls-key = \"key.pem\"
+  security-headers = true
+  header = [\"X-Robots-Tag: noindex\"]";
+
+/// The command line with `serve`'s help laid out.
+pub fn command() -> clap::Command {
+    crate::cli::Cli::command().mut_subcommand("serve", |serve| {
+        let mut serve = serve.after_help(SHORT_EXAMPLES).after_long_help(LONG_EXAMPLES);
+        for (heading, flags) in LAYOUT {
+            for &(long, short, in_short_help) in *flags {
+                let Some(id) = serve.get_arguments().find(|a| a.get_long() == Some(long)).map(|a| a.get_id().clone())
+                else {
+                    continue; // a test checks that every name is a flag
+                };
+                serve = serve.mut_arg(id, |arg| lay_out(arg, heading, short, in_short_help));
+            }
+        }
+        serve
+    })
+}
+
+fn lay_out(arg: Arg, heading: &'static str, short: &'static str, in_short_help: bool) -> Arg {
+    let long = arg.get_long_help().or(arg.get_help()).cloned();
+    let arg = arg.help_heading((heading != "Options").then_some(heading)).help(short).hide_short_help(!in_short_help);
+    match long {
+        Some(long) => arg.long_help(long),
+        None => arg,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve() -> clap::Command {
+        let mut cli = command();
+        cli.build();
+        cli.find_subcommand("serve").unwrap().clone()
+    }
+
+    #[test]
+    fn every_flag_has_one_place() {
+        let serve = serve();
+        let mut named: Vec<&str> = LAYOUT.iter().flat_map(|(_, flags)| flags.iter().map(|f| f.0)).collect();
+        let mut flags: Vec<&str> = serve.get_arguments().filter_map(Arg::get_long).filter(|l| *l != "help").collect();
+        named.sort_unstable();
+        flags.sort_unstable();
+        assert_eq!(named, flags, "each flag of `spidey serve` has one entry in LAYOUT");
+    }
+
+    #[test]
+    fn short_lines_are_short_and_long_help_is_the_doc_comment() {
+        for (heading, flags) in LAYOUT {
+            for (long, short, _) in *flags {
+                assert!(short.len() <= 64 && !short.contains('\n'), "{heading} --{long}: {short:?}");
+            }
+        }
+        let serve = serve();
+        let port = serve.get_arguments().find(|a| a.get_long() == Some("port")).unwrap();
+        assert!(port.get_long_help().unwrap().to_string().contains("the startup line names it"));
+        assert_eq!(port.get_help_heading(), Some("Connections"));
+    }
+}
