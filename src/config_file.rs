@@ -7,7 +7,8 @@
 //! repeatable flag, an array (`header = ["X-A: 1", "X-B: 2"]`). The file is turned into
 //! arguments before clap parses the command line, so every value is checked exactly as
 //! the same flag typed by hand; a flag given on the command line replaces the file's (a
-//! repeatable one wholly). An unknown key, a value of the wrong shape or a TOML syntax
+//! repeatable one wholly), and drops a file's flag it cannot be given with (`-q` drops the
+//! file's `access-log`). An unknown key, a value of the wrong shape or a TOML syntax
 //! error is one line and exit code 2, before anything binds.
 
 use crate::config::ConfigError;
@@ -83,6 +84,11 @@ fn scan(serve: &clap::Command, args: &[OsString]) -> Given {
     given
 }
 
+/// Whether `a` declares that it cannot be given with `b`.
+fn excludes(serve: &clap::Command, a: &clap::Arg, b: &clap::Arg) -> bool {
+    serve.get_arg_conflicts_with(a).iter().any(|c| c.get_id() == b.get_id())
+}
+
 fn has_alias(arg: &clap::Arg, name: &str) -> bool {
     arg.get_all_aliases().is_some_and(|aliases| aliases.contains(&name))
 }
@@ -115,8 +121,12 @@ fn arguments(
                 "--config {file}: unknown key {key:?} (keys are the long flags of spidey serve, e.g. port, and root)"
             )));
         };
-        if given.ids.contains(arg.get_id().as_str()) {
-            continue; // the command line's wins
+        let excluded = serve
+            .get_arguments()
+            .filter(|other| given.ids.contains(other.get_id().as_str()))
+            .any(|other| excludes(serve, other, arg) || excludes(serve, arg, other));
+        if given.ids.contains(arg.get_id().as_str()) || excluded {
+            continue; // the command line's wins, over the same flag and over one it excludes
         }
         if !arg.get_action().takes_values() {
             match value {
@@ -187,6 +197,8 @@ mod tests {
             ("header = [\"X-A: 1\"]", &["--header", "X-B: 2"], &["--config", "F", "--header", "X-B: 2"]),
             ("show-hidden = true", &["--allow-hidden"], &["--config", "F", "--allow-hidden"]),
             ("quiet = true", &["-q"], &["--config", "F", "-q"]),
+            ("access-log = \"x.log\"", &["-q"], &["--config", "F", "-q"]),
+            ("quiet = true", &["--access-log", "x.log"], &["--config", "F", "--access-log", "x.log"]),
             ("root = \"/srv\"", &[], &["--config", "F", "--", "/srv"]),
             ("root = \"/srv\"", &["/here"], &["--config", "F", "/here"]),
             ("grace = 2.5", &[], &["--grace=2.5", "--config", "F"]),
