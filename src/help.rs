@@ -1,6 +1,7 @@
-//! How `spidey serve --help` is laid out: every flag under a heading with a one-line
-//! summary for `-h` (its doc comment in `cli.rs` is the `--help` text), the flags `-h`
-//! leaves to `--help`, and the examples both end with (tests/serve_help.rs runs each).
+//! How `spidey serve --help` and `spidey bench --help` are laid out: every flag under a
+//! heading with a one-line summary for `-h` (its doc comment is the `--help` text), the
+//! flags `-h` leaves to `--help`, and the examples both end with (tests/serve_help.rs runs
+//! serve's and parses bench's).
 
 use clap::{Arg, CommandFactory};
 
@@ -8,9 +9,12 @@ use clap::{Arg, CommandFactory};
 /// `--help` only).
 type Flag = (&'static str, &'static str, bool);
 
-/// Each heading of `spidey serve --help` and its flags. clap orders the headings by their
-/// first flag in `cli.rs`.
-const LAYOUT: &[(&str, &[Flag])] = &[
+/// Headings, each with its flags. clap orders the headings by their first flag in the
+/// struct that declares them; "Options" is clap's own heading.
+type Layout = &'static [(&'static str, &'static [Flag])];
+
+/// `spidey serve`'s headings.
+const SERVE: Layout = &[
     (
         "Connections",
         &[
@@ -96,7 +100,59 @@ const LAYOUT: &[(&str, &[Flag])] = &[
     ("Options", &[("config", "Read flags from a TOML file; flags given here win", true)]),
 ];
 
-/// The examples `-h` ends with; `--help` shows [`LONG_EXAMPLES`].
+/// `spidey bench`'s headings.
+const BENCH: Layout = &[
+    (
+        "Load",
+        &[
+            ("connections", "Connections open at once, shared by the threads", true),
+            ("requests", "Send exactly this many requests, then stop", true),
+            ("duration", "Run for this long (after the warmup) [default: 10s]", true),
+            ("no-keepalive", "A new connection for every request", true),
+            ("threads", "Threads, each with its own event loop [default: cores]", true),
+            ("warmup", "Load this long before measuring", true),
+            ("timeout", "A request unanswered this long is an error", true),
+            ("start-at", "Begin at this Unix time in ms (several hosts)", false),
+        ],
+    ),
+    (
+        "Open loop",
+        &[
+            ("rate", "Send R requests per second on a fixed schedule", true),
+            ("open-model", "With --rate: pool (wrk2) or per-request", true),
+            ("late-after", "With --rate: sent this late counts as late", false),
+        ],
+    ),
+    (
+        "TLS",
+        &[
+            ("insecure", "https: accept any server certificate", true),
+            ("cacert", "https: trust the certificates in this PEM file", true),
+            ("no-resume", "https: a full handshake on every connection", true),
+            ("tls-cipher", "https: offer only this cipher suite (repeatable)", false),
+        ],
+    ),
+    (
+        "Requests",
+        &[
+            ("header", "An extra request header (repeatable)", true),
+            ("method", "The request method", true),
+            ("body", "Send this file as the request body", true),
+        ],
+    ),
+    (
+        "Results",
+        &[
+            ("json", "Write the full results as JSON to FILE (- for stdout)", true),
+            ("fail-on", "Exit 1 if this holds, e.g. 'p99>50ms' (repeatable)", true),
+        ],
+    ),
+];
+
+/// Each laid-out command and its headings.
+const COMMANDS: &[(&str, Layout)] = &[("serve", SERVE), ("bench", BENCH)];
+
+/// The examples `serve -h` ends with; `--help` shows [`LONG_EXAMPLES`].
 const SHORT_EXAMPLES: &str = "\
 Examples:
   spidey serve                                # . on http://127.0.0.1:8080
@@ -104,7 +160,7 @@ Examples:
   spidey serve dist --fallback /index.html    # a single-page application
   spidey serve --config spidey.toml           # the flags a file names";
 
-/// The examples `--help` ends with.
+/// The examples `serve --help` ends with.
 const LONG_EXAMPLES: &str = "\
 Examples:
   spidey serve                                # . on http://127.0.0.1:8080
@@ -124,21 +180,41 @@ A --config file names flags by their long names, and ROOT as root:
   security-headers = true
   header = [\"X-Robots-Tag: noindex\"]";
 
-/// The command line with `serve`'s help laid out.
+/// The examples `bench -h` and `--help` end with.
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  spidey bench http://127.0.0.1:8080/ -c 50 -d 10s            # closed loop, 50 connections
+  spidey bench http://127.0.0.1:8080/ --rate 2000 -d 30s      # open loop, 2000 requests/s
+  spidey bench https://127.0.0.1:8443/ --cacert cert.pem --fail-on 'p99>50ms'
+  spidey bench http://127.0.0.1:8080/ -n 1000 --json run.json # results for bench merge";
+
+/// The command line with `serve`'s and `bench`'s help laid out.
 pub fn command() -> clap::Command {
-    crate::cli::Cli::command().mut_subcommand("serve", |serve| {
-        let mut serve = serve.after_help(SHORT_EXAMPLES).after_long_help(LONG_EXAMPLES);
-        for (heading, flags) in LAYOUT {
-            for &(long, short, in_short_help) in *flags {
-                let Some(id) = serve.get_arguments().find(|a| a.get_long() == Some(long)).map(|a| a.get_id().clone())
-                else {
-                    continue; // a test checks that every name is a flag
-                };
-                serve = serve.mut_arg(id, |arg| lay_out(arg, heading, short, in_short_help));
+    let mut cli = crate::cli::Cli::command()
+        .mut_subcommand("serve", |serve| serve.after_help(SHORT_EXAMPLES).after_long_help(LONG_EXAMPLES))
+        .mut_subcommand("bench", |bench| {
+            bench.after_help(BENCH_EXAMPLES).mut_subcommand("merge", |merge| {
+                let long = merge.get_long_about().or(merge.get_about()).cloned();
+                let merge = merge.about("Combine runs' JSON results into the result of one run");
+                match long {
+                    Some(long) => merge.long_about(long),
+                    None => merge,
+                }
+            })
+        });
+    for (name, layout) in COMMANDS {
+        cli = cli.mut_subcommand(name, |mut command| {
+            for (heading, flags) in *layout {
+                for &(long, short, in_short_help) in *flags {
+                    let id = command.get_arguments().find(|a| a.get_long() == Some(long)).map(|a| a.get_id().clone());
+                    let Some(id) = id else { continue }; // a test checks that every name is a flag
+                    command = command.mut_arg(id, |arg| lay_out(arg, heading, short, in_short_help));
+                }
             }
-        }
-        serve
-    })
+            command
+        });
+    }
+    cli
 }
 
 fn lay_out(arg: Arg, heading: &'static str, short: &'static str, in_short_help: bool) -> Arg {
@@ -154,32 +230,51 @@ fn lay_out(arg: Arg, heading: &'static str, short: &'static str, in_short_help: 
 mod tests {
     use super::*;
 
-    fn serve() -> clap::Command {
+    fn sub(name: &str) -> clap::Command {
         let mut cli = command();
         cli.build();
-        cli.find_subcommand("serve").unwrap().clone()
+        cli.find_subcommand(name).unwrap().clone()
     }
 
     #[test]
     fn every_flag_has_one_place() {
-        let serve = serve();
-        let mut named: Vec<&str> = LAYOUT.iter().flat_map(|(_, flags)| flags.iter().map(|f| f.0)).collect();
-        let mut flags: Vec<&str> = serve.get_arguments().filter_map(Arg::get_long).filter(|l| *l != "help").collect();
-        named.sort_unstable();
-        flags.sort_unstable();
-        assert_eq!(named, flags, "each flag of `spidey serve` has one entry in LAYOUT");
+        for (name, layout) in COMMANDS {
+            let mut named: Vec<&str> = layout.iter().flat_map(|(_, flags)| flags.iter().map(|f| f.0)).collect();
+            let command = sub(name);
+            let mut flags: Vec<&str> =
+                command.get_arguments().filter_map(Arg::get_long).filter(|l| *l != "help").collect();
+            named.sort_unstable();
+            flags.sort_unstable();
+            assert_eq!(named, flags, "each flag of `spidey {name}` has one entry in src/help.rs");
+        }
     }
 
     #[test]
     fn short_lines_are_short_and_long_help_is_the_doc_comment() {
-        for (heading, flags) in LAYOUT {
-            for (long, short, _) in *flags {
-                assert!(short.len() <= 64 && !short.contains('\n'), "{heading} --{long}: {short:?}");
+        for (name, layout) in COMMANDS {
+            for (heading, flags) in *layout {
+                for (long, short, _) in *flags {
+                    assert!(short.len() <= 64 && !short.contains('\n'), "{name} {heading} --{long}: {short:?}");
+                }
             }
         }
-        let serve = serve();
-        let port = serve.get_arguments().find(|a| a.get_long() == Some("port")).unwrap();
+        let port = sub("serve").get_arguments().find(|a| a.get_long() == Some("port")).cloned().unwrap();
         assert!(port.get_long_help().unwrap().to_string().contains("the startup line names it"));
         assert_eq!(port.get_help_heading(), Some("Connections"));
+    }
+
+    #[test]
+    fn bench_examples_parse() {
+        let examples = BENCH_EXAMPLES.lines().filter_map(|l| l.trim().strip_prefix("spidey "));
+        let mut count = 0;
+        for example in examples {
+            // Quotes are the shell's: none of these words has a space inside them.
+            let words = example.split(" # ").next().unwrap().split_whitespace().map(|w| w.trim_matches('\''));
+            let argv: Vec<&str> = std::iter::once("spidey").chain(words).collect();
+            let parsed = command().try_get_matches_from(&argv);
+            assert!(parsed.is_ok(), "{argv:?}: {}", parsed.unwrap_err());
+            count += 1;
+        }
+        assert_eq!(count, 4);
     }
 }

@@ -1,5 +1,5 @@
-//! `spidey serve -h` fits one screen, grouped under headings, and every example that
-//! `-h` and `--help` end with runs: each is started for real (its ports made 0) in a
+//! `spidey serve -h` and `spidey bench -h` fit one screen, grouped under headings, and
+//! every serve example that `-h` and `--help` end with runs: each is started for real (its ports made 0) in a
 //! directory holding the files it names, and answers `/` as the example says.
 
 mod common;
@@ -9,7 +9,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn help(flag: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(["serve", flag]).env("COLUMNS", "100").output().unwrap();
+    help_of("serve", flag)
+}
+
+fn help_of(command: &str, flag: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args([command, flag]).env("COLUMNS", "100").output().unwrap();
     assert!(out.status.success(), "{out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
@@ -32,6 +36,19 @@ fn short_help_fits_one_screen_under_headings() {
         assert!(!short.contains(flag) && long.contains(flag), "{flag}");
     }
     assert!(long.contains("Experiments:") && long.contains("the startup line names it"));
+}
+
+#[test]
+fn bench_short_help_fits_one_screen_under_headings() {
+    let short = help_of("bench", "-h");
+    let lines = short.lines().count();
+    assert!(lines <= 60, "spidey bench -h is {lines} lines at 100 columns (at most 60):\n{short}");
+    for heading in ["Load:", "Open loop:", "TLS:", "Requests:", "Results:", "Examples:"] {
+        assert!(short.lines().any(|l| l == heading), "-h lacks {heading}\n{short}");
+    }
+    let long = help_of("bench", "--help");
+    assert!(!short.contains("--tls-cipher") && long.contains("--tls-cipher"));
+    assert!(long.contains("coordinated omission corrected"), "{long}");
 }
 
 /// The example lines of `text`: the command, without the `# comment`.
