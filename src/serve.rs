@@ -21,6 +21,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First, before anything opens a descriptor or starts a thread.
     let activated = crate::activation::take(!args.addr.is_empty() || args.port.is_some())?;
     args.mode.preflight()?;
+    seed_choices(&args)?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
@@ -75,8 +76,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         workers: args.workers,
         max_conns: args.max_conns,
         pool_threads: args.pool_threads,
+        fork_after_parse: args.fork_after_parse,
     };
+    if let Some(bytes) = args.copy_loop {
+        crate::modes::use_copy_loop(bytes); // before any worker starts
+    }
     entry(ctx)
+}
+
+/// Refuses a seed-faithful option (`--fork-after-parse`, `--copy-loop`) where it does not
+/// apply, before anything binds.
+fn seed_choices(args: &ServeArgs) -> Result<(), ConfigError> {
+    let tls = args.tls_cert.is_some();
+    let why = if args.fork_after_parse && args.mode != crate::modes::Mode::Fork {
+        format!("--fork-after-parse applies to --mode fork only, not {}", args.mode.name())
+    } else if args.fork_after_parse && tls {
+        "--fork-after-parse is plain HTTP only (the parent would have to run each TLS handshake)".into()
+    } else if args.copy_loop.is_some() && tls {
+        "--copy-loop is plain HTTP only (over TLS file bodies are always read and encrypted a record at a time)".into()
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError(why))
 }
 
 fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
