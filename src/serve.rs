@@ -21,7 +21,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First, before anything opens a descriptor or starts a thread.
     let activated = crate::activation::take(!args.addr.is_empty() || args.port.is_some())?;
     args.mode.preflight()?;
-    seed_choices(&args)?;
+    check_seed_choices(&args)?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
@@ -86,7 +86,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Refuses a seed-faithful option (`--fork-after-parse`, `--copy-loop`) where it does not
 /// apply, before anything binds.
-fn seed_choices(args: &ServeArgs) -> Result<(), ConfigError> {
+pub(crate) fn check_seed_choices(args: &ServeArgs) -> Result<(), ConfigError> {
     let tls = args.tls_cert.is_some();
     let why = if args.fork_after_parse && args.mode != crate::modes::Mode::Fork {
         format!("--fork-after-parse applies to --mode fork only, not {}", args.mode.name())

@@ -116,6 +116,7 @@ pub(crate) struct ServerSpec {
     pub label: String,
     pub mode: Option<String>,
     pub peer: Option<String>,
+    /// `--workers`: `N`, `MIN-MAX`, or `{cores_plus_2}` (seed 004's fixed pool).
     pub workers: Option<String>,
     pub delay: Option<String>,
     pub cpu_work: Option<String>,

@@ -59,6 +59,12 @@ pub(crate) enum Metric {
     SeedErrorPct,
     /// Requests sent late or never sent, % of those scheduled.
     LatePct,
+    /// Of [`Metric::SeedErrorPct`], the answers with an error status (a 503 from an
+    /// admission limit, a 504): % of the requests sent on time.
+    RefusedPct,
+    /// Of [`Metric::SeedErrorPct`], the requests that got no answer (timeouts, resets,
+    /// failed connects): % of the requests sent on time.
+    UnansweredPct,
 }
 
 /// Whether larger values of a metric are better.
@@ -83,6 +89,8 @@ impl Metric {
             Metric::ErrorPct => error_pct(m),
             Metric::SeedErrorPct => seed_error_pct(m),
             Metric::LatePct => pct(m.late_or_unsent, m),
+            Metric::RefusedPct => on_time_pct(m.non_success, m),
+            Metric::UnansweredPct => on_time_pct(m.errors.saturating_sub(m.late_or_unsent), m),
             Metric::CpuUs if m.responses == 0 => f64::NAN,
             Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
         }
@@ -111,6 +119,8 @@ impl Metric {
             Metric::CpuUs => "server CPU per request (µs)",
             Metric::SeedErrorPct => "errors as the seed counted them (%)",
             Metric::LatePct => "late or unsent (%)",
+            Metric::RefusedPct => "error answers (%)",
+            Metric::UnansweredPct => "no answer (%)",
         }
     }
 }
@@ -125,12 +135,16 @@ fn pct(n: u64, m: &Measurement) -> f64 {
 }
 
 fn seed_error_pct(m: &Measurement) -> f64 {
-    let failed = m.errors.saturating_sub(m.late_or_unsent) + m.non_success;
+    on_time_pct(m.errors.saturating_sub(m.late_or_unsent) + m.non_success, m)
+}
+
+/// `n` as a share of the requests sent on time (NaN when none was).
+fn on_time_pct(n: u64, m: &Measurement) -> f64 {
     let on_time = (m.responses + m.errors).saturating_sub(m.late_or_unsent);
     if on_time == 0 {
         return f64::NAN; // nothing sent on time: no rate (left out of medians, as CpuUs)
     }
-    100.0 * failed as f64 / on_time as f64
+    100.0 * n as f64 / on_time as f64
 }
 
 fn error_pct(m: &Measurement) -> f64 {
@@ -211,6 +225,9 @@ mod tests {
         let m = Measurement { late_or_unsent: 4, ..m };
         assert_eq!(Metric::SeedErrorPct.value(&m), 1100.0 / 96.0);
         assert_eq!(Metric::LatePct.value(&m), 4.0);
+        // The seed's errors split into error answers (5) and no answer (6 of the 10 failures).
+        assert_eq!(Metric::RefusedPct.value(&m), 500.0 / 96.0);
+        assert_eq!(Metric::UnansweredPct.value(&m), 600.0 / 96.0);
     }
 
     /// Regression: seed 003's CGI collapse (503s beyond --max-cgi) read as 19% errors when
