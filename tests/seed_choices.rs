@@ -162,8 +162,8 @@ fn fork_after_parse_answers_as_fork_does() {
         return;
     }
     let fx = cgi_fixture();
-    let plain = Spidey::start("fork", &fx.root(), &["--quiet"]);
-    let parsed = Spidey::start("fork", &fx.root(), &["--quiet", "--fork-after-parse"]);
+    let plain = Spidey::start("fork", &fx.root(), &["--quiet", "--cgi"]);
+    let parsed = Spidey::start("fork", &fx.root(), &["--quiet", "--cgi", "--fork-after-parse"]);
     let huge = format!("GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n", "a".repeat(20_000));
     let cases: [(&str, Vec<&[u8]>, u16); 8] = [
         ("a GET", vec![b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"], 200),
@@ -341,7 +341,7 @@ fn max_cgi_at_max_conns_never_refuses(mode: &str) {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     // One event loop, as the lab's arm runs.
     let one_loop: &[&str] = if matches!(mode, "event" | "uring" | "hybrid") { &["--workers", "1"] } else { &[] };
-    let args = |cgi: &'static str| [&["--quiet", "--max-conns", "2", "--max-cgi", cgi][..], one_loop].concat();
+    let args = |cgi: &'static str| [&["--quiet", "--cgi", "--max-conns", "2", "--max-cgi", cgi][..], one_loop].concat();
     let s = Spidey::start(mode, &fx.root(), &args("2"));
     assert_eq!(simultaneous_script_statuses(&s, 6), vec![200; 6], "{mode}: --max-cgi 2 --max-conns 2");
     drop(s);

@@ -22,10 +22,12 @@ mod machine;
 mod metric;
 mod plan;
 mod plot;
+mod remote_server;
 mod report;
 mod results;
 mod robustness;
 mod robustness_report;
+mod root_copy;
 mod rule;
 mod runner;
 mod server;
@@ -38,14 +40,64 @@ mod tls;
 mod verdict;
 mod versus;
 
-use crate::cli::LabArgs;
 use crate::config::ConfigError;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
 pub use delay_line::{run as delay_line, DelayLineArgs};
 pub use hosts::HostArgs;
+
+/// `spidey lab`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
+    /// --quick.
+    pub experiments: Vec<String>,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(long, default_value = "lab-out")]
+    pub out: PathBuf,
+    /// A reduced version of the experiments, a smoke test: about 3 minutes for all of them
+    /// on a 2-core machine (`--list` shows each one's time).
+    #[arg(long)]
+    pub quick: bool,
+    /// Run every experiment in full (hours; without --all, --quick or experiment ids, the
+    /// plan is printed instead).
+    #[arg(long)]
+    pub all: bool,
+    /// List the experiments with their quick and full times (the last run's in OUT, or an
+    /// estimate from the plan), and run nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// Keep OUT/results.jsonl and measure only the points missing from it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start afresh even though OUT/results.jsonl exists (it is emptied); without --force
+    /// or --resume an existing one is refused.
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
+    /// Read the experiment files from this directory instead of the built-in ones.
+    #[arg(long)]
+    pub experiments_dir: Option<PathBuf>,
+    /// Measure each point once and use it even when the machine was disturbed (others
+    /// busy or steal above the limits). By default a disturbed point is measured again up
+    /// to twice, and one still disturbed is left out of intervals and verdicts.
+    #[arg(long)]
+    pub keep_disturbed: bool,
+    /// Run each server on this many CPUs (the top ones; past the server's half they are
+    /// shared with the load generator, which the report says), unless its experiment arm
+    /// sets `cpus`. Default: the upper half of the CPUs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub server_cpus: Option<u16>,
+    /// Measure nothing: print the verdict table (Markdown) of a results file
+    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
+    #[arg(long, value_name = "RESULTS")]
+    pub verdicts: Option<PathBuf>,
+    /// Where the server and the load run (default: here, on loopback).
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
@@ -71,8 +123,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     results::check_fresh(&results_path, args.resume, args.force)?;
     hosts::Hosts::from_args(&args.hosts)?;
-    let link = args.hosts.delay_line()?;
-    let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
+    let sweeps_rtt = exps.iter().any(|e| plan::active(e, args.quick).iter().any(|a| a.sweep.rtt.is_some()));
+    let link = args.hosts.delay_line(sweeps_rtt)?;
+    let hosts = hosts::Hosts::from_args(&match (&link, args.hosts.rtt) {
+        (Some(l), Some(_)) => args.hosts.across(l),
+        _ => args.hosts.clone(),
+    })?;
+    let across = link.as_ref().map(|l| hosts::Hosts::from_args(&args.hosts.across(l))).transpose()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
@@ -80,14 +137,27 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);
-    let mut run = runner::Run { quick: args.quick, journal: &mut journal, bar: &bar, hosts: &hosts };
+    let mut run = runner::Run {
+        quick: args.quick,
+        keep_disturbed: args.keep_disturbed,
+        journal: &mut journal,
+        bar: &bar,
+        hosts: &hosts,
+        link: link.as_ref().zip(across.as_ref()),
+        server_cpus: args.server_cpus.map(usize::from),
+        base_rtt: args.hosts.rtt,
+    };
     for exp in &exps {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
     let mut machine = machine::Machine::describe(pinning);
     machine.network = hosts::describe_network(&args.hosts, link.as_ref());
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine)?;
+    if let Some(n) = args.server_cpus {
+        let set = pinning.server_set(Some(usize::from(n)));
+        machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
+    }
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {

@@ -5,7 +5,7 @@ use crate::lab::experiment::Experiment;
 use crate::lab::machine::Machine;
 use crate::lab::plan;
 use crate::lab::results::{Outcome, Record};
-use crate::lab::{finding, plot, table, verdict, versus};
+use crate::lab::{finding, plot, runner, table, verdict, versus};
 use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -32,9 +32,10 @@ pub(crate) fn write(
     quick: bool,
     records: &HashMap<String, Record>,
     machine: &Machine,
+    keep_disturbed: bool,
 ) -> anyhow::Result<()> {
     clear_plots(&out.join("plots"))?;
-    let mut doc = intro(quick, machine);
+    let mut doc = intro(quick, machine, keep_disturbed);
     doc.extend(verdicts(exps, quick, records));
     for exp in exps {
         doc.extend(experiment(exp, quick, records));
@@ -61,13 +62,17 @@ fn clear_plots(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn intro(quick: bool, machine: &Machine) -> Vec<Block> {
+fn intro(quick: bool, machine: &Machine, keep_disturbed: bool) -> Vec<Block> {
     let kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" };
     vec![
         Block::Heading(1, "Spidey lab report".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise. Every table adds the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does.",
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every table adds the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of one CPU (its one thread: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does.",
             other = crate::lab::cpu::OTHER_BUSY_LIMIT_PCT,
+            floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
+            extra = runner::EXTRA_TRIES,
+            clean = table::MIN_CLEAN_REPEATS,
+            keep = if keep_disturbed { " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)" } else { "" },
             steal = crate::lab::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
         )),
@@ -88,7 +93,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         doc.push(Block::Table(headers, rows));
         if let Some(v) = &a.sweep.table.versus {
             doc.push(Block::Para(format!(
-                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name} (the ratio of the medians) with the bootstrap interval of that ratio.",
+                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name}: the ratio per round (repeat r of one against repeat r of the other), the median of those ratios and its order-statistic interval, labelled with its coverage.",
                 suffix = v.suffix,
                 name = v.name
             )));

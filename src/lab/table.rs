@@ -8,6 +8,9 @@ use crate::lab::results::{Outcome, Record};
 use crate::lab::stats::{self, Interval};
 use std::collections::HashMap;
 
+/// The fewest clean repeats a point needs for a verdict.
+pub(crate) const MIN_CLEAN_REPEATS: usize = stats::MIN_RUNS;
+
 /// One server × workload × client of a sweep, with every repeat measured so far.
 #[derive(Debug, Clone)]
 pub(crate) struct Sample {
@@ -23,12 +26,73 @@ impl Sample {
         metric::median(self.values(m))
     }
 
-    /// The metric in each repeat.
+    /// The metric in each clean repeat (those not `excluded` as disturbed).
     pub fn values(&self, m: Metric) -> Vec<f64> {
-        self.runs.iter().map(|r| m.value(r)).filter(|v| !v.is_nan()).collect()
+        self.keyed(m).into_iter().map(|(_, v)| v).collect()
     }
 
-    /// The median over repeats with its bootstrap 95% interval.
+    /// The metric in each clean repeat, keyed by repeat (runs without one by their
+    /// position), so two samples' repeats pair up by round.
+    pub fn keyed(&self, m: Metric) -> Vec<(u32, f64)> {
+        self.runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.excluded)
+            .map(|(i, r)| (r.repeat.unwrap_or(i as u32), m.value(r)))
+            .filter(|(_, v)| !v.is_nan())
+            .collect()
+    }
+
+    /// The metric per repeat number, `NaN` where the repeat is missing, excluded or has
+    /// no value: index `r` is repeat `r`, so two samples line up by round.
+    pub fn by_repeat(&self, m: Metric) -> Vec<f64> {
+        let keyed = self.keyed(m);
+        let len = self.runs.iter().enumerate().map(|(i, r)| r.repeat.unwrap_or(i as u32) as usize + 1).max();
+        let mut out = vec![f64::NAN; len.unwrap_or(0)];
+        for (r, v) in keyed {
+            out[r as usize] = v;
+        }
+        out
+    }
+
+    /// Why this point gets no verdict though it was measured: fewer than
+    /// [`MIN_CLEAN_REPEATS`] clean repeats (the others stayed disturbed through their tries,
+    /// or failed). None when it has enough, or when nothing was measured at all.
+    pub fn no_verdict(&self) -> Option<String> {
+        let clean = self.runs.iter().filter(|r| !r.excluded).count();
+        if self.runs.is_empty() || clean >= MIN_CLEAN_REPEATS {
+            return None;
+        }
+        let excluded = self.runs.len() - clean;
+        Some(format!(
+            "insufficient clean repeats: {clean} of {} measured ({excluded} stayed disturbed), {MIN_CLEAN_REPEATS} needed",
+            self.runs.len()
+        ))
+    }
+
+    /// The "Disturbed repeats" cell: `1/5; 2 re-measured; 1 excluded`, and `no verdict`
+    /// when too few clean repeats remain.
+    pub fn disturbance(&self) -> String {
+        if self.runs.is_empty() {
+            return "–".into();
+        }
+        let disturbed = self.runs.iter().filter(|r| r.cpu.disturbed).count();
+        let retried: u32 = self.runs.iter().map(|r| r.tries.saturating_sub(1)).sum();
+        let excluded = self.runs.iter().filter(|r| r.excluded).count();
+        let mut cell = format!("{disturbed}/{}", self.runs.len());
+        if retried > 0 {
+            cell += &format!("; {retried} re-measured");
+        }
+        if excluded > 0 {
+            cell += &format!("; {excluded} excluded");
+        }
+        if self.no_verdict().is_some() {
+            cell += "; too few clean: no verdict";
+        }
+        cell
+    }
+
+    /// The median over repeats with its order-statistic interval ([`stats`]).
     pub fn interval(&self, m: Metric) -> Interval {
         stats::median_interval(&self.values(m))
     }
@@ -84,7 +148,9 @@ pub(crate) fn samples(exp_id: &str, a: &Active<'_>, quick: bool, records: &HashM
                 let runs = (0..a.repeats)
                     .filter_map(|r| {
                         let id = point_id(quick, exp_id, &a.sweep.name, &server.label, workload, client, r);
-                        records.get(&id).filter(|x| x.outcome == Outcome::Measured).and_then(|x| x.measurement.clone())
+                        let record = records.get(&id).filter(|x| x.outcome == Outcome::Measured)?;
+                        let m = record.measurement.clone()?;
+                        Some(Measurement { repeat: Some(r), ..m })
                     })
                     .collect();
                 out.push(Sample {
@@ -120,6 +186,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
     // In every table: the server's CPU per request (steadier than rates on a shared
     // machine), and how many repeats ran on a disturbed machine.
     headers.push("Server CPU/request (µs, here)".into());
+    headers.push("Load generator busy (% of a CPU, here)".into());
     headers.push("Disturbed repeats".into());
     headers.push("Answered: client / server (--metrics), all repeats".into());
     let rows = samples
@@ -145,9 +212,10 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
                     row.push(v.map(ratio).unwrap_or_else(|| "–".into()));
                 }
             }
-            row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(Metric::CpuUs)) });
-            let disturbed = s.runs.iter().filter(|r| r.cpu.disturbed).count();
-            row.push(if s.runs.is_empty() { "–".into() } else { format!("{disturbed}/{}", s.runs.len()) });
+            for m in [Metric::CpuUs, Metric::ClientBusyPct] {
+                row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(m)) });
+            }
+            row.push(s.disturbance());
             row.push(crate::lab::server_counts::cell(&s.runs));
             row
         })
@@ -178,10 +246,10 @@ fn ratio(v: f64) -> String {
     }
 }
 
-/// `median [lo–hi]`, or the median alone when there is no interval.
+/// `median [lo–hi, coverage]`, or the median alone when there is no interval.
 pub(crate) fn with_interval(i: Interval) -> String {
     if i.known() {
-        format!("{} [{}–{}]", metric::format(i.median), metric::format(i.lo), metric::format(i.hi))
+        format!("{} {}", metric::format(i.median), i.brackets(metric::format))
     } else {
         metric::format(i.median)
     }

@@ -46,7 +46,7 @@ mod timer;
 pub(crate) mod tls;
 pub mod uring;
 
-pub(crate) use evloop::conns::MAX_LISTENERS;
+pub(crate) use evloop::conns::{MAX_LISTENERS, MAX_SLOTS};
 pub(crate) use send::use_copy_loop;
 
 use crate::net::{Listener, Shutdown};
