@@ -31,6 +31,8 @@ pub(crate) struct ServerRun {
     pub warmup: u64,
     /// The round trip its sweep runs across (`Sweep::rtt`), if any.
     pub rtt: Option<std::time::Duration>,
+    /// How its sweep's caches are made cold before each point (`Sweep::cold`), if they are.
+    pub cold: Option<crate::lab::cold::Cold>,
     pub points: Vec<Point>,
 }
 
@@ -79,7 +81,8 @@ pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {
                 let points = points_of(exp, &a, server, quick, repeat);
                 if !points.is_empty() {
                     let rtt = a.sweep.rtt().ok().flatten();
-                    runs.push(ServerRun { server: server.clone(), warmup: a.sweep.warmup, rtt, points });
+                    let (warmup, cold) = (a.sweep.warmup, a.sweep.cold);
+                    runs.push(ServerRun { server: server.clone(), warmup, rtt, cold, points });
                 }
             }
         }
