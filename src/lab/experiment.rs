@@ -96,6 +96,14 @@ pub(crate) struct Sweep {
     /// drops the kernel's caches (root; else the sweep is skipped with a note), `"files"`
     /// evicts the document root's files from the page cache.
     pub cold: Option<crate::lab::cold::Cold>,
+    /// Each point's load comes from fresh `spidey bench` processes, one per connection,
+    /// started for it and gone after it, as seed 002's client processes were (plain HTTP).
+    #[serde(default)]
+    pub fresh_clients: bool,
+    /// Each point is one batch of its requests, not batches repeated until the lab's
+    /// minimum point duration (as `cold` and `fresh_clients` points always are).
+    #[serde(default)]
+    pub one_batch: bool,
     #[serde(default)]
     pub quick: QuickOverride,
     pub table: TableSpec,
@@ -426,6 +434,12 @@ impl Experiment {
             if let Some(b) = &sweep.table.baseline {
                 anyhow::ensure!(b.column < sweep.table.columns.len(), "sweep {}: baseline column", sweep.name);
             }
+            let https = sweep.servers.iter().any(|s| s.scheme == Scheme::Https);
+            anyhow::ensure!(
+                !(sweep.fresh_clients && https),
+                "sweep {}: fresh client processes speak plain HTTP only",
+                sweep.name
+            );
             for c in sweep.clients.iter().chain(sweep.quick.clients.iter().flatten()) {
                 if let Some(x) = c.capacity {
                     let ok = x > 0.0 && c.rate.is_none() && c.n.is_none() && c.duration.is_some();

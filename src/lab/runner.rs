@@ -9,7 +9,6 @@
 //! `excluded`, and left out of intervals and verdicts (`table::Sample`).
 
 use crate::lab::capacity;
-use crate::lab::cold::Cold;
 use crate::lab::cpu;
 use crate::lab::delay_line::DelayLine;
 use crate::lab::docroot::DocRoot;
@@ -124,7 +123,7 @@ fn run_server_here(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut R
             }
             (Ok(()), cap) => {
                 let cap = cap.and_then(|c| c.as_ref().ok().copied());
-                measure_point(exp, point, &server, root, run, sr.cold, cap)
+                measure_point(exp, point, &server, root, run, sr, cap)
             }
             (Err(why), _) => {
                 let mut r = Record::new(&exp.id, point, Outcome::Skipped);
@@ -216,27 +215,30 @@ pub(crate) const MIN_QUICK_POINT: Duration = Duration::from_millis(100);
 pub(crate) const EXTRA_TRIES: u32 = 2;
 
 /// One point, with the server tree's CPU time and the machine's state around it, measured
-/// again while disturbed ([`until_clean`]); with `cold`, one batch from cold caches
-/// (`cold.rs`); with a share of capacity, at that share of `measured_capacity`.
+/// again while disturbed ([`until_clean`]); one batch when its sweep asks (from cold
+/// caches with `cold`, `cold.rs`; from fresh client processes with `fresh_clients`); with
+/// a share of capacity, at that share of `measured_capacity`.
 fn measure_point(
     exp: &Experiment,
     point: &Point,
     server: &server::Running,
     root: &DocRoot,
     run: &Run<'_>,
-    cold: Option<Cold>,
+    sr: &ServerRun,
     measured_capacity: Option<f64>,
 ) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
     let client = capacity::offered(&point.client, measured_capacity);
     // A cold point is one batch, the seed's N from cold caches: stretching it to the
     // minimum duration would need the caches made cold again for every batch.
-    let floor = match (cold, run.quick) {
-        (Some(_), _) => Duration::ZERO,
-        (None, true) => MIN_QUICK_POINT,
-        (None, false) => MIN_POINT,
+    let floor = match (sr.one_batch, run.quick) {
+        (true, _) => Duration::ZERO,
+        (false, true) => MIN_QUICK_POINT,
+        (false, false) => MIN_POINT,
     };
-    let hosts = run.hosts;
+    let cold = sr.cold;
+    let fresh = sr.fresh_clients.then(|| run.hosts.with_fresh_clients(point.client.c as usize));
+    let hosts = fresh.as_ref().unwrap_or(run.hosts);
     let client_here = server.tls.is_some() || hosts.load_runs_here();
     let mut make_cold = || cold.map_or(Ok(()), |c| c.apply(&root.root(), hosts));
     let attempt = || {
@@ -259,7 +261,10 @@ fn measure_point(
             r.measurement = Some(m);
             r.raw = raw;
             let share = point.client.capacity.zip(measured_capacity).map(|(x, cap)| capacity::note(x, cap));
-            let notes: Vec<String> = share.into_iter().chain(cold.map(|c| c.note().to_string())).collect();
+            let fresh = sr
+                .fresh_clients
+                .then(|| format!("fresh clients: {} spidey bench processes started for the point", point.client.c));
+            let notes: Vec<String> = share.into_iter().chain(cold.map(|c| c.note().to_string())).chain(fresh).collect();
             r.note = (!notes.is_empty()).then(|| notes.join("; "));
             r
         }
