@@ -79,7 +79,12 @@ const SERVE: Layout = &[
     ),
     (
         "Experiments",
-        &[("delay", "Make every request wait this long", false), ("cpu-work", "Burn this much CPU per request", false)],
+        &[
+            ("delay", "Make every request wait this long", false),
+            ("cpu-work", "Burn this much CPU per request", false),
+            ("fork-after-parse", "fork: the parent parses each first request (seed 000)", false),
+            ("copy-loop", "Send file bodies by read and send(2) in BYTES (seed 004)", false),
+        ],
     ),
     (
         "TLS",

@@ -9,7 +9,9 @@
 //! the machine's description ([`machine`]).
 
 mod adversary;
+mod capacity;
 mod claim;
+mod cold;
 mod cpu;
 mod delay_line;
 mod docroot;
