@@ -1,15 +1,17 @@
 //! The machine a run happened on, for the report: numbers mean little without it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::process::Command;
 
-#[derive(Debug, Clone, Serialize)]
+/// Saved beside the results as `machine.json`, so a report re-rendered later
+/// (`spidey lab --report`) describes the machine the run happened on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Machine {
     pub cores: usize,
     pub cpu: String,
     pub memory: String,
     pub kernel: String,
-    pub build: &'static str,
+    pub build: String,
     pub spidey: String,
     pub rustc: String,
     pub nginx: String,
@@ -22,19 +24,40 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
+    /// The machine a run's results were measured on: `machine.json` in `dir`, else this
+    /// machine, said to be the one the report was written on.
+    pub fn of_results(dir: &std::path::Path) -> Machine {
+        if let Some(m) = std::fs::read(dir.join(FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+            return m;
+        }
+        let mut m = Machine::describe_with("not recorded with the results".into());
+        m.cpu += " (the machine that wrote this report: the results do not say which machine ran them)";
+        m
+    }
+
+    /// Writes `machine.json` into `dir`.
+    pub fn save(&self, dir: &std::path::Path) -> anyhow::Result<()> {
+        std::fs::write(dir.join(FILE), serde_json::to_vec_pretty(self)?)?;
+        Ok(())
+    }
+
     pub fn describe(pinning: &crate::lab::cpu::Pinning) -> Machine {
+        Machine::describe_with(pinning.describe())
+    }
+
+    fn describe_with(pinning: String) -> Machine {
         Machine {
             // All the machine's CPUs: the lab's own thread is pinned to some of them.
             cores: online_cpus().unwrap_or_else(crate::modes::cores),
             cpu: cpu_model().unwrap_or_else(unknown),
             memory: memory().unwrap_or_else(unknown),
             kernel: kernel().unwrap_or_else(unknown),
-            build: if cfg!(debug_assertions) { "debug (numbers are not representative)" } else { "release" },
+            build: if cfg!(debug_assertions) { "debug (numbers are not representative)" } else { "release" }.into(),
             spidey: spidey_version(),
             rustc: first_line("rustc", &["--version"]).unwrap_or_else(unknown),
             nginx: first_line("nginx", &["-v"]).unwrap_or_else(|| "not installed".into()),
             load: load_average().unwrap_or_else(unknown),
-            pinning: pinning.describe(),
+            pinning,
             network: "loopback".into(),
         }
     }
@@ -46,7 +69,7 @@ impl Machine {
             ("CPU", self.cpu.clone()),
             ("Memory", self.memory.clone()),
             ("Kernel", self.kernel.clone()),
-            ("Build profile", self.build.to_string()),
+            ("Build profile", self.build.clone()),
             ("spidey", self.spidey.clone()),
             ("rustc", self.rustc.clone()),
             ("nginx", self.nginx.clone()),
@@ -56,6 +79,9 @@ impl Machine {
         ]
     }
 }
+
+/// The machine's description beside the results.
+const FILE: &str = "machine.json";
 
 fn unknown() -> String {
     "unknown".into()

@@ -1,28 +1,25 @@
-//! The report: one document model rendered twice, as `report.md` (plots as SVG files
-//! beside it) and as a self-contained `report.html` (the same SVGs inlined).
+//! The report: one document model ([`crate::lab::render`]) rendered twice, as `report.md`
+//! (plots as SVG files beside it) and as a self-contained `report.html`. It opens with a
+//! summary of the verdicts and the verdict table, then each experiment's tables, findings
+//! and plots, then the robustness experiment, and ends with the method and the machine.
 
 use crate::lab::experiment::Experiment;
 use crate::lab::machine::Machine;
 use crate::lab::plan;
+use crate::lab::render::{self, slug, Block, Table};
 use crate::lab::results::{Outcome, Record};
-use crate::lab::{finding, plot, table, verdict, versus};
+use crate::lab::sizes::fill;
+use crate::lab::summary::{self, Category};
+use crate::lab::{cdf, finding, plot, table, verdict, versus};
 use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::Path;
 
-/// A block of the report.
-enum Block {
-    Heading(u8, String),
-    Para(String),
-    Table(Vec<String>, Vec<Vec<String>>),
-    /// `file` is relative to the output directory.
-    Plot {
-        file: String,
-        title: String,
-        svg: String,
-    },
-    Bullets(Vec<String>),
+/// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
+pub(crate) struct Section {
+    pub markdown: String,
+    /// (file name in the output directory, SVG document).
+    pub svgs: Vec<(String, String)>,
 }
 
 /// Writes `out/report.md`, `out/report.html` and `out/plots/*.svg`.
@@ -32,21 +29,37 @@ pub(crate) fn write(
     quick: bool,
     records: &HashMap<String, Record>,
     machine: &Machine,
+    extra: Option<Section>,
 ) -> anyhow::Result<()> {
     clear_plots(&out.join("plots"))?;
-    let mut doc = intro(quick, machine);
-    doc.extend(verdicts(exps, quick, records));
-    for exp in exps {
-        doc.extend(experiment(exp, quick, records));
-    }
+    let doc = document(exps, quick, records, machine, extra);
     for block in &doc {
         if let Block::Plot { file, svg, .. } = block {
             std::fs::write(out.join(file), svg).with_context(|| format!("cannot write {file}"))?;
         }
     }
-    std::fs::write(out.join("report.md"), markdown(&doc))?;
-    std::fs::write(out.join("report.html"), html(&doc))?;
+    std::fs::write(out.join("report.md"), render::markdown(&doc))?;
+    std::fs::write(out.join("report.html"), render::html(&doc))?;
     Ok(())
+}
+
+fn document(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    extra: Option<Section>,
+) -> Vec<Block> {
+    let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
+    doc.extend(opening(exps, quick, records));
+    for exp in exps {
+        doc.extend(experiment(exp, quick, records));
+    }
+    if let Some(s) = extra {
+        doc.push(Block::Markdown { text: s.markdown, svgs: s.svgs });
+    }
+    doc.extend(appendix(exps, quick, records, machine));
+    doc
 }
 
 /// Removes the SVGs of an earlier report, so none outlives its data.
@@ -61,31 +74,119 @@ fn clear_plots(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn intro(quick: bool, machine: &Machine) -> Vec<Block> {
-    let kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" };
-    vec![
-        Block::Heading(1, "Spidey lab report".into()),
+/// The heading of an experiment's section (the verdict table links to it).
+fn experiment_heading(exp: &Experiment) -> String {
+    format!("{}: {}", exp.id, exp.title)
+}
+
+/// The summary paragraph and the verdict table, each claim linked to its experiment.
+fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records);
+    if rows.is_empty() {
+        return vec![Block::Para(format!(
+            "A {}: no seed claims are checked in it.",
+            if quick { "quick run" } else { "run" }
+        ))];
+    }
+    let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).collect();
+    let mut doc = vec![
+        Block::Para(summary::text(&verdicts, quick)),
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+    ];
+    let anchor = |id: &str| {
+        exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)))
+    };
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(id, v)| {
+            let seed = anchor(id).map_or_else(|| id.clone(), |a| format!("[{id}](#{a})"));
+            let line = v.source.split(' ').next().unwrap_or_default();
+            let claim = format!("{} ({line})", claim_cell(v));
+            vec![seed, claim, v.seed_brief.clone(), v.here_brief.clone(), v.label()]
+        })
+        .collect();
+    doc.push(Block::Table(Table {
+        headers: ["Seed", "Claim (the seed's file:line)", "Seed's number", "Here (pooled ratio [95% interval])", "Verdict"]
+            .map(String::from)
+            .to_vec(),
+        rows: cells,
+        classes: Some((4, classes(&rows))),
+    }));
+    doc.push(Block::Para(
+        "The seed's words, each point's numbers and the stated sizes are in the appendix's full table; how a verdict is reached is in the appendix too.".into(),
+    ));
+    doc.extend(contradictions(&rows));
+    doc
+}
+
+/// The claim as the verdict table states it.
+fn claim_cell(v: &verdict::Verdict) -> String {
+    let mut claim = v.claim.clone();
+    if let Some(why) = &v.by_construction {
+        claim += &format!(" (true by construction: {why})");
+    }
+    if v.contradicts.is_some() {
+        claim += " (the seed contradicts itself here: see below)";
+    }
+    claim
+}
+
+/// Each verdict's CSS class, for the verdict column.
+fn classes(rows: &[(String, verdict::Verdict)]) -> Vec<&'static str> {
+    rows.iter().map(|(_, v)| Category::of(v).class()).collect()
+}
+
+fn contradictions(rows: &[(String, verdict::Verdict)]) -> Vec<Block> {
+    let items: Vec<String> = rows
+        .iter()
+        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
+        .collect();
+    if items.is_empty() {
+        return Vec::new();
+    }
+    vec![Block::Para("The seeds' internal contradictions (both statements are checked above):".into()), Block::Bullets(items)]
+}
+
+/// How the numbers were made and how verdicts are reached, and the machine.
+fn appendix(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, machine: &Machine) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, "Appendix: method".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise. Every table adds the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does.",
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise. Every sweep's second table gives the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every repeat, from the HDR histograms each point stores.",
+            kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
             other = crate::lab::cpu::OTHER_BUSY_LIMIT_PCT,
             steal = crate::lab::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
         )),
-        Block::Heading(2, "Machine".into()),
-        Block::Table(vec!["".into(), "".into()], machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect()),
-    ]
+        Block::Para(RULE.into()),
+    ];
+    let rows = verdict_rows(exps, quick, records);
+    if !rows.is_empty() {
+        doc.push(Block::Heading(2, "Appendix: the verdicts in full".into()));
+        let mut table = full_table(&rows);
+        table.classes = Some((6, classes(&rows)));
+        doc.push(Block::Table(table));
+    }
+    doc.push(Block::Heading(2, "Appendix: machine".into()));
+    doc.push(Block::Table(Table::new(
+        vec!["".into(), "".into()],
+        machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
+    )));
+    doc
 }
+
+/// How a verdict is reached.
+const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
 
 fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
     let mut doc = vec![
-        Block::Heading(2, format!("{}: {}", exp.id, exp.title)),
+        Block::Heading(2, experiment_heading(exp)),
         Block::Para(format!("Seed: {}. Question: {}", exp.seed, exp.question)),
     ];
     for a in plan::active(exp, quick) {
         let samples = table::samples(&exp.id, &a, quick, records);
-        doc.push(Block::Heading(3, a.sweep.title.clone()));
-        let (headers, rows) = table::build(&a, &samples);
-        doc.push(Block::Table(headers, rows));
+        doc.push(Block::Heading(3, fill(&a.sweep.title, &a)));
+        doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
         if let Some(v) = &a.sweep.table.versus {
             doc.push(Block::Para(format!(
                 "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name} (the ratio of the medians) with the bootstrap interval of that ratio.",
@@ -93,10 +194,11 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
                 name = v.name
             )));
             let (headers, rows) = versus::build(v, &samples);
-            doc.push(Block::Table(headers, rows));
+            let groups: Vec<usize> = v.metrics.iter().map(|_| 3).chain([1]).collect();
+            doc.extend(table::fit(Table::new(headers, rows), 3, &groups).into_iter().map(Block::Table));
         }
         if let Some(note) = &a.sweep.seed_note {
-            doc.push(Block::Para(format!("About the seed's numbers: {note}")));
+            doc.push(Block::Para(format!("About the seed's numbers: {}", fill(note, &a))));
         }
         let findings: Vec<String> =
             a.sweep.findings.iter().map(|f| format!("Finding: {}", finding::compute(f, &samples))).collect();
@@ -104,10 +206,15 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             doc.push(Block::Bullets(findings));
         }
         for (i, spec) in a.sweep.plots.iter().enumerate() {
-            if let Some(svg) = plot::svg(spec, &samples, a.sweep) {
+            let title = fill(&spec.title, &a);
+            if let Some(svg) = plot::svg(spec, &title, &samples, a.sweep) {
                 let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
-                doc.push(Block::Plot { file, title: spec.title.clone(), svg });
+                doc.push(Block::Plot { file, title, svg });
             }
+        }
+        for (i, c) in cdf::plots(exp, &a, quick, records).into_iter().enumerate() {
+            let file = format!("plots/{}-{}-latency-{}.svg", exp.id, a.sweep.name, i + 1);
+            doc.push(Block::Plot { file, title: c.title, svg: c.svg });
         }
         let notes = notes(&exp.id, &a.sweep.name, quick, records);
         if !notes.is_empty() {
@@ -131,15 +238,19 @@ pub(crate) fn verdict_rows(
         for claim in &exp.claims {
             let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
             let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
-            rows.push((id, verdict::check(claim, sweep)));
+            let mut v = verdict::check(claim, sweep);
+            if let Some((a, _)) = sweep {
+                v.claim = fill(&v.claim, a);
+            }
+            rows.push((id, v));
         }
     }
     rows
 }
 
-/// The verdict section as Markdown (what `spidey lab --verdicts` prints, and the report's).
+/// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints.
 pub(crate) fn verdicts_markdown(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> String {
-    markdown(&verdicts(exps, quick, records))
+    render::markdown(&verdicts(exps, quick, records))
 }
 
 fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
@@ -147,28 +258,6 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     if rows.is_empty() {
         return Vec::new();
     }
-    let headers = [
-        "Seed",
-        "Claim",
-        "Where the seed says it",
-        "Seed's number",
-        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
-        "Stated size",
-        "Verdict",
-    ];
-    let table: Vec<Vec<String>> = rows
-        .iter()
-        .map(|(id, v)| {
-            let mut claim = v.claim.clone();
-            if let Some(why) = &v.by_construction {
-                claim += &format!(" (true by construction: {why})");
-            }
-            if v.contradicts.is_some() {
-                claim += " (the seed contradicts itself here: see below)";
-            }
-            vec![id.clone(), claim, v.source.clone(), v.seed.clone(), v.here.clone(), v.size_text.clone(), v.label()]
-        })
-        .collect();
     let mut counts: Vec<(String, usize)> = Vec::new();
     for (_, v) in rows.iter().filter(|(_, v)| v.is_evidence()) {
         match counts.iter_mut().find(|(l, _)| *l == v.label()) {
@@ -187,19 +276,32 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     );
     let mut doc = vec![
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
-        Block::Para("Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).".into()),
-        Block::Table(headers.map(String::from).to_vec(), table),
+        Block::Para(RULE.into()),
+        Block::Table(full_table(&rows)),
         Block::Para(summary),
     ];
-    let contradictions: Vec<String> = rows
-        .iter()
-        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
-        .collect();
-    if !contradictions.is_empty() {
-        doc.push(Block::Para("The seeds' internal contradictions (both statements are checked above):".into()));
-        doc.push(Block::Bullets(contradictions));
-    }
+    doc.extend(contradictions(&rows));
     doc
+}
+
+/// The verdict table with every column: the seed's words, and each point's numbers.
+fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
+    let headers = [
+        "Seed",
+        "Claim",
+        "Where the seed says it",
+        "Seed's number",
+        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
+        "Stated size",
+        "Verdict",
+    ];
+    let cells = rows
+        .iter()
+        .map(|(id, v)| {
+            vec![id.clone(), claim_cell(v), v.source.clone(), v.seed.clone(), v.here.clone(), v.size_text.clone(), v.label()]
+        })
+        .collect();
+    Table::new(headers.map(String::from).to_vec(), cells)
 }
 
 /// Why points are missing: skipped servers and failures, each reason once.
@@ -214,75 +316,6 @@ fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>)
         })
         .collect();
     reasons.into_iter().collect()
-}
-
-fn markdown(doc: &[Block]) -> String {
-    let mut s = String::new();
-    for block in doc {
-        match block {
-            Block::Heading(level, text) => _ = writeln!(s, "{} {text}\n", "#".repeat(usize::from(*level))),
-            Block::Para(text) => _ = writeln!(s, "{text}\n"),
-            Block::Table(headers, rows) => {
-                let line = |cells: &[String]| {
-                    format!("| {} |", cells.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))
-                };
-                _ = writeln!(s, "{}", line(headers));
-                _ = writeln!(s, "|{}", "---|".repeat(headers.len()));
-                for row in rows {
-                    _ = writeln!(s, "{}", line(row));
-                }
-                s.push('\n');
-            }
-            Block::Plot { file, title, .. } => _ = writeln!(s, "![{title}]({file})\n"),
-            Block::Bullets(items) => {
-                for item in items {
-                    _ = writeln!(s, "- {item}");
-                }
-                s.push('\n');
-            }
-        }
-    }
-    s
-}
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}\
-table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}\
-td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{margin:1rem 0}svg{max-width:100%;height:auto}";
-
-fn html(doc: &[Block]) -> String {
-    let mut s = format!("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Spidey lab report</title><style>{STYLE}</style></head><body>\n");
-    for block in doc {
-        match block {
-            Block::Heading(level, text) => _ = writeln!(s, "<h{level}>{}</h{level}>", esc(text)),
-            Block::Para(text) => _ = writeln!(s, "<p>{}</p>", esc(text)),
-            Block::Table(headers, rows) => {
-                s.push_str("<table><thead><tr>");
-                headers.iter().for_each(|h| _ = write!(s, "<th>{}</th>", esc(h)));
-                s.push_str("</tr></thead><tbody>\n");
-                for row in rows {
-                    s.push_str("<tr>");
-                    row.iter().for_each(|c| _ = write!(s, "<td>{}</td>", esc(c)));
-                    s.push_str("</tr>\n");
-                }
-                s.push_str("</tbody></table>\n");
-            }
-            Block::Plot { title, svg, .. } => {
-                let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or(svg);
-                _ = writeln!(s, "<figure>{body}<figcaption>{}</figcaption></figure>", esc(title));
-            }
-            Block::Bullets(items) => {
-                s.push_str("<ul>");
-                items.iter().for_each(|i| _ = write!(s, "<li>{}</li>", esc(i)));
-                s.push_str("</ul>\n");
-            }
-        }
-    }
-    s.push_str("</body></html>\n");
-    s
-}
-
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]
