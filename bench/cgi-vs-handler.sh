@@ -24,7 +24,7 @@ trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "
 mkdir -p "$work/root/cgi-bin"
 cc -O2 -shared -fPIC -Iinclude -o "$work/page.so" examples/handlers/page.c
 cc -O2 -DSPIDEY_CGI_MAIN -Iinclude -o "$work/root/cgi-bin/page" examples/handlers/page.c
-"$bin" serve "$work/root" --port 0 --mode "$mode" --quiet --handler "/app=$work/page.so" >"$work/out" &
+"$bin" serve "$work/root" --port 0 --mode "$mode" --quiet --cgi --handler "/app=$work/page.so" >"$work/out" &
 pid=$!
 for _ in $(seq 50); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
 port=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/out")

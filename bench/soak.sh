@@ -45,7 +45,7 @@ sample() {
 
 soak_mode() {
   local mode=$1 log="$out/$1.server.log"
-  "$bin" serve "$root" --port 0 --mode "$mode" --quiet >"$log" 2>&1 &
+  "$bin" serve "$root" --port 0 --mode "$mode" --quiet --cgi >"$log" 2>&1 &
   local pid=$!
   for _ in $(seq 50); do grep -q listening "$log" 2>/dev/null && break; sleep 0.1; done
   if ! kill -0 "$pid" 2>/dev/null; then

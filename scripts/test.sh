@@ -15,6 +15,7 @@
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
 #   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
 #   iputils-ping    ping, one of the two clients that check the delay line (tests/delay_line.rs)
+#   openssh-server, openssh-client   sshd and ssh: the lab across hosts over ssh (tests/lab_ssh.rs, as root)
 #   chromium        a real browser (headless): the listing and --compress as a browser sees
 #                   them (tests/browser.rs); required here (SPIDEY_REQUIRE_CHROMIUM=1 below),
 #                   so a missing browser fails that test instead of skipping it
@@ -24,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2 iputils-ping chromium)
+packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,10 +38,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  # Debian starts nginx as a service on install; the tests start their own.
-  if command -v systemctl >/dev/null && systemctl is-active -q nginx 2>/dev/null; then systemctl stop nginx || true; fi
-  pkill -x nginx 2>/dev/null || true
+  # Debian starts a service on install (nginx, sshd); the tests start their own. A
+  # policy-rc.d that answers 101 ("action forbidden", invoke-rc.d(8)) keeps it from
+  # starting at all, so nothing of the user's own is ever stopped. Any existing policy is
+  # put back afterwards.
+  policy=/usr/sbin/policy-rc.d
+  saved=""
+  if [ -e "$policy" ]; then saved=$(mktemp); cp -p "$policy" "$saved"; fi
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+  status=0
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" || status=$?
+  if [ -n "$saved" ]; then mv "$saved" "$policy"; else rm -f "$policy"; fi
+  [ "$status" -eq 0 ] || exit "$status"
 fi
 
 if ! python3 -c 'import hdrh.histogram' 2>/dev/null; then

@@ -10,8 +10,8 @@
 //! (duplicated descriptors, one accept queue) instead of binding SO_REUSEPORT siblings,
 //! which the manager's socket may not allow.
 
+use crate::config::ConfigError;
 use crate::net::{Listener, Origin};
-use crate::serve::ConfigError;
 use rustix::net::{sockopt, SocketType};
 use std::os::fd::OwnedFd;
 

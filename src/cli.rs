@@ -1,7 +1,6 @@
 //! The command line: `spidey serve | bench | lab`.
 
-// `duration` is re-exported for `lab`, which names it here.
-pub use crate::config::duration;
+use crate::config::duration;
 use crate::modes::{Mode, Workers};
 use clap::{Args, Parser, Subcommand};
 use std::net::IpAddr;
@@ -28,53 +27,9 @@ pub enum Command {
     /// Load an HTTP server and measure throughput and latency (like wrk; --rate like wrk2).
     Bench(crate::bench::BenchArgs),
     /// Run the experiments that reproduce the seed studies, and report them.
-    Lab(LabArgs),
+    Lab(crate::lab::LabArgs),
     /// Join two network namespaces by a link with a set round trip (and rate), for the lab.
     DelayLine(crate::lab::DelayLineArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct LabArgs {
-    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
-    /// --quick.
-    pub experiments: Vec<String>,
-    /// Where results.jsonl, report.md, report.html and plots/ go.
-    #[arg(long, default_value = "lab-out")]
-    pub out: PathBuf,
-    /// A reduced version of the experiments, a smoke test: about 3 minutes for all of them
-    /// on a 2-core machine (`--list` shows each one's time).
-    #[arg(long)]
-    pub quick: bool,
-    /// Run every experiment in full (hours; without --all, --quick or experiment ids, the
-    /// plan is printed instead).
-    #[arg(long)]
-    pub all: bool,
-    /// List the experiments with their quick and full times (the last run's in OUT, or an
-    /// estimate from the plan), and run nothing.
-    #[arg(long)]
-    pub list: bool,
-    /// Keep OUT/results.jsonl and measure only the points missing from it.
-    #[arg(long)]
-    pub resume: bool,
-    /// Start afresh even though OUT/results.jsonl exists (it is emptied); without --force
-    /// or --resume an existing one is refused.
-    #[arg(long, conflicts_with = "resume")]
-    pub force: bool,
-    /// Read the experiment files from this directory instead of the built-in ones.
-    #[arg(long)]
-    pub experiments_dir: Option<PathBuf>,
-    /// Measure nothing: print the verdict table (Markdown) of a results file
-    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
-    #[arg(long, value_name = "RESULTS")]
-    pub verdicts: Option<PathBuf>,
-    /// Measure nothing: write the report (report.md, report.html, plots/) of a results file
-    /// (`results.jsonl` or `results.jsonl.gz`) into --out, with the robustness section from
-    /// the `robustness.jsonl` and the machine from the `machine.json` beside it.
-    #[arg(long, value_name = "RESULTS", conflicts_with = "verdicts")]
-    pub report: Option<PathBuf>,
-    /// Where the server and the load run (default: here, on loopback).
-    #[command(flatten)]
-    pub hosts: crate::lab::HostArgs,
 }
 
 #[derive(Debug, Args)]
@@ -89,7 +44,8 @@ pub struct ServeArgs {
     /// accepts on all of them. `::` or `0.0.0.0` with an address it already covers is an
     /// error. Not with socket activation: a socket passed by systemd (LISTEN_FDS/LISTEN_PID,
     /// at fd 3) is served instead of binding, and --addr or --port is then an error.
-    #[arg(long)]
+    /// `localhost` means 127.0.0.1; no other name is resolved.
+    #[arg(long, value_parser = listen_addr)]
     pub addr: Vec<IpAddr>,
     /// The port to listen on [default: 8080]; 0 picks a free one (the startup line names it).
     #[arg(long)]
@@ -102,12 +58,13 @@ pub struct ServeArgs {
     pub mode: Mode,
     /// Workers (threads or processes) for modes that have them: N, or MIN-MAX to adapt
     /// (pool, prefork). Defaults: pool cores+2-256, prefork cores-256, event/uring/hybrid
-    /// cores (hybrid: its event loops).
+    /// cores (hybrid: its event loops). Refused with single, fork and thread, which have
+    /// no workers, and a MIN-MAX range with event, uring and hybrid.
     #[arg(long)]
     pub workers: Option<Workers>,
     /// hybrid: the threads of the pool that answers requests that may block (handlers,
     /// CGI spawns, --cpu-work, listings); at most 16 jobs per thread wait, beyond that 503.
-    /// Default: 4 per core.
+    /// Default: 4 per core. Refused with any other mode.
     #[arg(long, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=4096), usize::from))]
     pub pool_threads: Option<usize>,
     /// The most connections open at once.
@@ -117,6 +74,10 @@ pub struct ServeArgs {
     /// segment starting with `.` is 404, except `/.well-known/`).
     #[arg(long, visible_alias = "allow-hidden")]
     pub show_hidden: bool,
+    /// List no directory: a directory without an index file is 404, as if it did not
+    /// exist (an index file is still served).
+    #[arg(long)]
+    pub no_listing: bool,
     /// No access log on stdout.
     #[arg(long, short)]
     pub quiet: bool,
@@ -127,7 +88,8 @@ pub struct ServeArgs {
     /// Serve the server's counters at PATH (e.g. `/-/metrics`) in Prometheus text format:
     /// responses by status class, body bytes, open connections, busy workers, pool queue,
     /// CGI scripts running, handler calls, errors by kind; across all worker processes.
-    /// Answered before any file lookup; GET and HEAD only (else 405). SIGUSR1 prints the
+    /// Answered before any file lookup, behind --basic-auth when it is given, for PATH
+    /// however percent-encoded; GET and HEAD only (else 405). SIGUSR1 prints the
     /// same counters to stderr, with or without this flag.
     #[arg(long, value_name = "PATH", value_parser = metrics_path)]
     pub metrics: Option<String>,
@@ -149,15 +111,16 @@ pub struct ServeArgs {
     /// The time a client has to send a whole request head (beyond: 408 and close).
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub head_timeout: Duration,
-    /// The time a request body (to a CGI script) may take to arrive, counted from the end of
-    /// its head, plus one second per --body-min-rate bytes received (beyond: 408 and close).
-    /// With the defaults a body must arrive within 10 s plus 1 s per 500 bytes.
-    #[arg(long, default_value = "10s", value_parser = duration)]
-    pub body_timeout: Duration,
-    /// The minimum request body rate in bytes per second that extends --body-timeout (0:
-    /// the whole body within --body-timeout).
-    #[arg(long, default_value_t = 500)]
-    pub body_min_rate: u64,
+    /// With --cgi: the time a request body (to a CGI script) may take to arrive, counted
+    /// from the end of its head, plus one second per --body-min-rate bytes received
+    /// (beyond: 408 and close) [default: 10s]. With the defaults a body must arrive within
+    /// 10 s plus 1 s per 500 bytes.
+    #[arg(long, value_parser = duration)]
+    pub body_timeout: Option<Duration>,
+    /// With --cgi: the minimum request body rate in bytes per second that extends
+    /// --body-timeout (0: the whole body within --body-timeout) [default: 500].
+    #[arg(long)]
+    pub body_min_rate: Option<u64>,
     /// How long a kept-alive connection may sit idle between requests.
     #[arg(long, default_value = "5s", value_parser = duration)]
     pub idle_timeout: Duration,
@@ -167,27 +130,26 @@ pub struct ServeArgs {
     /// TCP_NOTSENT_LOWAT for every connection, in bytes (0: the kernel's default, the
     /// sysctl net.ipv4.tcp_notsent_lowat): how much of a response may wait unsent in the
     /// kernel before a send stops and the connection waits for room. A large file then
-    /// leaves in steps of about this size, each moving what the client has room for. Over
-    /// loopback, 128 KiB raised the 1 MiB keep-alive rate of `event` by 8-12% against no
-    /// limit in three runs (README, Performance, run 4).
+    /// leaves in steps of about this size, each moving what the client has room for.
     #[arg(long, value_name = "BYTES", default_value_t = 128 << 10, value_parser = clap::value_parser!(u32).range(0..=i32::MAX as i64))]
     pub notsent_lowat: u32,
-    /// Serve no CGI: executable scripts become 403, other files stay static.
+    /// Run CGI scripts: executable files under `cgi-bin/` or named `*.cgi` (off by default:
+    /// without --cgi every file, scripts included, is served as it is, never executed).
     #[arg(long)]
-    pub no_cgi: bool,
-    /// Run files ending in .EXT through PROGRAM as CGI (repeatable), e.g.
+    pub cgi: bool,
+    /// Run files ending in .EXT through PROGRAM as CGI (repeatable; implies --cgi), e.g.
     /// `.php=/usr/bin/php-cgi`, `.py=/usr/bin/python3`. The program gets one argument, the
     /// checked script file as `/proc/self/fd/3` (never anything from the request); stdin
     /// is the request body; SCRIPT_FILENAME names the file.
     #[arg(long, value_name = ".EXT=PROGRAM", value_parser = crate::content::cgi::parse_interpreter)]
     pub cgi_interpreter: Vec<(String, PathBuf)>,
-    /// The most CGI scripts running at once, 1 to 4096, counted from the request head (its
-    /// body included) to the script's end, across all workers (beyond: 503, Retry-After).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=4096))]
-    pub max_cgi: u16,
-    /// How long a CGI script may run before it is killed (504).
-    #[arg(long, default_value = "30s", value_parser = duration)]
-    pub cgi_timeout: Duration,
+    /// With --cgi: the most CGI scripts running at once, 1 to 4096, across all workers
+    /// (beyond: 503, Retry-After) [default: 64].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub max_cgi: Option<u16>,
+    /// With --cgi: how long a CGI script may run before it is killed (504) [default: 30s].
+    #[arg(long, value_parser = duration)]
+    pub cgi_timeout: Option<Duration>,
     /// Serve /PREFIX and everything under it from an in-process handler library
     /// (repeatable); see include/spidey_handler.h.
     #[arg(long, value_name = "/PREFIX=LIBRARY", value_parser = crate::content::handler::parse_flag)]
@@ -233,6 +195,14 @@ pub struct ServeArgs {
     /// The Cache-Control value for static files (e.g. 'max-age=3600').
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
+}
+
+/// An `--addr`: an IP address, or `localhost` for 127.0.0.1.
+fn listen_addr(s: &str) -> Result<IpAddr, String> {
+    if s.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    s.parse().map_err(|_| format!("'{s}' is not an IP address: give an IP address, e.g. 127.0.0.1 or ::1"))
 }
 
 /// A `--metrics` path: absolute, without query or fragment, as requests name it.

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod content;
 pub mod exchange;
+mod flags;
 pub mod lab;
 mod listen;
 pub mod log;

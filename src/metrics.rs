@@ -25,8 +25,6 @@
 //!
 //! Without [`init`] (tests, the fuzzing driver) the counters are this process's alone.
 
-use crate::content::{Body, Response};
-use spidey_http::{Method, Request, StatusCode};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -98,7 +96,9 @@ const _: () = assert!((Counter::ErrorWorkerStart as usize) < STRIDE);
 
 static STORE: OnceLock<&'static [AtomicU64]> = OnceLock::new();
 static MODE: OnceLock<&'static str> = OnceLock::new();
-static ENDPOINT: OnceLock<String> = OnceLock::new();
+/// The `--metrics` path as requests' paths are matched: decoded and normalised, relative
+/// to ROOT (`content::resolve::decode_path`).
+static ENDPOINT: OnceLock<Vec<u8>> = OnceLock::new();
 
 /// Maps the shared counters (before any fork) and records the mode's name and the
 /// `--metrics` path, if any.
@@ -107,7 +107,8 @@ pub(crate) fn init(mode: &'static str, endpoint: Option<String>) -> std::io::Res
     let _ = STORE.set(shared);
     let _ = MODE.set(mode);
     if let Some(path) = endpoint {
-        let _ = ENDPOINT.set(path);
+        let decoded = crate::content::resolve::decode_path(&path);
+        let _ = ENDPOINT.set(decoded.unwrap_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec()));
     }
     Ok(())
 }
@@ -196,24 +197,16 @@ pub(crate) fn bump_log_generation() {
     store()[CONTROL + Control::LogGeneration as usize].fetch_add(1, Relaxed);
 }
 
-/// The answer to a request for the `--metrics` path (any query), if this is one: the
-/// metrics for GET and HEAD, 405 otherwise. Asked before anything else looks at the path.
-pub(crate) fn endpoint(req: &Request<'_, '_>) -> Option<Response> {
-    let path = ENDPOINT.get()?;
-    if req.target.path != path.as_str() {
-        return None;
-    }
-    if !matches!(req.method, Method::Get | Method::Head) {
-        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The metrics take GET and HEAD only.");
-        r.fields.push(("Allow", "GET, HEAD".into()));
-        return Some(r);
-    }
-    let fields = vec![
-        ("Content-Type", "text/plain; version=0.0.4; charset=utf-8".to_string()),
-        ("Cache-Control", "no-store".to_string()),
-    ];
-    Some(Response::new(StatusCode::OK, fields, Body::Bytes(render().into_bytes())))
+/// Whether a request's path, decoded (`relative`, as `content::resolve::decode_path`
+/// makes it), is the `--metrics` path (never, without `--metrics`): `/%6detrics` names
+/// `/metrics` here as everywhere. Content answers it with [`render`]'s text, of type
+/// [`CONTENT_TYPE`].
+pub(crate) fn is_endpoint(relative: &[u8]) -> bool {
+    ENDPOINT.get().is_some_and(|path| path == relative)
 }
+
+/// The media type of [`render`]'s text.
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// All counters in Prometheus text exposition format 0.0.4.
 pub fn render() -> String {

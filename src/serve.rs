@@ -1,4 +1,8 @@
 //! `spidey serve`: check the configuration, bind, announce, run the chosen mode.
+//!
+//! Every check of the configuration (flags that do not apply, ROOT, headers, auth, TLS
+//! files, handlers) runs before anything binds, so a busy port never hides a mistake; a
+//! bind that fails is itself a configuration error naming the address.
 
 use crate::cli::ServeArgs;
 // Re-exported for `lab`, which names it here.
@@ -21,6 +25,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First, before anything opens a descriptor or starts a thread.
     let activated = crate::activation::take(!args.addr.is_empty() || args.port.is_some())?;
     args.mode.preflight()?;
+    crate::flags::check(&args)?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
@@ -29,18 +34,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         crate::log_sink::open(path)
             .map_err(|e| ConfigError(format!("cannot open the access log {}: {e}", path.display())))?;
     }
-    let mut listeners = match activated {
-        Some(listener) => vec![listener],
-        None => crate::listen::bind_all(&args.addr, args.port.unwrap_or(8080), args.backlog)?,
-    };
-    for listener in &mut listeners {
-        let addr = listener.addr;
-        listener
-            .tune(args.notsent_lowat)
-            .with_context(|| format!("cannot set the TCP options of the listener on {addr}"))?;
-    }
-    let port = listeners[0].addr.port();
-    let server = Arc::new(server(&args, port)?);
+    let mut server = server(&args)?;
     if matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork) {
         // fork(2) is sound only while single-threaded; a --handler library's initialisers
         // may have started threads. spidey_sys::fork checks again at every fork.
@@ -53,6 +47,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             Err(e) => return Err(ConfigError(format!("mode {} forks: {e}", args.mode.name())).into()),
         }
     }
+    let mut listeners = match activated {
+        Some(listener) => vec![listener],
+        None => crate::listen::bind_all(&args.addr, args.port.unwrap_or(8080), args.backlog)?,
+    };
+    for listener in &mut listeners {
+        let addr = listener.addr;
+        listener
+            .tune(args.notsent_lowat)
+            .with_context(|| format!("cannot set the TCP options of the listener on {addr}"))?;
+    }
+    // CGI's SERVER_PORT: known only now, with --port 0.
+    server.site.set_port(listeners[0].addr.port());
+    let server = Arc::new(server);
     let shutdown = Shutdown::install(args.grace)?;
     let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
     crate::signals::install(if forks { Watcher::ForkingMaster } else { Watcher::Thread })?;
@@ -79,9 +86,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     entry(ctx)
 }
 
-fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
+/// The server `args` describe, every part checked; CGI's port is set once bound.
+fn server(args: &ServeArgs) -> anyhow::Result<Server> {
     if args.max_conns == 0 {
         return Err(ConfigError("--max-conns must be at least 1".into()).into());
+    }
+    if args.max_conns > crate::modes::MAX_SLOTS {
+        return Err(ConfigError(format!("--max-conns must be at most {}", crate::modes::MAX_SLOTS)).into());
     }
     let limits = Limits {
         max_request_line: args.max_request_line,
@@ -91,15 +102,21 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
     if limits.max_head < limits.max_request_line {
         return Err(ConfigError("--max-head must be at least --max-request-line".into()).into());
     }
+    let defaults = CgiOptions::default();
+    let enabled = args.cgi || !args.cgi_interpreter.is_empty();
+    let max_cgi = args.max_cgi.map_or(DEFAULT_MAX_CGI, usize::from);
     let cgi = CgiOptions {
-        enabled: !args.no_cgi,
+        enabled,
         interpreters: args.cgi_interpreter.clone(),
-        timeout: args.cgi_timeout,
+        timeout: args.cgi_timeout.unwrap_or(defaults.timeout),
         max_body: args.max_body,
-        body_timeout: args.body_timeout,
-        body_min_rate: args.body_min_rate,
-        port,
-        slots: Some(CgiSlots::new(usize::from(args.max_cgi)).map_err(|e| ConfigError(e.to_string()))?),
+        body_timeout: args.body_timeout.unwrap_or(defaults.body_timeout),
+        body_min_rate: args.body_min_rate.unwrap_or(defaults.body_min_rate),
+        port: 0,
+        slots: match enabled {
+            true => Some(CgiSlots::new(max_cgi).map_err(|e| ConfigError(e.to_string()))?),
+            false => None,
+        },
     };
     let mut handlers = Vec::new();
     for (prefix, path) in &args.handler {
@@ -109,6 +126,7 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
     }
     let options = SiteOptions {
         show_hidden: args.show_hidden,
+        no_listing: args.no_listing,
         cgi,
         handlers,
         delay: args.delay,
@@ -134,6 +152,9 @@ fn server(args: &ServeArgs, port: u16) -> anyhow::Result<Server> {
         tls,
     })
 }
+
+/// `--max-cgi`'s default.
+const DEFAULT_MAX_CGI: usize = 64;
 
 /// The options of `--precompressed`, `--compress`, `--header`, `--cors`, `--basic-auth`
 /// and `--cache-control`, checked.

@@ -14,7 +14,7 @@
 //! `prefork` it also replaces the workers gracefully (see `modes/prefork.rs`). SIGUSR1
 //! writes the metrics ([`crate::metrics::render`]) to stderr, counted over all processes.
 
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags};
 use signal_hook::consts::{SIGHUP, SIGUSR1};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -71,7 +71,7 @@ fn watch(read: OwnedFd) {
     let mut sink = [0u8; 64];
     loop {
         let mut fds = [PollFd::new(&read, PollFlags::IN)];
-        if poll(&mut fds, None).is_ok() {
+        if crate::net::poll_until(&mut fds, None).is_ok() {
             while matches!(rustix::io::read(read.as_fd(), &mut sink), Ok(n) if n > 0) {}
             service();
         }

@@ -58,7 +58,7 @@ fn start_cgi(mode: &str, root: &Path, args: &[&str]) -> Spidey {
     command
         .arg("serve")
         .arg(root)
-        .args(["--port", "0", "--mode", mode, "--quiet", "--cgi-interpreter", ".php=/usr/bin/php-cgi"])
+        .args(["--port", "0", "--mode", mode, "--quiet", "--cgi", "--cgi-interpreter", ".php=/usr/bin/php-cgi"])
         .args(args)
         .env(MARKER_SECRET, "leaked");
     Spidey::spawn(command, mode)

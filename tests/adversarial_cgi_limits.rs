@@ -24,7 +24,7 @@ fn script(root: &Path, rel: &str, body: &str) {
 
 fn start(mode: &str, root: &Path, args: &[&str]) -> Spidey {
     let mut command = Command::new(env!("CARGO_BIN_EXE_spidey"));
-    command.arg("serve").arg(root).args(["--port", "0", "--mode", mode, "--quiet"]).args(args);
+    command.arg("serve").arg(root).args(["--port", "0", "--mode", mode, "--quiet", "--cgi"]).args(args);
     Spidey::spawn(command, mode)
 }
 
@@ -108,7 +108,7 @@ fn scripts_beyond_max_cgi_are_503(mode: &str) {
     let root = fx.root();
     script(&root, "cgi-bin/slow", "#!/bin/sh\nsleep 1.5\nprintf 'Content-Type: text/plain\\r\\n\\r\\nslow'\n");
     script(&root, "cgi-bin/fast", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nfast'\n");
-    let server = start(mode, &root, &["--max-cgi", "1", "--workers", "4"]);
+    let server = start(mode, &root, &[&["--max-cgi", "1"], &common::workers(mode, "4")[..]].concat());
     let (port, tls) = (server.port, server.tls);
     let first = std::thread::spawn(move || {
         let mut s = common::dial(port, tls);

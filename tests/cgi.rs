@@ -48,7 +48,7 @@ fn cgi_fixture() -> Fixture {
     fx
 }
 
-const PHP: &[&str] = &["--cgi-interpreter", ".php=/usr/bin/php-cgi", "--cgi-timeout", "2s"];
+const PHP: &[&str] = &["--cgi", "--cgi-interpreter", ".php=/usr/bin/php-cgi", "--cgi-timeout", "2s"];
 
 fn start(mode: &str, fx: &Fixture) -> Spidey {
     Spidey::start(mode, &fx.root(), PHP)
@@ -235,9 +235,25 @@ fn expect_100_continue(mode: &str) {
     assert_eq!((status_of(&head), body.as_slice()), (201, &b"abc"[..]));
 }
 
+/// An HTTP/1.0 client never gets `100 Continue` (RFC 9110 §10.1.1: a server MUST ignore
+/// `Expect: 100-continue` from one): the body it sends after a pause is answered directly.
+fn no_100_continue_for_http10(mode: &str) {
+    let fx = cgi_fixture();
+    let s = start(mode, &fx);
+    let mut c = s.connect();
+    c.write_all(b"POST /cgi-bin/echo.sh HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n").unwrap();
+    // Long enough for the server to have the head and start on the script's body.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    c.write_all(b"abc").unwrap();
+    let out = read_to_close(&mut c);
+    assert!(out.starts_with("HTTP/1.1 201"), "{out}");
+    assert!(!out.contains("100 Continue"), "{out}");
+    assert!(out.ends_with("abc"), "{out}");
+}
+
 fn body_over_max_body_is_413(mode: &str) {
     let fx = cgi_fixture();
-    let s = Spidey::start(mode, &fx.root(), &["--max-body", "10"]);
+    let s = Spidey::start(mode, &fx.root(), &["--cgi", "--max-body", "10"]);
     let cases: [&[u8]; 2] = [
         b"POST /cgi-bin/echo.sh HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n01234567890",
         b"POST /cgi-bin/echo.sh HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nb\r\n01234567890\r\n0\r\n\r\n",
@@ -260,7 +276,7 @@ fn http10_is_close_delimited(mode: &str) {
 
 fn timeout_kills_script_504(mode: &str) {
     let fx = cgi_fixture();
-    let s = Spidey::start(mode, &fx.root(), &["--cgi-timeout", "1s"]);
+    let s = Spidey::start(mode, &fx.root(), &["--cgi", "--cgi-timeout", "1s"]);
     let reply = s.get("/cgi-bin/slow.sh", &[]);
     assert_eq!(reply.status, 504);
     assert!(gone(&fx.root().join("slow.pid")), "the timed-out script (and its sleep) lingers");
@@ -279,16 +295,26 @@ fn disconnect_kills_script(mode: &str) {
     assert_eq!(s.get("/hello.txt", &[]).status, 200);
 }
 
-fn no_cgi_flag(mode: &str) {
+/// CGI is opt-in: without --cgi a script is a file like any other, its bytes served and
+/// never run (the regression: CGI ran by default, so serving a downloads folder ran
+/// whatever landed in it).
+fn scripts_are_files_without_the_cgi_flag(mode: &str) {
     let fx = cgi_fixture();
-    let s = Spidey::start(mode, &fx.root(), &["--no-cgi"]);
-    let cases =
-        [("/cgi-bin/env.sh", 403, ""), ("/tools/page.cgi", 403, ""), ("/cgi-bin/noexec.sh", 200, "echo secret")];
-    for (path, status, contains) in cases {
+    let s = Spidey::start(mode, &fx.root(), &[]);
+    // (path, a line of its source)
+    let cases = [
+        ("/cgi-bin/env.sh", "#!/bin/sh"),
+        ("/cgi-bin/forever.sh", "forever.pid"),
+        ("/tools/page.cgi", "cgi anywhere"),
+        ("/cgi-bin/noexec.sh", "echo secret"),
+        ("/php/info.php", "<?php"),
+    ];
+    for (path, source) in cases {
         let reply = s.get(path, &[]);
-        assert_eq!(reply.status, status, "{path}");
-        assert!(reply.text().contains(contains), "{path}");
+        assert_eq!(reply.status, 200, "{path}");
+        assert!(reply.text().contains(source), "{path} served as its source: {}", reply.text());
     }
+    assert!(!fx.root().join("forever.pid").exists(), "a script ran without --cgi");
 }
 
 fn no_zombies_after_many(mode: &str) {
@@ -312,10 +338,11 @@ for_each_mode!(
     only_std_fds_and_the_script,
     post_bodies_reach_stdin,
     expect_100_continue,
+    no_100_continue_for_http10,
     body_over_max_body_is_413,
     http10_is_close_delimited,
     timeout_kills_script_504,
     disconnect_kills_script,
-    no_cgi_flag,
+    scripts_are_files_without_the_cgi_flag,
     no_zombies_after_many,
 );

@@ -17,6 +17,7 @@ fn configuration_errors_exit_2_with_one_line() {
         (&["serve", "/no/such/dir", "--port", "0"], "cannot serve /no/such/dir"),
         (&["serve", &file, "--port", "0"], "cannot serve"),
         (&["serve", ".", "--port", "0", "--max-conns", "0"], "--max-conns"),
+        (&["serve", ".", "--port", "0", "--max-conns", "16777217"], "--max-conns must be at most 16777216"),
         (&["serve", ".", "--port", "0", "--max-head", "100"], "--max-head"),
     ];
     for (args, needle) in cases {
@@ -46,13 +47,116 @@ fn invalid_flag_values_exit_2() {
     }
 }
 
+/// A port in use is a mistake in the configuration: exit code 2, one line naming the address.
 #[test]
 fn port_in_use_names_the_address() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let (code, stderr) = run(&["serve", ".", "--port", &port]);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line, got {stderr:?}");
     assert!(stderr.contains(&format!("failed to bind 127.0.0.1:{port}")), "{stderr}");
+}
+
+/// Every other check runs before the bind: on a busy port, a mistake elsewhere is the one
+/// reported, not the port.
+#[test]
+fn a_busy_port_does_not_hide_a_configuration_mistake() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let missing = dir.path().join("missing.pem");
+    let missing = missing.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        // arguments after `serve ROOT --port BUSY` → what the one line says
+        (&["--tls-cert", missing, "--tls-key", missing], "--tls-cert"),
+        (&["--header", "no colon"], "no colon"),
+        (&["--basic-auth", "nohash"], "--basic-auth takes user:HASH"),
+        (&["--handler", "/app=/no/such/lib.so"], "handler /app"),
+        (&["--cors", ""], "cors"),
+        (&["--max-conns", "0"], "--max-conns"),
+        (&["--workers", "2", "--mode", "single"], "--workers"),
+    ];
+    for (args, needle) in cases {
+        let all = [&["serve", root, "--port", &port], *args].concat();
+        let (code, stderr) = run(&all);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line, got {stderr:?}");
+        assert!(!stderr.contains("failed to bind"), "{args:?}: the port hid the mistake: {stderr}");
+        assert!(stderr.to_lowercase().contains(&needle.to_lowercase()), "{args:?}: {stderr:?}");
+    }
+    let (code, stderr) = run(&["serve", "/no/such/dir", "--port", &port]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("cannot serve /no/such/dir"), "{stderr}");
+}
+
+/// Flags that the chosen mode (or the other flags) make meaningless are refused with one
+/// line and exit code 2, never silently ignored.
+#[test]
+fn flags_that_do_not_apply_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        // arguments after `serve ROOT --port 0` → what the one line says
+        (&["--mode", "single", "--workers", "2"], "--workers does not apply to mode single"),
+        (&["--mode", "fork", "--workers", "2"], "--workers does not apply to mode fork"),
+        (&["--mode", "thread", "--workers", "2"], "--workers does not apply to mode thread"),
+        (&["--mode", "event", "--workers", "2-4"], "not a range 2-4"),
+        (&["--mode", "uring", "--workers", "1-2"], "not a range 1-2"),
+        (&["--mode", "hybrid", "--workers", "2-8"], "not a range 2-8"),
+        (&["--mode", "event", "--pool-threads", "4"], "--pool-threads applies to mode hybrid only"),
+        (&["--mode", "pool", "--pool-threads", "4"], "--pool-threads applies to mode hybrid only"),
+        (&["--max-cgi", "4"], "--max-cgi applies to CGI scripts, which run only with --cgi"),
+        (&["--cgi-timeout", "5s"], "--cgi-timeout applies to CGI scripts"),
+        (&["--body-timeout", "5s"], "--body-timeout applies to CGI scripts"),
+        (&["--body-min-rate", "100"], "--body-min-rate applies to CGI scripts"),
+    ];
+    for (args, needle) in cases {
+        let all = [&["serve", root, "--port", "0"], *args].concat();
+        let (code, stderr) = run(&all);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line, got {stderr:?}");
+        assert!(stderr.contains(needle), "{args:?}: wanted {needle:?} in {stderr:?}");
+    }
+}
+
+/// The same flags where they apply start a server (the refusals above are not blanket ones).
+#[test]
+fn flags_that_apply_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let cases: &[&[&str]] = &[
+        &["--mode", "pool", "--workers", "1-2"],
+        &["--mode", "prefork", "--workers", "1-2"],
+        &["--mode", "event", "--workers", "2"],
+        &["--mode", "hybrid", "--workers", "1", "--pool-threads", "2"],
+        &["--cgi", "--max-cgi", "4", "--cgi-timeout", "5s", "--body-timeout", "5s", "--body-min-rate", "100"],
+        &["--cgi-interpreter", ".py=/usr/bin/python3", "--max-cgi", "4"],
+        &["--addr", "localhost"],
+    ];
+    for args in cases {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .args([&["serve", root, "--port", "0", "--quiet"], *args].concat())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+        let _ = server.kill();
+        let out = server.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(line.starts_with("spidey listening on http://127.0.0.1:"), "{args:?}: {line:?} {stderr}");
+    }
+}
+
+/// `--addr` takes an IP address or `localhost`; any other name says what to give.
+#[test]
+fn addr_takes_an_ip_address_or_localhost() {
+    let (code, stderr) = run(&["serve", ".", "--port", "0", "--addr", "example.com"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("give an IP address, e.g. 127.0.0.1"), "{stderr}");
 }
 
 #[test]
@@ -69,7 +173,7 @@ fn second_server_on_the_same_port_is_refused() {
     let (code, stderr) = run(&["serve", ".", "--port", &port]);
     let _ = first.kill();
     let _ = first.wait();
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("failed to bind"), "{stderr}");
 }
 

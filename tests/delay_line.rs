@@ -208,7 +208,74 @@ fn the_lab_runs_across_a_delay_line_and_the_round_trip_shows_in_its_latency() {
         assert!(min_us >= 1800, "fastest request {min_us} us across a 2 ms line");
     }
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
-    assert!(report.contains("TUN delay line: round trip 2ms asked"), "report names the network");
+    assert!(report.contains("every sweep across the delay line at 2ms"), "report names the network: {report}");
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&list.stdout).contains("spl"), "the lab removed its namespaces");
+}
+
+/// Two sweeps, one across the line at its own round trip and one at 3 ms: the lab sets the
+/// line per sweep (`rtt` in the experiment file), with no `--rtt` flag.
+const SWEEPS: &str = r#"
+id = "902-sweeps"
+title = "A round trip per sweep"
+seed = "none"
+question = "Does each sweep run across its own round trip?"
+workloads = [{ name = "1 KB", kind = "file", size = "1KB" }]
+
+[[sweeps]]
+name = "near"
+title = "The line's own round trip"
+rtt = "0ms"
+servers = [{ label = "event", mode = "event" }]
+workloads = ["1 KB"]
+clients = [{ c = 1, n = 50, keepalive = false }]
+table.dims = ["server"]
+table.columns = [{ header = "Requests/s", metric = "rps" }]
+
+[[sweeps]]
+name = "far"
+title = "Three milliseconds"
+rtt = "3ms"
+servers = [{ label = "event", mode = "event" }]
+workloads = ["1 KB"]
+clients = [{ c = 1, n = 50, keepalive = false }]
+table.dims = ["server"]
+table.columns = [{ header = "Requests/s", metric = "rps" }]
+"#;
+
+#[test]
+fn each_sweep_runs_across_the_round_trip_its_experiment_file_names() {
+    let test = "each_sweep_runs_across_the_round_trip_its_experiment_file_names";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join("902-sweeps.toml"), SWEEPS).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = Command::new(SPIDEY)
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "902", "--quick", "--keep-disturbed", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "spidey lab: {}", String::from_utf8_lossy(&out.stderr));
+    let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
+    let mut fastest = std::collections::BTreeMap::<String, u64>::new();
+    for l in journal.lines() {
+        let record: serde_json::Value = serde_json::from_str(l).unwrap();
+        let raw = &record["raw"];
+        assert!(raw["urls"].to_string().contains(SERVER_IP), "loaded across the line: {journal}");
+        let min_us = raw["latency"]["min_us"].as_u64().expect("latency.min_us");
+        let sweep = record["sweep"].as_str().unwrap().to_string();
+        let e = fastest.entry(sweep).or_insert(u64::MAX);
+        *e = (*e).min(min_us);
+    }
+    // A new connection per request: at least two round trips a request across 3 ms; at the
+    // line's own round trip (about 0.1 ms), a request takes well under one of those.
+    assert!(fastest["far"] >= 5400, "fastest request across 3 ms: {} us", fastest["far"]);
+    assert!(fastest["near"] < 3000, "fastest request at the line's own round trip: {} us", fastest["near"]);
 }

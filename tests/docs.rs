@@ -272,3 +272,30 @@ fn bare_references_are_found() {
         assert_eq!(bare_references(prose), expected, "{prose}");
     }
 }
+
+/// Every `<!-- explain:begin RESULTS EXPERIMENT -->` block in docs/lab.md is what `spidey
+/// lab --verdicts RESULTS EXPERIMENT` prints for that committed run (its first heading
+/// line aside): verdicts in the docs are generated, never typed.
+#[test]
+fn the_explanation_blocks_are_generated_from_their_runs() {
+    let lab = std::fs::read_to_string(root().join("docs/lab.md")).unwrap();
+    let mut found = 0;
+    for (at, _) in lab.match_indices("<!-- explain:begin ") {
+        let head_end = at + lab[at..].find("-->").expect("a closed marker");
+        let args: Vec<&str> = lab[at + "<!-- explain:begin ".len()..head_end].split_whitespace().collect();
+        let end = head_end + lab[head_end..].find("<!-- explain:end -->").expect("an end marker");
+        let block = lab[head_end + 3..end].trim();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .current_dir(root())
+            .args(["lab", "--verdicts", args[0]])
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "spidey lab --verdicts: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let body = text.split_once('\n').map_or("", |(_, rest)| rest).trim();
+        assert_eq!(block, body, "docs/lab.md's block for {args:?} differs from its generated table");
+        found += 1;
+    }
+    assert!(found >= 1, "docs/lab.md has no explanation block");
+}

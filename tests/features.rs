@@ -401,7 +401,7 @@ fn a_head_never_encodes_and_a_version_is_encoded_once(mode: &str) {
         .take((1 << 20) - 10)
         .collect();
     std::fs::write(fx.root().join("z/large.txt"), &large).unwrap();
-    let s = start(mode, &fx, &["--compress", "--workers", "2"]);
+    let s = start(mode, &fx, &[&["--compress"], &common::workers(mode, "2")[..]].concat());
     let pid = s.child.id();
     let path = "/z/large.txt";
     let mut keep = s.connect();

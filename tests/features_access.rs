@@ -16,11 +16,13 @@ for_each_mode!(
     cors_echoes_listed_origins_and_answers_preflight,
     cors_any_origin,
     basic_auth_guards_files_listings_scripts_and_handlers,
+    long_password_costs_no_more_than_a_short_one,
+    failed_guesses_are_limited_per_address,
     listing_json_by_accept_in_nginx_schema,
 );
 
 fn start(mode: &str, fx: &Fixture, args: &[&str]) -> Spidey {
-    Spidey::start(mode, &fx.root(), &[&["--quiet"], args].concat())
+    Spidey::start(mode, &fx.root(), &[&["--quiet", "--cgi"], args].concat())
 }
 
 /// One raw request on its own connection: the head and the body.
@@ -179,6 +181,60 @@ fn basic_auth_guards_files_listings_scripts_and_handlers(mode: &str) {
     // A CORS preflight carries no credentials and is answered all the same.
     let preflight = "OPTIONS /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\nOrigin: https://x.example\r\nAccess-Control-Request-Method: GET\r\n\r\n";
     assert_eq!(status_of(&fetch(&s, preflight).0), 204);
+}
+
+/// A server with one user, `ann`, whose password is `password` (1000 rounds: a debug build
+/// checks it quickly).
+fn start_with_user(mode: &str, fx: &Fixture, password: &str) -> Spidey {
+    let hash = sha_crypt::sha512_simple(password, &sha_crypt::Sha512Params::new(1000).unwrap()).unwrap();
+    start(mode, fx, &["--basic-auth", &format!("ann:{hash}")])
+}
+
+/// SHA-crypt's cost grows with the password's length: a 12 KB password, beyond the bound
+/// on credentials, is refused without hashing, so it costs no more than a 12-byte one
+/// (medians of five wrong guesses each, on fresh connections; under the failed-guess
+/// limit). Unbounded, one such guess took 0.55 s in a release build.
+fn long_password_costs_no_more_than_a_short_one(mode: &str) {
+    let fx = Fixture::new();
+    let s = start_with_user(mode, &fx, "right");
+    let guesses = [("short", "x".repeat(12)), ("long", "x".repeat(12_000))];
+    let mut took: [Vec<std::time::Duration>; 2] = Default::default();
+    for _ in 0..5 {
+        for (i, (what, password)) in guesses.iter().enumerate() {
+            let request = get("/hello.txt", &basic(&format!("ann:{password}")));
+            let start = std::time::Instant::now();
+            let (head, _) = fetch(&s, &request);
+            took[i].push(start.elapsed());
+            assert_eq!(status_of(&head), 401, "{what}: {head}");
+        }
+    }
+    let [short, long] = took.map(|mut t| {
+        t.sort();
+        t[t.len() / 2]
+    });
+    let bound = short * 3 + std::time::Duration::from_millis(5);
+    assert!(long <= bound, "a 12 KB password took {long:?} (median), a 12-byte one {short:?}");
+}
+
+/// After 20 wrong passwords from one address within a minute, that address gets 429 with
+/// `Retry-After` and nothing is checked, the right password included; a request without
+/// credentials still gets the challenge. Counted across `fork`'s and `prefork`'s processes.
+fn failed_guesses_are_limited_per_address(mode: &str) {
+    let fx = Fixture::new();
+    let s = start_with_user(mode, &fx, "right");
+    for i in 0..20 {
+        let (head, _) = fetch(&s, &get("/hello.txt", &basic(&format!("ann:wrong{i}"))));
+        assert_eq!(status_of(&head), 401, "guess {i}: {head}");
+    }
+    for extra in [basic("ann:wrong"), basic("ann:right")] {
+        let (head, body) = fetch(&s, &get("/hello.txt", &extra));
+        assert_eq!(status_of(&head), 429, "{extra:?}: {head}");
+        let wait: u64 = head_field(&head, "retry-after").expect("Retry-After").parse().unwrap();
+        assert!((1..=60).contains(&wait), "{head}");
+        assert!(!body.starts_with(HELLO.as_bytes()));
+    }
+    let (head, _) = fetch(&s, &get("/hello.txt", ""));
+    assert_eq!(status_of(&head), 401, "{head}");
 }
 
 fn listing_json_by_accept_in_nginx_schema(mode: &str) {

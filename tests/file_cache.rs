@@ -49,7 +49,7 @@ fn rewrite(root: &Path, name: &str, body: &[u8]) {
 fn a_rewritten_small_file_is_served_new_at_once(mode: &str) {
     let f = Fixture::new();
     rewrite(&f.root(), "note.txt", b"first version\n");
-    let s = Spidey::start(mode, &f.root(), &["--workers", "1"]);
+    let s = Spidey::start(mode, &f.root(), &common::workers(mode, "1"));
     let old = fetch_twice(&s, "note.txt", b"first version\n");
     rewrite(&f.root(), "note.txt", b"the second, longer version\n");
     let new = fetch_twice(&s, "note.txt", b"the second, longer version\n");
@@ -59,7 +59,7 @@ fn a_rewritten_small_file_is_served_new_at_once(mode: &str) {
 fn a_same_length_rewrite_is_served_new(mode: &str) {
     let f = Fixture::new();
     rewrite(&f.root(), "same.txt", b"AAAA");
-    let s = Spidey::start(mode, &f.root(), &["--workers", "1"]);
+    let s = Spidey::start(mode, &f.root(), &common::workers(mode, "1"));
     fetch_twice(&s, "same.txt", b"AAAA");
     // A new mtime/ctime even within one clock tick: statx on the cached descriptor
     // asks for fine-grained timestamps (Linux 6.13 multigrain), as does this wait.
@@ -73,7 +73,7 @@ fn small_and_large_files_answer_whole_and_ranged_alike(mode: &str) {
     for (i, (name, len)) in SIZES.iter().enumerate() {
         rewrite(&f.root(), name, &bytes_of(*len, i as u8));
     }
-    let s = Spidey::start(mode, &f.root(), &["--workers", "1"]);
+    let s = Spidey::start(mode, &f.root(), &common::workers(mode, "1"));
     for (i, (name, len)) in SIZES.iter().enumerate() {
         let want = bytes_of(*len, i as u8);
         fetch_twice(&s, name, &want);

@@ -217,7 +217,7 @@ fn exchange(server: &Spidey, request: &[u8]) -> Result<Vec<u8>, String> {
 
 fn http_strict_cases_answer_as_the_table_says(mode: &str) {
     let fx = fixture();
-    let server = Spidey::start(mode, &fx.root(), &[]);
+    let server = Spidey::start(mode, &fx.root(), &["--cgi"]);
     let rows = rows();
     let mut failures = Vec::new();
     for row in &rows {
@@ -246,7 +246,7 @@ fn http_strict_cases_answer_as_the_table_says(mode: &str) {
 /// or not.
 fn http_strict_folded_response_field_is_never_passed_on(mode: &str) {
     let fx = fixture();
-    let server = Spidey::start(mode, &fx.root(), &[]);
+    let server = Spidey::start(mode, &fx.root(), &["--cgi"]);
     let out = exchange(&server, b"GET /cgi-bin/fold.sh HTTP/1.0\r\n\r\n").unwrap();
     let text = String::from_utf8_lossy(&out);
     assert_eq!(status_of(&text), 502, "{text:?}");

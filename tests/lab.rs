@@ -11,11 +11,13 @@ const EXPERIMENTS: [&str; 2] = ["000", "001"];
 
 /// Runs the lab with `tmp` as its temporary directory (where its scratch directory goes),
 /// from `tmp` as its current directory too: the experiments are built into the binary.
+/// With --keep-disturbed: this test checks the report's shape, which a busy test machine
+/// (every point disturbed, excluded after three tries) would empty of intervals.
 fn lab(out: &Path, tmp: &Path, extra: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey"))
         .current_dir(tmp)
         .env("TMPDIR", tmp)
-        .args(["lab", "--quick", "--out"])
+        .args(["lab", "--quick", "--keep-disturbed", "--out"])
         .arg(out)
         .args(EXPERIMENTS)
         .args(extra)
@@ -60,26 +62,31 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     }
     // A measured row: the single server's static file at one connection has a number here
     // and the seed's 0.006 beside it.
-    let row = md.lines().find(|l| l.starts_with("| static | single | 1 |")).expect("static/single/1 row");
-    // The median and its interval from three repeats: `0.0061 [0.0059–0.0064]`.
+    // Tables wider than a laptop screen are split, each part repeating the point's columns:
+    // the point's row is its lines in every part, joined.
+    let joined = |prefix: &str| md.lines().filter(|l| l.starts_with(prefix)).collect::<Vec<_>>().join("");
+    let row = joined("| static | single | 1 |");
+    assert!(!row.is_empty(), "static/single/1 row");
+    // The median and its interval from three repeats, [min, max], with its real coverage:
+    // `0.0061 [0.0059–0.0064, 75%]`.
     let cell = row.split('|').nth(4).unwrap().trim();
     let here: f64 = cell.split(' ').next().unwrap().parse().expect("a measured number");
-    assert!(cell.contains(" [") && cell.ends_with(']'), "an interval: {row}");
+    assert!(cell.contains(" [") && cell.ends_with(", 75%]"), "an interval labelled 75%: {row}");
     assert!(here > 0.0, "{row}");
     assert!(row.contains("| 0.006000 |"), "{row}");
     // Shapes: each row divided by its baseline (single at one client), ours and the seed's.
     assert!(md.contains("| Time (s) ÷ baseline (here) | Time (s) ÷ baseline (seed) |"), "normalised columns");
     assert!(row.contains("| 1.00× | 1.00× |"), "the baseline row is 1 for both: {row}");
-    let cgi4 = md.lines().find(|l| l.starts_with("| cgi | fork | 4 |")).expect("cgi/fork/4 row");
+    let cgi4 = joined("| cgi | fork | 4 |");
     assert!(cgi4.contains("| 2.37× |"), "the seed's 0.0344 / 0.0145: {cgi4}");
     // The verdict table: a verdict for every claim of the two experiments.
     assert!(md.contains("## Verdicts on the seeds' claims"), "verdict table");
     let verdicts = md.lines().filter(|l| l.starts_with("| 000 |") || l.starts_with("| 001 |")).count();
     assert_eq!(verdicts, 11, "one row per claim");
     let svg = std::fs::read_to_string(dir.path().join("plots/001-delay-pool-1.svg")).unwrap();
-    assert!(svg.contains("stroke-dasharray") || svg.contains("(seed)"), "the seed's series drawn dashed");
+    assert!(svg.contains("the seed"), "the seed's series named in the legend");
     assert!(md.contains("| Pinning |"), "the machine table records the pinning");
-    assert!(md.contains("## Machine") && md.contains("| Cores |"), "machine section");
+    assert!(md.contains("## Appendix: machine") && md.contains("| Cores |"), "machine section");
     assert!(md.contains("- Finding: "), "findings");
 
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
@@ -100,9 +107,21 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
         .sum();
     assert!(cgi_fork_cpu > 0.0, "fork's CGI children's CPU time is counted");
     for v in first.iter().filter(|v| v["outcome"] == "measured") {
-        let cpu = &v["measurement"]["cpu"];
+        let (m, cpu) = (&v["measurement"], &v["measurement"]["cpu"]);
         assert!(cpu["load1"].is_f64() && cpu["steal_pct"].is_f64() && cpu["disturbed"].is_boolean(), "{cpu}");
+        // Nanosecond clocks, the load generator's own CPU, and the quick run's minimum
+        // duration of 0.1 s reached by repeating the batch.
+        assert_eq!(cpu["fine_clock"], true, "{cpu}");
+        assert!(cpu["client_cpu_us"].as_f64().unwrap() > 0.0, "the load generator's CPU: {cpu}");
+        let batches = m["batches"].as_u64().unwrap();
+        assert!(m["duration_s"].as_f64().unwrap() >= 0.1 && batches >= 1, "{}: {m}", id(v));
+        assert_eq!(m["responses"].as_u64().unwrap() % batches, 0, "whole batches: {}", id(v));
+        assert_eq!((m["tries"].as_u64(), &m["excluded"]), (Some(1), &false.into()), "--keep-disturbed: one try");
+        assert!(v["position"].is_u64() && v["order_seed"].is_u64(), "the point's place in its run: {v}");
     }
+    let short = first.iter().filter(|v| v["measurement"]["batches"].as_u64().is_some_and(|b| b > 1)).count();
+    assert!(short > 0, "some quick point's batch is shorter than 0.1 s and was repeated");
+    assert!(md.contains("| Load generator busy (% of a CPU, here) |"), "the load generator's CPU in the tables");
     let ids: BTreeSet<String> = first.iter().map(id).collect();
     assert_eq!(ids.len(), first.len(), "one line per point");
 
@@ -235,6 +254,13 @@ fn points_carry_the_servers_own_count_beside_the_clients() {
     let mut checked = 0;
     for point in lines(&out.join("results.jsonl")) {
         let (m, raw) = (&point["measurement"], &point["raw"]);
+        // Without --keep-disturbed: a point is kept at its first undisturbed try, or at its
+        // third, excluded if that one is disturbed too (whichever this machine's load makes).
+        if !m.is_null() {
+            let (tries, disturbed) = (m["tries"].as_u64().unwrap(), m["cpu"]["disturbed"] == true);
+            assert!((1..=3).contains(&tries) && (!disturbed || tries == 3), "{}: {m}", id(&point));
+            assert_eq!(m["excluded"] == true, disturbed, "{}: {m}", id(&point));
+        }
         if m.is_null() || m["errors"] != 0 {
             continue;
         }
@@ -268,7 +294,7 @@ fn tls_experiment_reports_tls_against_plain_per_mode() {
     let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
         .current_dir(dir.path())
         .env("TMPDIR", dir.path())
-        .args(["lab", "--quick", "--experiments-dir"])
+        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
         .arg(&exps)
         .arg("--out")
         .arg(&out)
@@ -278,18 +304,30 @@ fn tls_experiment_reports_tls_against_plain_per_mode() {
 
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## 007-tls: The cost of TLS per architecture"), "{md}");
-    let header = "| Server | Workload | Connection | req/s (plain) | req/s (tls) | req/s: TLS ÷ plain | server CPU per request (µs) (plain) | server CPU per request (µs) (tls) | server CPU per request (µs): TLS ÷ plain | Disturbed repeats (both) |";
-    assert!(md.contains(header), "the TLS ÷ plain table:\n{md}");
+    // The versus table, split to fit a laptop screen: req/s in one part, the server's CPU
+    // in the next, each repeating the point's columns.
+    let part = |header: &str| -> Vec<&str> {
+        let at = md.find(header).unwrap_or_else(|| panic!("no table {header}:\n{md}"));
+        md[at..].lines().take_while(|l| l.starts_with('|')).collect()
+    };
+    let rate = part("| Server | Workload | Connection | req/s (plain) | req/s (tls) | req/s: TLS ÷ plain |\n");
+    let cpu = part("| Server | Workload | Connection | server CPU per request (µs) (plain) | server CPU per request (µs) (tls) | server CPU per request (µs): TLS ÷ plain | Disturbed repeats (both) |\n");
     let uses = ["keep-alive", "new per request (TLS: resumed)", "new per request (TLS: full handshake)"];
     for mode in ["fork", "event"] {
         for used in uses {
             let start = format!("| {mode} | 1 KB | {used} |");
-            let row = md.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("no row {start}:\n{md}"));
-            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-            // req/s: TLS ÷ plain, then CPU's: `0.62× [0.55–0.70]`, a measured ratio with its interval.
-            for ratio in [cells[6], cells[9]] {
+            for table in [&rate, &cpu] {
+                let row =
+                    table.iter().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("no row {start}:\n{md}"));
+                let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+                // The TLS ÷ plain ratio: `0.62× [0.55–0.70, 75%]`, a measured per-round
+                // ratio with its interval and that interval's coverage (three repeats: 75%).
+                let ratio = cells[6];
                 let x: f64 = ratio.split('×').next().unwrap().parse().unwrap_or_else(|_| panic!("{row}"));
-                assert!(x > 0.0 && ratio.contains(" [") && ratio.ends_with(']'), "a ratio with its interval: {row}");
+                assert!(
+                    x > 0.0 && ratio.contains(" [") && ratio.ends_with(", 75%]"),
+                    "a ratio with its interval: {row}"
+                );
             }
         }
     }

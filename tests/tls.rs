@@ -29,7 +29,7 @@ fn start(mode: &str, args: &[&str]) -> (Fixture, Spidey) {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let pki = pki();
     let (cert, key) = (pki.cert.to_str().unwrap(), pki.key.to_str().unwrap());
-    let all = [&["--quiet", "--tls-cert", cert, "--tls-key", key], args].concat();
+    let all = [&["--quiet", "--cgi", "--tls-cert", cert, "--tls-key", key], args].concat();
     let s = Spidey::start(mode, &root, &all);
     assert!(s.tls, "the startup line did not say https");
     (fx, s)
@@ -156,11 +156,73 @@ fn half_a_client_hello_is_cut_at_the_head_timeout(mode: &str) {
     assert_eq!(s.get("/hello.txt", &[]).status, 200, "the server stopped serving HTTPS");
 }
 
+/// A connection whose TLS handshake a rustls client has finished; the raw TCP stream, so
+/// the test writes whatever bytes it likes underneath TLS.
+fn handshaken(port: u16) -> (TcpStream, rustls::ClientConnection) {
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut conn = rustls::ClientConnection::new(pki().client.clone(), name).unwrap();
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while conn.is_handshaking() {
+        conn.complete_io(&mut c).expect("handshake");
+    }
+    (c, conn)
+}
+
+/// After the handshake, ciphertext that never yields plaintext, a little every 300 ms:
+/// the header of a 16 KiB record and then its bytes one at a time, or a KeyUpdate each
+/// time. Each must be closed within the head timeout (event loops: the idle one, both
+/// 1 s here) of its first byte, however long the client keeps trickling.
+fn trickled_ciphertext_is_closed_within_the_head_timeout(mode: &str) {
+    let (_fx, s) = start(mode, &["--head-timeout", "1s", "--idle-timeout", "1s"]);
+    type Drip = fn(&mut rustls::ClientConnection, usize) -> Vec<u8>;
+    let cases: &[(&str, Drip)] = &[
+        ("a 16 KiB record a byte at a time", |_, i| if i == 0 { vec![23, 3, 3, 0x40, 0] } else { vec![b'x'] }),
+        ("a KeyUpdate each time", |conn, _| {
+            conn.refresh_traffic_keys().expect("KeyUpdate");
+            let mut out = Vec::new();
+            while conn.wants_write() {
+                conn.write_tls(&mut out).unwrap();
+            }
+            out
+        }),
+    ];
+    for (what, drip) in cases {
+        let (mut c, mut conn) = handshaken(s.port);
+        let start = Instant::now();
+        let mut closed = false;
+        for i in 0..30 {
+            if c.write_all(&drip(&mut conn, i)).is_err() {
+                closed = true;
+                break;
+            }
+            // The pause between drips: a read of whatever the server sends (tickets, its
+            // own KeyUpdate), or the end.
+            c.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            let mut buf = [0u8; 4096];
+            match c.read(&mut buf) {
+                Ok(0) => closed = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => closed = true,
+                Err(_) => {}
+            }
+            if closed {
+                break;
+            }
+        }
+        let took = start.elapsed();
+        assert!(closed, "{what}: still open after {took:?} (head and idle timeouts 1 s)");
+        assert!(took < Duration::from_secs(3), "{what}: closed only after {took:?}");
+    }
+    assert_eq!(s.get("/hello.txt", &[]).status, 200, "the server stopped serving HTTPS");
+}
+
 for_each_mode!(
     curl_fetches_files_listings_and_cgi_over_tls_1_2_and_1_3,
     python_ssl_negotiates_alpn_and_resumes,
     plain_http_to_the_tls_port_is_closed_at_once,
     half_a_client_hello_is_cut_at_the_head_timeout,
+    trickled_ciphertext_is_closed_within_the_head_timeout,
 );
 
 /// Every TLS configuration mistake: exit code 2 and one line on stderr naming it. The
@@ -176,6 +238,19 @@ fn tls_configuration_mistakes_exit_2_with_one_line() {
     let missing = dir.path().join("missing.pem");
     let missing = missing.to_str().unwrap();
     let other_key = other_key.to_str().unwrap();
+    // The same key under a password: PKCS#8 (ENCRYPTED PRIVATE KEY) and OpenSSL's legacy
+    // form (Proc-Type: 4,ENCRYPTED).
+    let pkcs8 = dir.path().join("pkcs8-encrypted.pem");
+    let legacy = dir.path().join("legacy-encrypted.pem");
+    let encrypt = |args: &[&str], out: &std::path::Path| {
+        let ok = Command::new("openssl").args(args).arg("-in").arg(&pki.key).arg("-out").arg(out).status().unwrap();
+        assert!(ok.success(), "openssl {args:?}");
+    };
+    encrypt(&["pkey", "-aes256", "-passout", "pass:secret"], &pkcs8);
+    encrypt(&["ec", "-aes256", "-passout", "pass:secret"], &legacy);
+    assert!(std::fs::read_to_string(&legacy).unwrap().contains("Proc-Type: 4,ENCRYPTED"));
+    let (pkcs8, legacy) = (pkcs8.to_str().unwrap(), legacy.to_str().unwrap());
+    let encrypted = "encrypted private keys are not supported; decrypt it with openssl pkey";
     let cases: &[(&[&str], &str)] = &[
         (&["--tls-cert", cert], "--tls-cert needs --tls-key"),
         (&["--tls-key", key], "--tls-key needs --tls-cert"),
@@ -184,6 +259,8 @@ fn tls_configuration_mistakes_exit_2_with_one_line() {
         (&["--tls-cert", key, "--tls-key", key], "no certificate"),
         (&["--tls-cert", cert, "--tls-key", cert], "no private key"),
         (&["--tls-cert", cert, "--tls-key", other_key], "does not match the certificate"),
+        (&["--tls-cert", cert, "--tls-key", pkcs8], encrypted),
+        (&["--tls-cert", cert, "--tls-key", legacy], encrypted),
     ];
     for (args, want) in cases {
         let out = Command::new(env!("CARGO_BIN_EXE_spidey"))

@@ -16,6 +16,7 @@
 
 mod args;
 mod client;
+mod command;
 mod conn;
 mod errors;
 mod histo_codec;
@@ -30,10 +31,11 @@ mod tls;
 mod tls_verify;
 
 pub use args::BenchArgs;
+pub use command::run;
 pub use errors::ErrorCounts;
 pub use histo_codec::{decode as decode_histogram, encode as encode_histogram, CodecError, Histograms};
 pub use merge::{merge, MergeError};
-pub use report::{human_report, run};
+pub use report::human_report;
 pub use result::BenchResult;
 pub use stats::{HandshakeCounts, LatencySummary, SecondStats};
 pub use threshold::Threshold;

@@ -1,74 +1,16 @@
-//! The CLI front end: flags → [`run_bench_with_progress`], a progress bar on stderr when it
-//! is a terminal, the human report on stdout, the JSON file on request.
+//! The human report of a run (or of merged runs): what a wrk or ab user reads at a glance.
 
-use super::args::BenchAction;
-use super::threshold::Check;
-use super::{run_bench_with, BenchArgs, BenchResult, LatencySummary, Progress, Stop};
-use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
+use super::{BenchResult, LatencySummary};
 use std::fmt::Write as _;
-use std::io::IsTerminal;
-use std::time::Duration;
-
-/// `spidey bench`.
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    if let Some(BenchAction::Merge { files, json }) = &args.action {
-        return super::merge::run(files, json.as_ref());
-    }
-    let cfg = args.config()?;
-    if let Some(ms) = args.start_at {
-        wait_until(ms);
-    }
-    let bar = std::io::stderr().is_terminal().then(|| progress_bar(cfg.stop, cfg.warmup));
-    let result = run_bench_with(&cfg, &args.tls_options(), &mut |p| {
-        if let Some(bar) = &bar {
-            update(bar, cfg.stop, cfg.warmup, p);
-        }
-    })?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    match &args.json {
-        // `--json -`: the JSON on stdout (for a lab collecting it through ssh), the report on stderr.
-        Some(path) if path.as_os_str() == "-" => {
-            eprint!("{}", human_report(&result));
-            println!("{}", serde_json::to_string(&result)?);
-        }
-        Some(path) => {
-            print!("{}", human_report(&result));
-            let json = serde_json::to_string_pretty(&result)?;
-            std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
-        }
-        None => print!("{}", human_report(&result)),
-    }
-    let checks: Vec<Check> = args.fail_on.iter().map(|t| t.check(&result)).collect();
-    let lines: String = checks.iter().map(|c| format!("  Fail-on:      {c}\n")).collect();
-    match &args.json {
-        Some(path) if path.as_os_str() == "-" => eprint!("{lines}"),
-        _ => print!("{lines}"),
-    }
-    verdict(&result, &checks)
-}
-
-/// Whether the run passed: some request was answered and no `--fail-on` threshold was
-/// crossed; otherwise an error (exit status 1) saying why.
-fn verdict(r: &BenchResult, checks: &[Check]) -> anyhow::Result<()> {
-    if answered(r) == 0 {
-        anyhow::bail!("no request was answered: {}", headline(r).unwrap_or_else(|| "none was sent".into()));
-    }
-    let crossed: Vec<String> = checks.iter().filter(|c| c.crossed).map(|c| c.to_string()).collect();
-    anyhow::ensure!(crossed.is_empty(), "--fail-on {}", crossed.join("; "));
-    Ok(())
-}
 
 /// Requests that got a response, late ones included.
-fn answered(r: &BenchResult) -> u64 {
+pub(super) fn answered(r: &BenchResult) -> u64 {
     r.responses + r.errors.late
 }
 
 /// The most common failure and its count, `connection refused (10 of 10)`; None when
 /// every request was answered.
-fn headline(r: &BenchResult) -> Option<String> {
+pub(super) fn headline(r: &BenchResult) -> Option<String> {
     let (class, n) = r.errors.most_common()?;
     let what = match class {
         "connect" => r.connect_error.clone().unwrap_or_else(|| "connect failed".into()),
@@ -84,34 +26,6 @@ fn headline(r: &BenchResult) -> Option<String> {
         other => other.into(),
     };
     Some(format!("{what} ({n} of {})", r.requests))
-}
-
-/// Sleeps until `unix_ms` on the wall clock; a time already past returns at once, with a
-/// note on stderr saying how late this run starts.
-fn wait_until(unix_ms: u64) {
-    let at = std::time::UNIX_EPOCH + Duration::from_millis(unix_ms);
-    match at.duration_since(std::time::SystemTime::now()) {
-        Ok(wait) => std::thread::sleep(wait),
-        Err(past) => eprintln!("spidey bench: --start-at was {:?} ago; starting now", past.duration()),
-    }
-}
-
-fn progress_bar(stop: Stop, warmup: Duration) -> ProgressBar {
-    let (len, template) = match stop {
-        Stop::Requests(n) => (n, "{spinner} {msg} [{bar:40}] {pos}/{len} requests"),
-        Stop::Duration(d) => ((warmup + d).as_millis() as u64, "{spinner} {msg} [{bar:40}] {elapsed}"),
-    };
-    let bar = ProgressBar::new(len);
-    bar.set_style(ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
-    bar
-}
-
-fn update(bar: &ProgressBar, stop: Stop, warmup: Duration, p: Progress) {
-    bar.set_message(if p.elapsed < warmup { "warming up" } else { "measuring" });
-    match stop {
-        Stop::Requests(_) => bar.set_position(p.done),
-        Stop::Duration(_) => bar.set_position(p.elapsed.as_millis() as u64),
-    }
 }
 
 /// The report a wrk or ab user reads at a glance. When no request was answered it opens

@@ -12,7 +12,15 @@
 //! of the whole `Authorization` value, at most [`REMEMBERED`] of them per process, so a
 //! client sending the same credentials again pays one SHA-256, not the rounds again.
 //! Failures are never remembered: every wrong guess costs the full rounds.
-//! Plain HTTP carries the password in the clear; see SECURITY.md.
+//!
+//! A guess's cost is bounded: SHA-crypt's work grows with the password's length, so
+//! credentials longer than [`MAX_CREDENTIALS`] bytes (`user:password`, decoded) are
+//! refused (401) before any hashing, and the longest that is hashed costs a few times a
+//! short one. Guesses are limited: after `auth_limit::LIMIT` wrong passwords from one
+//! client address within `auth_limit::WINDOW` seconds, that address is answered 429 with
+//! `Retry-After` and nothing is hashed until the window ends (credentials that passed
+//! before are still accepted from memory). Plain HTTP carries the password in the clear;
+//! see SECURITY.md.
 //!
 //! **CORS.** `--cors '*'` or `--cors https://a.example,https://b.example`: a response to a
 //! request with an `Origin` gets `Access-Control-Allow-Origin` (`*`, or the origin itself
@@ -21,10 +29,12 @@
 //! with `Access-Control-Allow-Methods: GET, HEAD`, before authentication (browsers send
 //! preflights without credentials). No `Access-Control-Allow-Credentials` is ever sent.
 
+use super::auth_limit::Failures;
 use super::compress::add_vary;
 use super::Response;
 use base64::Engine;
 use spidey_http::{Method, Request, StatusCode};
+use std::net::IpAddr;
 use subtle::ConstantTimeEq;
 
 /// The realm in `WWW-Authenticate`.
@@ -32,6 +42,22 @@ const REALM: &str = "spidey";
 
 /// How many accepted credentials a process remembers (then it forgets them all).
 const REMEMBERED: usize = 64;
+
+/// The longest `user:password` (decoded, in bytes) that is checked; longer ones are 401
+/// without hashing. SHA-crypt's cost grows with the password's length.
+pub const MAX_CREDENTIALS: usize = 256;
+
+/// What [`BasicAuth::check`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    /// 401: no credentials, or wrong ones.
+    Denied,
+    /// 429: too many wrong guesses from this address; this many seconds to wait.
+    Limited {
+        retry_after: u64,
+    },
+}
 
 /// The users `--basic-auth` lists.
 #[derive(Debug, Default)]
@@ -42,6 +68,8 @@ pub struct BasicAuth {
     accepted: std::sync::Mutex<Vec<[u8; 32]>>,
     /// The digest's key: random per process start, so the digests say nothing elsewhere.
     key: [u8; 16],
+    /// Recent failed guesses by client address, shared by every process of the server.
+    failures: Option<Failures>,
 }
 
 impl BasicAuth {
@@ -65,27 +93,40 @@ impl BasicAuth {
         let mut key = [0u8; 16];
         std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom").map_err(|e| e.to_string())?, &mut key)
             .map_err(|e| format!("--basic-auth: no random key from /dev/urandom: {e}"))?;
-        Ok((!users.is_empty()).then(|| BasicAuth { users, accepted: Default::default(), key }))
+        if users.is_empty() {
+            return Ok(None);
+        }
+        let failures = Failures::new().map_err(|e| format!("--basic-auth: no shared table of failed guesses: {e}"))?;
+        Ok(Some(BasicAuth { users, accepted: Default::default(), key, failures: Some(failures) }))
     }
 
-    /// Whether an `Authorization` value names a listed user with the right password.
-    pub fn allows(&self, authorization: Option<&[u8]>) -> bool {
-        let Some(value) = authorization else { return false };
+    /// Whether an `Authorization` value from `peer` names a listed user with the right
+    /// password; a wrong one counts against `peer`'s address.
+    pub fn check(&self, authorization: Option<&[u8]>, peer: IpAddr) -> Verdict {
+        let Some(value) = authorization else { return Verdict::Denied };
         let digest = self.digest(value);
         let remembered = self.accepted.lock().unwrap_or_else(|e| e.into_inner());
         if remembered.iter().any(|d| bool::from(d.ct_eq(&digest))) {
-            return true;
+            return Verdict::Allowed;
         }
         drop(remembered);
-        let ok = self.check_credentials(value);
-        if ok {
-            let mut remembered = self.accepted.lock().unwrap_or_else(|e| e.into_inner());
-            if remembered.len() >= REMEMBERED {
-                remembered.clear();
-            }
-            remembered.push(digest);
+        let now = Failures::now();
+        if let Some(retry_after) = self.failures.as_ref().and_then(|f| f.blocked(peer, now)) {
+            return Verdict::Limited { retry_after };
         }
-        ok
+        let Some((user, password)) = credentials(value) else { return Verdict::Denied };
+        if !self.check_credentials(&user, &password) {
+            if let Some(failures) = &self.failures {
+                failures.record(peer, now);
+            }
+            return Verdict::Denied;
+        }
+        let mut remembered = self.accepted.lock().unwrap_or_else(|e| e.into_inner());
+        if remembered.len() >= REMEMBERED {
+            remembered.clear();
+        }
+        remembered.push(digest);
+        Verdict::Allowed
     }
 
     fn digest(&self, value: &[u8]) -> [u8; 32] {
@@ -94,10 +135,7 @@ impl BasicAuth {
     }
 
     /// The slow check: the user name in constant time, then the password's hash.
-    fn check_credentials(&self, value: &[u8]) -> bool {
-        let Some((user, password)) = credentials(value) else {
-            return false;
-        };
+    fn check_credentials(&self, user: &str, password: &str) -> bool {
         let mut found = subtle::Choice::from(0);
         let mut hash = &self.users[0].1;
         for (name, h) in &self.users {
@@ -107,7 +145,7 @@ impl BasicAuth {
                 hash = h;
             }
         }
-        let password_ok = check(hash, &password);
+        let password_ok = check(hash, password);
         bool::from(found) && password_ok
     }
 
@@ -116,6 +154,19 @@ impl BasicAuth {
         let mut r = Response::error(StatusCode::UNAUTHORIZED, "This server needs a user name and password.");
         r.fields.push(("WWW-Authenticate", format!("Basic realm=\"{REALM}\", charset=\"UTF-8\"")));
         r
+    }
+
+    /// The answer to a request [`BasicAuth::check`] did not allow.
+    pub fn refusal(verdict: Verdict) -> Response {
+        match verdict {
+            Verdict::Limited { retry_after } => {
+                let mut r =
+                    Response::error(StatusCode::TOO_MANY_REQUESTS, "Too many wrong passwords: try again later.");
+                r.fields.push(("Retry-After", retry_after.to_string()));
+                r
+            }
+            _ => BasicAuth::challenge(),
+        }
     }
 }
 
@@ -150,14 +201,22 @@ fn well_formed(hash: &str) -> bool {
 }
 
 /// `Basic base64(user:password)` → user and password (RFC 7617 §2); the scheme is
-/// case-insensitive, the password may hold colons, both must be UTF-8.
+/// case-insensitive, the password may hold colons, both must be UTF-8, and together at
+/// most [`MAX_CREDENTIALS`] bytes (a longer token is not even decoded).
 fn credentials(value: &[u8]) -> Option<(String, String)> {
-    let value = spidey_http::request::trim_ows(value);
+    let value = spidey_http::field::trim_ows(value);
     let (scheme, token) = value.split_at(value.iter().position(|&b| b == b' ')?);
     if !scheme.eq_ignore_ascii_case(b"basic") {
         return None;
     }
-    let decoded = base64::engine::general_purpose::STANDARD.decode(spidey_http::request::trim_ows(token)).ok()?;
+    let token = spidey_http::field::trim_ows(token);
+    if token.len() > MAX_CREDENTIALS.div_ceil(3) * 4 {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(token).ok()?;
+    if decoded.len() > MAX_CREDENTIALS {
+        return None;
+    }
     let text = String::from_utf8(decoded).ok()?;
     let (user, password) = text.split_once(':')?;
     Some((user.to_string(), password.to_string()))
@@ -268,7 +327,7 @@ mod tests {
         for _ in 0..2 {
             for (header, want) in cases {
                 assert_eq!(
-                    auth.allows(header.as_deref()),
+                    auth.check(header.as_deref(), PEER) == Verdict::Allowed,
                     *want,
                     "{:?}",
                     header.as_deref().map(String::from_utf8_lossy)
@@ -279,11 +338,54 @@ mod tests {
         assert_eq!(remembered, 3, "the three accepted values, each once; failures never");
     }
 
+    const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    /// Credentials are checked up to [`MAX_CREDENTIALS`] bytes: longer ones are refused
+    /// unhashed, even when the password is right.
+    #[test]
+    fn credential_length_table() {
+        let fits = "p".repeat(MAX_CREDENTIALS - "ann:".len());
+        let over = "p".repeat(MAX_CREDENTIALS - "ann:".len() + 1);
+        let auth = BasicAuth::parse(&[format!("ann:{}", hash(&fits))]).unwrap().unwrap();
+        assert_eq!(auth.check(Some(&basic(&format!("ann:{fits}"))), PEER), Verdict::Allowed);
+        let other = BasicAuth::parse(&[format!("ann:{}", hash(&over))]).unwrap().unwrap();
+        assert_eq!(other.check(Some(&basic(&format!("ann:{over}"))), PEER), Verdict::Denied);
+        let huge = format!("Basic {}", "QUFB".repeat(4096)).into_bytes(); // 12 KiB of "AAA"
+        assert_eq!(other.check(Some(&huge), PEER), Verdict::Denied);
+    }
+
+    /// After `LIMIT` wrong guesses an address gets 429 and nothing is hashed (a right
+    /// password is refused too), but credentials that passed before still pass, and
+    /// another address is not limited.
+    #[test]
+    fn failed_guesses_are_limited_per_address() {
+        use super::super::auth_limit::{LIMIT, WINDOW};
+        let auth = BasicAuth::parse(&[format!("ann:{}", hash("pw"))]).unwrap().unwrap();
+        let other: IpAddr = "192.0.2.9".parse().unwrap();
+        assert_eq!(auth.check(Some(&basic("ann:pw")), PEER), Verdict::Allowed);
+        for _ in 0..LIMIT {
+            assert_eq!(auth.check(Some(&basic("ann:wrong")), PEER), Verdict::Denied);
+        }
+        let limited = auth.check(Some(&basic("ann:wrong")), PEER);
+        assert!(
+            matches!(limited, Verdict::Limited { retry_after } if (1..=WINDOW).contains(&retry_after)),
+            "{limited:?}"
+        );
+        assert_eq!(auth.check(Some(&basic("ann:pw")), PEER), Verdict::Allowed, "remembered");
+        assert!(matches!(auth.check(Some(&basic("ann:pw ")), PEER), Verdict::Limited { .. }), "not hashed");
+        assert_eq!(auth.check(Some(&basic("ann:wrong")), other), Verdict::Denied);
+        assert_eq!(auth.check(None, PEER), Verdict::Denied, "no credentials: the challenge");
+        let r = BasicAuth::refusal(limited);
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(r.fields.iter().any(|(n, _)| *n == "Retry-After"));
+    }
+
     #[test]
     fn basic_auth_flag_table() {
         assert!(BasicAuth::parse(&[]).unwrap().is_none());
         let sha256 = sha_crypt::sha256_simple("pw", &sha_crypt::Sha256Params::new(1000).unwrap()).unwrap();
-        assert!(BasicAuth::parse(&[format!("u:{sha256}")]).unwrap().unwrap().allows(Some(&basic("u:pw"))));
+        let auth = BasicAuth::parse(&[format!("u:{sha256}")]).unwrap().unwrap();
+        assert_eq!(auth.check(Some(&basic("u:pw")), PEER), Verdict::Allowed);
         let good = hash("pw");
         let (head, digest) = good.rsplit_once('$').unwrap();
         let short = format!("u:{head}${}", &digest[1..]);

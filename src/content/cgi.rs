@@ -1,7 +1,10 @@
 //! CGI/1.1 (RFC 3875): which files are scripts, and the command that runs one.
 //!
-//! A file is a script when CGI is on and it is executable and lies under `cgi-bin/` or
-//! ends in `.cgi`, or its extension has a `--cgi-interpreter`. Scripts are found through
+//! CGI is off unless `--cgi` (or a `--cgi-interpreter`) turns it on: then every file is
+//! static, scripts included (served as bytes, as nginx and Caddy do). With CGI on, a file
+//! is a script when it is executable and lies under `cgi-bin/` or ends in `.cgi`, or its
+//! extension has a `--cgi-interpreter`; a non-executable file under `cgi-bin/` or named
+//! `*.cgi` is 403. Scripts are found through
 //! the same beneath-ROOT resolution as static files ([`super::resolve`]), so a `.%2e`
 //! climb into `/bin/sh` is refused before any file is looked at (Apache CVE-2021-41773).
 //! A path that does not resolve is retried one segment shorter at a time: the first
@@ -45,7 +48,7 @@ use std::time::Duration;
 /// The CGI settings, from the command line.
 #[derive(Debug, Clone)]
 pub struct CgiOptions {
-    /// `--no-cgi` turns this off.
+    /// `--cgi` (or a `--cgi-interpreter`) turns this on.
     pub enabled: bool,
     /// `--cgi-interpreter .php=/usr/bin/php-cgi`: extension (without its dot) → program.
     pub interpreters: Vec<(String, PathBuf)>,
@@ -67,7 +70,7 @@ pub struct CgiOptions {
 impl Default for CgiOptions {
     fn default() -> Self {
         CgiOptions {
-            enabled: true,
+            enabled: false,
             interpreters: Vec::new(),
             timeout: Duration::from_secs(30),
             max_body: 1 << 20,
@@ -122,18 +125,19 @@ pub(crate) fn kind(opts: &CgiOptions, relative: &[u8], meta: &Metadata) -> Kind 
     let ext = name.iter().rposition(|&b| b == b'.').map(|i| &name[i + 1..]);
     let interpreter = ext.and_then(|e| opts.interpreters.iter().find(|(x, _)| x.as_bytes() == e)).map(|(_, p)| p);
     let executable = meta.permissions().mode() & 0o111 != 0;
-    match (opts.enabled, interpreter) {
-        (true, Some(program)) => Kind::Script(Some(program.clone())),
-        (false, Some(_)) => Kind::Forbidden,
-        (true, None) if in_cgi_bin || dot_cgi => {
+    if !opts.enabled {
+        return Kind::Static;
+    }
+    match interpreter {
+        Some(program) => Kind::Script(Some(program.clone())),
+        None if in_cgi_bin || dot_cgi => {
             if executable {
                 Kind::Script(None)
             } else {
                 Kind::Forbidden
             }
         }
-        (false, None) if (in_cgi_bin || dot_cgi) && executable => Kind::Forbidden,
-        _ => Kind::Static,
+        None => Kind::Static,
     }
 }
 
@@ -299,8 +303,13 @@ mod tests {
         std::fs::write(&plain, "").unwrap();
         std::fs::set_permissions(&exec, std::fs::Permissions::from_mode(0o755)).unwrap();
         let (x, p) = (std::fs::metadata(&exec).unwrap(), std::fs::metadata(&plain).unwrap());
-        let on = CgiOptions { interpreters: vec![("php".into(), "/usr/bin/php-cgi".into())], ..CgiOptions::default() };
+        let on = CgiOptions {
+            enabled: true,
+            interpreters: vec![("php".into(), "/usr/bin/php-cgi".into())],
+            ..CgiOptions::default()
+        };
         let off = CgiOptions { enabled: false, ..on.clone() };
+        // With CGI off a script is a file like any other (its bytes, never run).
         let php = Kind::Script(Some("/usr/bin/php-cgi".into()));
         let cases: [(&CgiOptions, &str, &Metadata, Kind); 12] = [
             (&on, "cgi-bin/env.sh", &x, Kind::Script(None)),
@@ -310,11 +319,11 @@ mod tests {
             (&on, "a/index.php", &p, php),
             (&on, "a/run.sh", &x, Kind::Static),
             (&on, "hello.txt", &p, Kind::Static),
-            (&off, "cgi-bin/env.sh", &x, Kind::Forbidden),
+            (&off, "cgi-bin/env.sh", &x, Kind::Static),
             (&off, "cgi-bin/readme.txt", &p, Kind::Static),
-            (&off, "tool.cgi", &x, Kind::Forbidden),
+            (&off, "tool.cgi", &x, Kind::Static),
             (&off, "tool.cgi", &p, Kind::Static),
-            (&off, "a/index.php", &p, Kind::Forbidden),
+            (&off, "a/index.php", &p, Kind::Static),
         ];
         for (opts, path, meta, want) in cases {
             assert_eq!(kind(opts, path.as_bytes(), meta), want, "{path} enabled={}", opts.enabled);

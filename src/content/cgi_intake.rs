@@ -8,13 +8,13 @@
 //! A `Content-Length` body is counted off, a chunked one decoded with the protocol crate's
 //! strict [`ChunkedDecoder`]; either is bounded by `--max-body` (413), and the whole body by a
 //! deadline that grows with the bytes received (`--body-timeout`, `--body-min-rate`: 408). A
-//! client that sent `Expect: 100-continue` is owed a `100 Continue` before it sends the body;
+//! HTTP/1.1 client that sent `Expect: 100-continue` is owed a `100 Continue` before it sends the body;
 //! [`Intake::poll`] says when (the exchanger writes it). A failed intake leaves the rest of
 //! the body unread, so the connection must close after the error response.
 
 use super::cgi::CgiOptions;
 use spidey_http::chunked::ChunkedDecoder;
-use spidey_http::{BodyFraming, Request, StatusCode};
+use spidey_http::{BodyFraming, Request, StatusCode, Version};
 use std::time::{Duration, Instant};
 
 /// Where taking in the body is.
@@ -77,7 +77,9 @@ impl Intake {
             BodyFraming::Length(n) => State::Length(n),
             BodyFraming::Chunked => State::Chunked(ChunkedDecoder::new()),
         };
-        let expect = req.header("expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        // An HTTP/1.0 client's `Expect` is ignored (RFC 9110 §10.1.1): it knows no 1xx.
+        let expect = req.version == Version::Http11
+            && req.header("expect").is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
         let waiting = matches!(state, State::Length(_) | State::Chunked(_));
         Intake {
             continue_: if expect && waiting { Continue::Owed } else { Continue::Settled },

@@ -10,8 +10,8 @@
 //! The handler runs on the thread that parsed the request and its whole body is built in
 //! memory, then sent like any in-memory body. A non-zero return, an out-of-range status or
 //! an invalid header field (a name that is not a token, a value with a control byte other
-//! than HTAB: `spidey_sys::handler::valid_field`) → 500, and a line on stderr. A Rust handler must catch its own panics at the
-//! `extern "C"` boundary (examples/handlers/rust-page does, and returns an error code);
+//! than HTAB: `spidey_http::field::is_field`) → 500, and a line on stderr. A Rust handler
+//! must catch its own panics at the `extern "C"` boundary (examples/handlers/rust-page does, and returns an error code);
 //! an unwind across it would abort the process.
 //!
 //! A crash in C code (SIGSEGV, abort) is not caught: it kills the process that ran it.
@@ -92,7 +92,7 @@ impl Mount {
             peer: peer.as_bytes(),
         };
         crate::metrics::add(crate::metrics::Counter::HandlerCalls, 1);
-        let (rc, out) = self.lib.call(&call);
+        let (rc, out) = self.lib.call(&call, spidey_http::field::is_field);
         let status = u16::try_from(out.status).ok().filter(|s| (200..=599).contains(s));
         let Some(status) = status.filter(|_| rc == 0 && !out.invalid) else {
             let invalid = if out.invalid { ", an invalid header field or an oversized body" } else { "" };

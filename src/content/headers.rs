@@ -7,7 +7,7 @@
 //! the server writes whole (files, listings, errors, handler output, 401s, 304s);
 //! `--cache-control` only on static files (listings keep `no-cache`).
 
-use spidey_http::response::{is_field_name, is_field_value};
+use spidey_http::field::{is_field_name, is_field_value};
 
 /// Fields Spidey writes itself, which `--header` may not add a second time.
 const OWN_FIELDS: [&str; 16] = [

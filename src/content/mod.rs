@@ -16,6 +16,7 @@
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod access;
+mod auth_limit;
 pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_intake;
@@ -124,7 +125,9 @@ pub struct SiteOptions {
     /// `--show-hidden`: list dotfiles in directory listings and serve paths with
     /// dot-segments (by default both are hidden, `/.well-known/` aside; see [`resolve`]).
     pub show_hidden: bool,
-    /// CGI scripts (on by default).
+    /// `--no-listing`: a directory without an index is 404, not listed.
+    pub no_listing: bool,
+    /// CGI scripts (`--cgi`; off by default).
     pub cgi: cgi::CgiOptions,
     /// In-process handlers, by URL prefix (`--handler`).
     pub handlers: Vec<handler::Mount>,
@@ -167,6 +170,11 @@ impl Site {
         &self.options
     }
 
+    /// The port the server listens on, for CGI's `SERVER_PORT` (known once bound).
+    pub(crate) fn set_port(&mut self, port: u16) {
+        self.options.cgi.port = port;
+    }
+
     /// Whether answering `req` may block or burn CPU, so `hybrid` answers it on its worker
     /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
     /// may name a CGI script (judged by its name alone, erring towards the pool), a
@@ -206,16 +214,19 @@ impl Site {
     /// handlers look at it).
     ///
     /// Access comes first: a CORS preflight is answered before authentication (browsers
-    /// send it without credentials), then `--basic-auth` guards everything else.
+    /// send it without credentials), then `--basic-auth` guards everything else, the
+    /// `--metrics` path (matched on the decoded path, answered before any lookup) included.
     pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
-        if let Some(metrics) = crate::metrics::endpoint(req) {
-            return metrics; // `--metrics PATH`, before any lookup
+        if matches!(&path.0, Ok(relative) if crate::metrics::is_endpoint(relative)) {
+            return self.refusal(req, peer).unwrap_or_else(|| metrics_page(req));
         }
         let preflight = self.options.cors.as_ref().and_then(|cors| cors.preflight(req));
-        let mut response = match (preflight, &self.options.auth) {
-            (Some(preflight), _) => preflight,
-            (None, Some(auth)) if !auth.allows(req.header("authorization")) => access::BasicAuth::challenge(),
-            (None, _) => self.answer(req, path, peer, body),
+        let mut response = match preflight {
+            Some(preflight) => preflight,
+            None => match self.refusal(req, peer) {
+                Some(refusal) => refusal,
+                None => self.answer(req, path, peer, body),
+            },
         };
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
@@ -223,6 +234,16 @@ impl Site {
         // (A script's response keeps its fields: the exchanger hands them, with
         // `--header`'s, to the head the script's output writes later.)
         response
+    }
+
+    /// `--basic-auth`'s answer (401, or 429 after too many wrong guesses from `peer`), if
+    /// it does not let `req` through.
+    fn refusal(&self, req: &Request<'_, '_>, peer: SocketAddr) -> Option<Response> {
+        let auth = self.options.auth.as_ref()?;
+        match auth.check(req.header("authorization"), peer.ip()) {
+            access::Verdict::Allowed => None,
+            refused => Some(access::BasicAuth::refusal(refused)),
+        }
     }
 
     fn answer(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
@@ -283,6 +304,8 @@ impl Site {
         }
         match self.root.index(&dir) {
             Some((file, meta, path)) => self.file(req, file, &meta, &path),
+            // 404 rather than 403: a directory's existence is not disclosed either.
+            None if self.options.no_listing => resolve::ResolveError::NotFound.response(),
             None => listing::respond(req, &dir, &self.options),
         }
     }
@@ -321,4 +344,17 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
     let mut r = Response::error(StatusCode::MOVED_PERMANENTLY, "This directory's address ends with a slash.");
     r.fields.push(("Location", location));
     r
+}
+
+/// The answer at the `--metrics` path (any query): the metrics for GET and HEAD, 405
+/// otherwise.
+fn metrics_page(req: &Request<'_, '_>) -> Response {
+    if !matches!(req.method, Method::Get | Method::Head) {
+        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The metrics take GET and HEAD only.");
+        r.fields.push(("Allow", "GET, HEAD".into()));
+        return r;
+    }
+    let fields =
+        vec![("Content-Type", crate::metrics::CONTENT_TYPE.to_string()), ("Cache-Control", "no-store".to_string())];
+    Response::new(StatusCode::OK, fields, Body::Bytes(crate::metrics::render().into_bytes()))
 }

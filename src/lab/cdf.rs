@@ -95,8 +95,10 @@ fn merge(hists: impl Iterator<Item = Histogram<u64>>) -> Option<Histogram<u64>> 
 
 /// (latency in ms, % of requests at or below it) along a histogram.
 pub(crate) fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
-    let mut out: Vec<(f64, f64)> =
-        h.iter_quantiles(4).map(|v| (v.value_iterated_to().max(1) as f64 / 1e3, v.quantile_iterated_to() * 100.0)).collect();
+    let mut out: Vec<(f64, f64)> = h
+        .iter_quantiles(4)
+        .map(|v| (v.value_iterated_to().max(1) as f64 / 1e3, v.quantile_iterated_to() * 100.0))
+        .collect();
     out.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
     out
 }

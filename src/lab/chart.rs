@@ -53,7 +53,8 @@ impl Axis {
                         .filter(|v| *v >= lo - 1e-9 && *v <= hi + 1e-9)
                         .collect()
                 };
-                let sets: [&[f64]; 4] = [&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], &[1.0, 2.0, 5.0], &[1.0, 3.0], &[1.0]];
+                let sets: [&[f64]; 4] =
+                    [&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], &[1.0, 2.0, 5.0], &[1.0, 3.0], &[1.0]];
                 sets.iter().map(|m| inside(m)).find(|t| t.len() <= max.max(2)).unwrap_or_default()
             }
         }
@@ -73,9 +74,7 @@ impl Axis {
         let values: Vec<f64> = self.positions(12).into_iter().map(|p| self.value(p)).collect();
         let decimals = decimals(&values);
         move |v: &f64| match &self.ticks {
-            Ticks::At(ticks) => {
-                ticks.iter().find(|t| (t.0 - v).abs() < 1e-9).map(|t| t.1.clone()).unwrap_or_default()
-            }
+            Ticks::At(ticks) => ticks.iter().find(|t| (t.0 - v).abs() < 1e-9).map(|t| t.1.clone()).unwrap_or_default(),
             _ => format!("{:.*}", decimals, self.value(*v)),
         }
     }
@@ -219,17 +218,18 @@ mod tests {
     /// Each axis reads in one format: every label has the same decimals.
     #[test]
     fn one_tick_format_per_axis() {
-        let axes = [Axis::linear(0.0..0.0126), Axis::linear(0.0..5200.0), Axis::log10(1.0, 1000.0), Axis::log10(0.05, 80.0)];
+        let axes =
+            [Axis::linear(0.0..0.0126), Axis::linear(0.0..5200.0), Axis::log10(1.0, 1000.0), Axis::log10(0.05, 80.0)];
         for axis in axes {
             let label = axis.labeller();
-            let labels: Vec<String> = axis.positions(10).iter().map(|p| label(p)).collect();
+            let labels: Vec<String> = axis.positions(10).iter().map(&label).collect();
             assert!(labels.len() >= 2, "{axis:?}: {labels:?}");
             let places = |s: &String| s.split_once('.').map_or(0, |(_, d)| d.len());
             assert!(labels.iter().all(|l| places(l) == places(&labels[0])), "{axis:?}: {labels:?}");
         }
         let log = Axis::log10(1.0, 1000.0);
         let label = log.labeller();
-        let labels: Vec<String> = log.positions(10).iter().map(|p| label(p)).collect();
+        let labels: Vec<String> = log.positions(10).iter().map(&label).collect();
         assert_eq!(labels, ["1", "2", "5", "10", "20", "50", "100", "200", "500", "1000"]);
     }
 }

@@ -15,6 +15,7 @@
 
 use crate::config::ConfigError;
 use anyhow::Context;
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -23,7 +24,7 @@ use std::num::NonZeroU64;
 use std::os::fd::AsFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,9 @@ pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 79, 0, 2);
 const CONTROL_HERE: Ipv4Addr = Ipv4Addr::new(10, 79, 1, 1);
 /// The server namespace's end of the control path.
 const CONTROL_THERE: Ipv4Addr = Ipv4Addr::new(10, 79, 1, 2);
+
+/// The pause between two calibrating connects.
+const CALIBRATION_GAP: Duration = Duration::from_millis(2);
 
 /// How long a forwarding thread with nothing queued waits before it looks at `stop` again.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
@@ -61,8 +65,15 @@ pub struct DelayLine {
     one_way_ns: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    /// The round trip a connect measured after calibration.
-    pub measured_rtt: Duration,
+    /// The round trip with no delay added: the line's own cost.
+    own: Duration,
+    /// Each round trip asked for so far, with what a connect measured after calibration.
+    measured: Mutex<BTreeMap<Duration, Duration>>,
+    /// The round trip asked for now.
+    target_ns: AtomicU64,
+    /// The one-way sleep each round trip was calibrated to, so a sweep that comes back to a
+    /// round trip gets the same line.
+    one_way_for: Mutex<BTreeMap<Duration, u64>>,
 }
 
 impl DelayLine {
@@ -80,7 +91,10 @@ impl DelayLine {
             one_way_ns: Arc::new(AtomicU64::new(spec.rtt.as_nanos() as u64 / 2)),
             stop: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
-            measured_rtt: Duration::ZERO,
+            own: Duration::ZERO,
+            measured: Mutex::new(BTreeMap::new()),
+            target_ns: AtomicU64::new(0),
+            one_way_for: Mutex::new(BTreeMap::new()),
             spec,
         };
         let (cdev, sdev) = (format!("{}c", line.spec.name), format!("{}s", line.spec.name));
@@ -92,7 +106,9 @@ impl DelayLine {
         let (c2, s2) = (ctun.try_clone()?, stun.try_clone()?);
         line.forward(ctun, s2, "client to server");
         line.forward(stun, c2, "server to client");
-        line.calibrate()?;
+        line.one_way_ns.store(0, Ordering::Relaxed);
+        line.own = line.connect_rtt(31)?;
+        line.retarget(line.spec.rtt)?;
         Ok(line)
     }
 
@@ -106,9 +122,20 @@ impl DelayLine {
         server_ns(&self.spec.name)
     }
 
-    /// The round trip asked for.
+    /// The round trip asked for now.
     pub fn rtt(&self) -> Duration {
-        self.spec.rtt
+        Duration::from_nanos(self.target_ns.load(Ordering::Relaxed))
+    }
+
+    /// The line's own round trip, with no delay added (a round trip asked for below it
+    /// cannot be had).
+    pub fn own_rtt(&self) -> Duration {
+        self.own
+    }
+
+    /// What a connect measured after calibrating for `rtt` (zero if it was never asked).
+    pub fn measured_at(&self, rtt: Duration) -> Duration {
+        self.measured.lock().map(|m| m.get(&rtt).copied().unwrap_or_default()).unwrap_or_default()
     }
 
     /// Carries packets read from `from` to `to` after the one-way delay, in order, on one
@@ -163,22 +190,36 @@ impl DelayLine {
         }));
     }
 
-    /// Sets the one-way sleep so a TCP connect across the line takes the asked round trip:
-    /// measure at the nominal setting, take the excess off, measure again.
-    fn calibrate(&mut self) -> anyhow::Result<()> {
-        let target = self.spec.rtt.as_nanos() as i64;
-        let mut one_way = target / 2;
+    /// Sets the line to a new round trip, calibrated: the one-way sleep is set so a TCP
+    /// connect across the line takes `rtt` (measure at the nominal setting, take the excess
+    /// off, measure again). Returns what a connect measured. Below the line's own round
+    /// trip, the sleep is zero.
+    pub fn retarget(&self, rtt: Duration) -> anyhow::Result<Duration> {
+        self.target_ns.store(rtt.as_nanos() as u64, Ordering::Relaxed);
+        if let Some(&known) = self.measured.lock().ok().as_ref().and_then(|m| m.get(&rtt)) {
+            let one_way = self.one_way_for.lock().ok().and_then(|m| m.get(&rtt).copied()).unwrap_or(0);
+            self.one_way_ns.store(one_way, Ordering::Relaxed);
+            return Ok(known);
+        }
+        let target = rtt.as_nanos() as i64;
+        let mut one_way = (target - self.own.as_nanos() as i64).max(0) / 2;
+        let mut measured = self.own;
         for _ in 0..4 {
             self.one_way_ns.store(one_way.max(0) as u64, Ordering::Relaxed);
-            let measured = self.connect_rtt(31)?;
-            self.measured_rtt = measured;
+            measured = self.connect_rtt(31)?;
             let excess = measured.as_nanos() as i64 - target;
-            if excess.abs() * 50 < target.max(1) {
+            if excess.abs() * 50 < target.max(1) || (one_way <= 0 && excess > 0) {
                 break;
             }
-            one_way -= excess / 2;
+            one_way = (one_way - excess / 2).max(0);
         }
-        Ok(())
+        if let Ok(mut m) = self.measured.lock() {
+            m.insert(rtt, measured);
+        }
+        if let Ok(mut m) = self.one_way_for.lock() {
+            m.insert(rtt, one_way.max(0) as u64);
+        }
+        Ok(measured)
     }
 
     /// The median time of `n` TCP connects from the client namespace to a listener in the
@@ -197,6 +238,10 @@ impl DelayLine {
                 times.push(t.elapsed());
                 drop(s);
                 let _ = listener.accept();
+                // Spaced as a client's packets usually are: a line that has just sent
+                // something answers faster than one waking from idle, and calibrating on
+                // back-to-back connects alone would set it short for everything else.
+                std::thread::sleep(CALIBRATION_GAP);
             }
             Ok(times)
         })??;
@@ -294,7 +339,7 @@ fn command(program: &str, args: &[&str]) -> anyhow::Result<()> {
 #[derive(Debug, clap::Args)]
 pub struct DelayLineArgs {
     /// The round trip between the namespaces, e.g. `1.5ms`.
-    #[arg(long, value_parser = crate::cli::duration)]
+    #[arg(long, value_parser = crate::config::duration)]
     pub rtt: Duration,
     /// Limit each direction's bandwidth (tc's syntax: `100mbit`, `1gbit`).
     #[arg(long)]
@@ -317,7 +362,7 @@ pub fn run(args: DelayLineArgs) -> anyhow::Result<()> {
         line.client_ns(),
         line.server_ns(),
         line.rtt(),
-        line.measured_rtt
+        line.measured_at(line.rtt())
     );
     println!(
         "delay-line: for the lab: --server-via 'ip netns exec {}' --client-via 'ip netns exec {}' --server-addr {SERVER_IP}",

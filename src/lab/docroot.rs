@@ -6,7 +6,9 @@
 //! [`remove_stale`] removes such directories once their lab is gone.
 
 use crate::lab::experiment::{Experiment, Workload, WorkloadKind};
+use crate::lab::root_copy::Placed;
 use anyhow::Context;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -20,6 +22,8 @@ const PREFIX: &str = "spidey-lab-";
 /// built-in sources); removed on drop.
 pub(crate) struct DocRoot {
     dir: tempfile::TempDir,
+    /// This directory on the server host ([`crate::lab::hosts::Hosts::place`]).
+    pub placed: RefCell<Option<Placed>>,
     /// The URL paths each workload requests (one picked at random per request).
     pub urls: BTreeMap<String, Vec<String>>,
     /// The body length the first URL of each workload must have, when known.
@@ -27,6 +31,11 @@ pub(crate) struct DocRoot {
 }
 
 impl DocRoot {
+    /// The scratch directory holding the others.
+    pub fn base(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub fn root(&self) -> PathBuf {
         self.dir.path().join("root")
     }
@@ -62,7 +71,7 @@ impl DocRoot {
             expect.insert(name.clone(), first_len(dir.path(), w, quick));
             urls.insert(name.clone(), paths);
         }
-        Ok(DocRoot { dir, urls, expect })
+        Ok(DocRoot { dir, placed: RefCell::new(None), urls, expect })
     }
 }
 
@@ -185,9 +194,12 @@ fn write_file(path: &Path, size: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A CGI script that prints a header block and then the data file.
+/// A CGI script that prints a header block and then the data file, named relative to the
+/// script's directory (its working directory), so that a copy of the scratch directory
+/// elsewhere works too.
 fn write_script(path: &Path, data: &Path) -> anyhow::Result<()> {
-    let text = format!("#!/bin/sh\nprintf 'Content-Type: text/html\\r\\n\\r\\n'\nexec cat '{}'\n", data.display());
+    let name = data.file_name().context("a data file name")?.to_string_lossy();
+    let text = format!("#!/bin/sh\nprintf 'Content-Type: text/html\\r\\n\\r\\n'\nexec cat '../../data/{name}'\n");
     std::fs::write(path, text)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
     Ok(())

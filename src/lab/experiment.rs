@@ -77,7 +77,7 @@ pub(crate) struct Sweep {
     pub workloads: Vec<String>,
     pub clients: Vec<ClientSpec>,
     /// Times each point is measured in a full run (at least 5); tables show the median and
-    /// its bootstrap interval.
+    /// its order-statistic interval.
     #[serde(default = "five")]
     pub repeats: u32,
     /// Requests sent before the first point of each server, to warm it up.
@@ -86,6 +86,12 @@ pub(crate) struct Sweep {
     /// Run this sweep only in the full run.
     #[serde(default)]
     pub full_only: bool,
+    /// The round trip between the load and the server (`"1.5ms"`, `"0ms"`): the sweep runs
+    /// across the lab's delay line (`delay_line.rs`) set to it, the server and the load in
+    /// network namespaces of their own; without a delay line (not root, no TUN) its points
+    /// are skipped with a note. Without `rtt`, a sweep runs on loopback (or where the
+    /// host flags say).
+    pub rtt: Option<String>,
     #[serde(default)]
     pub quick: QuickOverride,
     pub table: TableSpec,
@@ -98,6 +104,13 @@ pub(crate) struct Sweep {
     pub seed_rows: Vec<SeedRow>,
     /// What the seed measured that this sweep cannot match exactly.
     pub seed_note: Option<String>,
+}
+
+impl Sweep {
+    /// The sweep's round trip, parsed (`rtt`).
+    pub fn rtt(&self) -> Result<Option<std::time::Duration>, String> {
+        self.rtt.as_deref().map(crate::config::duration).transpose()
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -114,6 +127,10 @@ pub(crate) struct QuickOverride {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ServerSpec {
     pub label: String,
+    /// How many CPUs the server runs on: the top `cpus` of the lab's, which overlap the
+    /// load generator's when there are not enough (the report says so). Without it, the
+    /// lab's `--server-cpus`, else the upper half of the CPUs.
+    pub cpus: Option<usize>,
     pub mode: Option<String>,
     pub peer: Option<String>,
     pub workers: Option<String>,
@@ -233,7 +250,7 @@ pub(crate) struct TableSpec {
 }
 
 /// Pairs of servers told apart by a label suffix (`event tls` against `event`): the ratio
-/// of each metric, the suffixed one over the other, with its bootstrap interval.
+/// of each metric, the suffixed one over the other, with its per-round interval.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Versus {
@@ -367,6 +384,7 @@ impl Experiment {
     /// Every name a sweep uses must be defined, and every seed row must fit its table.
     fn check(&self) -> anyhow::Result<()> {
         for sweep in &self.sweeps {
+            sweep.rtt().map_err(|e| anyhow::anyhow!("sweep {}: rtt: {e}", sweep.name))?;
             anyhow::ensure!(sweep.repeats >= 5, "sweep {}: a full run needs at least 5 repeats", sweep.name);
             let quick = sweep.quick.repeats.unwrap_or(crate::lab::plan::QUICK_REPEATS);
             anyhow::ensure!(quick >= 3, "sweep {}: a quick run needs at least 3 repeats", sweep.name);

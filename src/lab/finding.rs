@@ -31,15 +31,18 @@ pub(crate) fn advantage(m: Metric, x: f64, y: f64) -> f64 {
     }
 }
 
-/// The advantage of `x` over `y` on `m` with its bootstrap interval (above 1: `x` wins).
+/// The advantage of `x` over `y` on `m` with its per-round interval (above 1: `x` wins).
 pub(crate) fn advantage_interval(m: Metric, x: &Sample, y: &Sample) -> Interval {
-    stats::ratio_interval(&x.values(m), &y.values(m), |a, b| advantage(m, a, b))
+    stats::ratio_interval(&x.keyed(m), &y.keyed(m), |a, b| advantage(m, a, b))
 }
 
-/// `1.31× [1.20–1.42]` (or `1.31×` without an interval).
+/// `1.31× [1.20–1.42, 93.8%]` (or `1.31×` without an interval, `–` without a value: no
+/// clean rounds on both sides).
 pub(crate) fn ratio_text(i: Interval) -> String {
-    if i.known() {
-        format!("{:.2}× [{:.2}–{:.2}]", i.median, i.lo, i.hi)
+    if !i.median.is_finite() {
+        "–".into()
+    } else if i.known() {
+        format!("{:.2}× {}", i.median, i.brackets(|v| format!("{v:.2}")))
     } else {
         format!("{:.2}×", i.median)
     }
@@ -188,23 +191,25 @@ mod tests {
     use crate::lab::experiment::ClientSpec;
     use crate::lab::metric::Measurement;
 
-    /// A sample with three repeats spread ±2% around `mean_us`.
+    /// A sample with three repeats spread ±2% around `mean_us`, in an order of its own per
+    /// server (rounds pair up by repeat: the same order would make the noise of two servers
+    /// move together).
     pub(crate) fn sample(server: &str, c: u32, mean_us: f64) -> Sample {
         let client = ClientSpec::closed(c, 100);
-        let runs = [0.98, 1.0, 1.02]
-            .iter()
-            .map(|f| Measurement { mean_us: mean_us * f, responses: 100, ..Default::default() })
-            .collect();
+        let mut spread = [0.98, 1.0, 1.02];
+        spread.rotate_left(server.bytes().map(usize::from).sum::<usize>() % 3);
+        let runs =
+            spread.iter().map(|f| Measurement { mean_us: mean_us * f, responses: 100, ..Default::default() }).collect();
         Sample { server: server.into(), workload: "w".into(), client, runs }
     }
 
     #[test]
     fn compare_sentences_follow_the_intervals() {
         let cases: [(&[f64; 3], &str); 4] = [
-            (&[50.0, 100.0, 50.0], "fork beats single on mean latency (ms) everywhere (1 connection: 2.00× [1.92–2.08]; 2 connections: 2.00× [1.92–2.08]; 4 connections: 2.00× [1.92–2.08])."),
-            (&[101.0, 100.0, 50.0], "fork vs single on mean latency (ms) (fork's advantage): fork better at 2 connections: 2.00× [1.92–2.08]; 4 connections: 2.00× [1.92–2.08] | level at 1 connection: 0.99× [0.95–1.03]."),
-            (&[200.0, 400.0, 200.0], "single beats fork on mean latency (ms) everywhere (fork's advantage 1 connection: 0.50× [0.48–0.52]; 2 connections: 0.50× [0.48–0.52]; 4 connections: 0.50× [0.48–0.52])."),
-            (&[100.0, 201.0, 100.0], "fork and single are level on mean latency (ms) (intervals include 1: 1 connection: 1.00× [0.96–1.04]; 2 connections: 1.00× [0.96–1.04]; 4 connections: 1.00× [0.96–1.04])."),
+            (&[50.0, 100.0, 50.0], "fork beats single on mean latency (ms) everywhere (1 connection: 2.04× [1.92–2.04, 75%]; 2 connections: 2.04× [1.92–2.04, 75%]; 4 connections: 2.04× [1.92–2.04, 75%])."),
+            (&[101.0, 100.0, 50.0], "fork vs single on mean latency (ms) (fork's advantage): fork better at 2 connections: 2.04× [1.92–2.04, 75%]; 4 connections: 2.04× [1.92–2.04, 75%] | level at 1 connection: 1.01× [0.95–1.01, 75%]."),
+            (&[200.0, 400.0, 200.0], "single beats fork on mean latency (ms) everywhere (fork's advantage 1 connection: 0.51× [0.48–0.51, 75%]; 2 connections: 0.51× [0.48–0.51, 75%]; 4 connections: 0.51× [0.48–0.51, 75%])."),
+            (&[100.0, 201.0, 100.0], "fork and single are level on mean latency (ms) (intervals include 1: 1 connection: 1.02× [0.96–1.02, 75%]; 2 connections: 1.01× [0.96–1.02, 75%]; 4 connections: 1.02× [0.96–1.02, 75%])."),
         ];
         for (fork, want) in cases {
             let mut v = Vec::new();
@@ -232,7 +237,7 @@ mod tests {
         v[0].workload = "cgi page".into();
         v[1].workload = "handler page".into();
         let refs: Vec<&Sample> = v.iter().collect();
-        let want = "handler beats cgi on mean latency (ms) everywhere (1 connection: 4.00× [3.84–4.16]).";
+        let want = "handler beats cgi on mean latency (ms) everywhere (1 connection: 3.92× [3.92–4.16, 75%]).";
         assert_eq!(compare(Metric::MeanMs, "handler", "cgi", Dim::Connections, &refs), want);
     }
 

@@ -7,23 +7,27 @@
 //! exactly (`spidey bench merge`'s [`crate::bench::merge`]) into the point's one result.
 //!
 //! Without these flags everything runs here, on loopback, in-process.
-//! The document root is generated here: a server host must see it at the same path (a
-//! shared filesystem, which namespaces have; copy it for real hosts). Peers (nginx) run
-//! only locally.
+//! The document root is generated here and put on the server host by [`Hosts::place`]
+//! (used in place where that host sees it, copied there otherwise: [`crate::lab::root_copy`]).
+//! Peers (nginx) run only locally.
 
 use crate::bench::{merge, share, BenchConfig, BenchResult, Stop};
 use crate::config::ConfigError;
 use crate::lab::delay_line::{DelayLine, LinkSpec};
+use crate::lab::docroot::DocRoot;
+use crate::lab::{remote_server, root_copy};
 use anyhow::Context;
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 /// The lab's flags for running the server and the clients elsewhere.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HostArgs {
-    /// Start the server through this command prefix, e.g. `ssh -tt user@host` (-tt, so the
-    /// server gets SIGHUP when the lab stops it) or `ip netns exec NAME`; needs --server-addr.
+    /// Start the server through this command prefix, e.g. `ssh user@host` or `ip netns exec
+    /// NAME`; needs --server-addr. The document root is copied there unless that host sees
+    /// it at the same path; the server is stopped there with `kill`.
     #[arg(long, value_name = "CMD")]
     pub server_via: Option<String>,
     /// Run the load from this host, a command prefix like --server-via's (repeatable: the
@@ -39,7 +43,7 @@ pub struct HostArgs {
     pub remote_spidey: Option<String>,
     /// Put the server and the load in two network namespaces joined by a delay line with
     /// this round trip (e.g. `1.5ms`; needs root and TUN); not with the flags above.
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::config::duration)]
     pub rtt: Option<Duration>,
     /// With --rtt: limit each direction of the link to this rate (tc's syntax: `100mbit`).
     #[arg(long, value_name = "RATE", requires = "rtt")]
@@ -47,17 +51,29 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    /// The delay line --rtt asks for, started; None without --rtt.
-    pub(crate) fn delay_line(&self) -> anyhow::Result<Option<DelayLine>> {
-        let Some(rtt) = self.rtt else { return Ok(None) };
-        if self.server_via.is_some() || !self.client_via.is_empty() || self.server_addr.is_some() {
-            return Err(ConfigError(
+    /// The delay line --rtt asks for, or that sweeps with a round trip of their own need
+    /// (`for_sweeps`), started; None when neither asks for one. A line the sweeps alone want
+    /// that cannot start (not root, no TUN) is None with a note: those sweeps are skipped.
+    pub(crate) fn delay_line(&self, for_sweeps: bool) -> anyhow::Result<Option<DelayLine>> {
+        let elsewhere = self.server_via.is_some() || !self.client_via.is_empty() || self.server_addr.is_some();
+        let name = format!("spl{}", std::process::id() % 100_000);
+        match self.rtt {
+            Some(_) if elsewhere => Err(ConfigError(
                 "--rtt makes its own namespaces: not with --server-via, --client-via or --server-addr".into(),
             )
-            .into());
+            .into()),
+            Some(rtt) => Ok(Some(DelayLine::start(LinkSpec { rtt, rate: self.link_rate.clone(), name })?)),
+            None if for_sweeps && !elsewhere => {
+                match DelayLine::start(LinkSpec { rtt: Duration::ZERO, rate: self.link_rate.clone(), name }) {
+                    Ok(line) => Ok(Some(line)),
+                    Err(e) => {
+                        eprintln!("spidey lab: no delay line ({e:#}): the sweeps with a round trip are skipped");
+                        Ok(None)
+                    }
+                }
+            }
+            None => Ok(None),
         }
-        let name = format!("spl{}", std::process::id() % 100_000);
-        Ok(Some(DelayLine::start(LinkSpec { rtt, rate: self.link_rate.clone(), name })?))
     }
 
     /// These flags with the server and the clients in `link`'s namespaces.
@@ -75,9 +91,16 @@ impl HostArgs {
 pub(crate) fn describe_network(a: &HostArgs, link: Option<&DelayLine>) -> String {
     match (link, &a.server_via, a.client_via.len()) {
         (Some(l), ..) => format!(
-            "two network namespaces joined by a TUN delay line: round trip {:?} asked, {:?} measured by a TCP connect; rate {}",
-            l.rtt(),
-            l.measured_rtt,
+            "{}; sweeps with a round trip of their own: two network namespaces joined by a TUN delay line set to it \
+             (the line's own round trip, calibrated away above 0: {:?}); rate {}",
+            match a.rtt {
+                Some(rtt) => format!(
+                    "every sweep across the delay line at {rtt:?} ({:?} measured by a TCP connect)",
+                    l.measured_at(rtt)
+                ),
+                None => "loopback".into(),
+            },
+            l.own_rtt(),
             a.link_rate.as_deref().unwrap_or("unlimited")
         ),
         (None, None, 0) => "loopback".into(),
@@ -94,7 +117,7 @@ pub(crate) fn describe_network(a: &HostArgs, link: Option<&DelayLine>) -> String
 pub(crate) struct Via(Vec<String>);
 
 impl Via {
-    fn parse(flag: &str, s: &str) -> Result<Via, ConfigError> {
+    pub(crate) fn parse(flag: &str, s: &str) -> Result<Via, ConfigError> {
         let words: Vec<String> = s.split_whitespace().map(String::from).collect();
         if words.is_empty() {
             return Err(ConfigError(format!("{flag} needs a command prefix such as 'ssh user@host'")));
@@ -103,15 +126,61 @@ impl Via {
     }
 
     /// `program` run through the prefix.
-    fn command(&self, program: &str) -> Command {
+    pub(crate) fn command(&self, program: &str) -> Command {
         let mut c = Command::new(&self.0[0]);
         c.args(&self.0[1..]).arg(program);
         c
     }
 
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.0.join(" ")
     }
+
+    /// Whether the prefix is `ssh`, which joins the words after it into one command line
+    /// for the shell on the other host.
+    pub(crate) fn is_ssh(&self) -> bool {
+        Path::new(&self.0[0]).file_name().is_some_and(|n| n == "ssh")
+    }
+
+    /// `program` with `args` run through the prefix, each word arriving as it is: quoted
+    /// for the shell on the other host behind `ssh`, passed as they are otherwise.
+    pub(crate) fn command_with(&self, program: &str, args: &[String]) -> Command {
+        if !self.is_ssh() {
+            let mut c = self.command(program);
+            c.args(args);
+            return c;
+        }
+        let mut c = self.command(&shell_quote(program));
+        c.args(args.iter().map(|a| shell_quote(a)));
+        c
+    }
+
+    /// The prefix without a terminal, for a byte stream through stdin and stdout: an `ssh`
+    /// prefix loses its `-t` and `-tt` and gets `-T` (a terminal would echo and translate
+    /// the bytes); any other prefix is unchanged.
+    pub(crate) fn untty(&self) -> Via {
+        if !self.is_ssh() {
+            return self.clone();
+        }
+        let mut words = vec![self.0[0].clone(), "-T".into()];
+        words.extend(
+            self.0[1..]
+                .iter()
+                .filter(|w| !(w.len() > 1 && w.starts_with('-') && w[1..].bytes().all(|b| b == b't')))
+                .cloned(),
+        );
+        Via(words)
+    }
+}
+
+/// `word` as one word for a POSIX shell: as it is when it holds only characters no shell
+/// treats specially, else in single quotes (each `'` written `'\''`).
+fn shell_quote(word: &str) -> String {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./:=@%+,-".contains(&b);
+    if !word.is_empty() && word.bytes().all(plain) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// Where the lab's server and load run.
@@ -152,13 +221,33 @@ impl Hosts {
         self.server.is_none() && self.clients.is_empty() && self.server_ip.is_loopback()
     }
 
-    /// The command that runs `spidey` for the server: through its prefix, or this binary.
-    pub fn server_command(&self) -> anyhow::Result<Command> {
+    /// The command that runs `spidey ARGS` for the server: this binary, or through the
+    /// server's prefix as [`remote_server::command`] makes it (printing its pid first).
+    pub fn server_command(&self, args: &[String]) -> anyhow::Result<Command> {
         let exe = self.spidey_path(self.server.is_some())?;
         Ok(match &self.server {
-            Some(via) => via.command(&exe),
-            None => Command::new(exe),
+            Some(via) => remote_server::command(via, &exe, args),
+            None => {
+                let mut c = Command::new(exe);
+                c.args(args);
+                c
+            }
         })
+    }
+
+    /// The server's prefix, when it runs elsewhere.
+    pub fn server_via(&self) -> Option<&Via> {
+        self.server.as_ref()
+    }
+
+    /// Where the server host sees `root`'s scratch directory: here without --server-via;
+    /// otherwise in place if that host sees it at the same path, else a copy there, made
+    /// at the first call and refreshed when `refresh` (after a `prepare` command wrote to it).
+    pub fn place(&self, root: &DocRoot, refresh: bool) -> anyhow::Result<PathBuf> {
+        match &self.server {
+            None => Ok(root.base().to_path_buf()),
+            Some(via) => root_copy::place(via, root.base(), &mut root.placed.borrow_mut(), refresh),
+        }
     }
 
     /// `spidey serve` flags that make it listen on the server address.
@@ -171,6 +260,11 @@ impl Hosts {
             (Some(p), true) => Ok(p.clone()),
             _ => Ok(std::env::current_exe().context("cannot find the spidey binary")?.display().to_string()),
         }
+    }
+
+    /// Whether plain-HTTP load runs in this process (no client hosts).
+    pub fn load_runs_here(&self) -> bool {
+        self.clients.is_empty()
     }
 
     /// The load `cfg` describes, run from the client hosts and merged; None when the load

@@ -115,7 +115,23 @@ fn a_delay_line_is_refused_beside_hosts_of_ones_own_before_it_starts() {
         (None, vec![], Some("10.0.0.1".parse().unwrap())),
     ] {
         let a = HostArgs { server_via, client_via, server_addr, remote_spidey: None, rtt, link_rate: None };
-        let err = a.delay_line().err().expect("refused");
+        let err = a.delay_line(false).err().expect("refused");
         assert!(err.is::<crate::config::ConfigError>(), "{err}");
+    }
+}
+
+/// The prefix a byte stream goes through: an ssh without a terminal, others unchanged.
+#[test]
+fn untty_table() {
+    let cases = [
+        ("ssh -tt root@10.77.0.2", "ssh -T root@10.77.0.2"),
+        ("ssh -t -i key -tt root@h", "ssh -T -i key root@h"),
+        ("/usr/bin/ssh -o BatchMode=yes root@h", "/usr/bin/ssh -T -o BatchMode=yes root@h"),
+        ("ssh -ttt -T h", "ssh -T -T h"),
+        ("ip netns exec -t ns", "ip netns exec -t ns"),
+        ("sshpass ssh -tt h", "sshpass ssh -tt h"),
+    ];
+    for (prefix, want) in cases {
+        assert_eq!(Via::parse("--server-via", prefix).unwrap().untty().name(), want, "{prefix}");
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::bench::LATE_AFTER;
 use crate::bench::{
-    run_bench, run_bench_with, BenchConfig, BenchResult, OpenModel, Resume, Stop, Target, TlsOptions, Verify,
+    merge, run_bench, run_bench_with, BenchConfig, BenchResult, OpenModel, Resume, Stop, Target, TlsOptions, Verify,
 };
 use crate::lab::experiment::{ClientSpec, Model};
 use crate::lab::hosts::Hosts;
@@ -28,20 +28,65 @@ pub(crate) struct Load<'a> {
 /// How long a request may take before it counts as a timeout error.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs the load and measures it.
+/// The most batches a point runs to reach its minimum duration (a batch that takes no
+/// time at all, every request failing at once, must not loop for ever).
+const MAX_BATCHES: usize = 2000;
+
+/// Runs the load once and measures it.
 pub(crate) fn measure(load: &Load<'_>) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
+    measure_for(load, Duration::ZERO)
+}
+
+/// Runs the load's batch (its request count, or its duration) back to back until the
+/// batches together last at least `floor` (at most [`MAX_BATCHES`]), and measures them as
+/// one run: counts, bytes and times add, latencies come from the summed histograms, and the
+/// rates are the totals over the batches' summed time. `batches` says how many ran.
+pub(crate) fn measure_for(
+    load: &Load<'_>,
+    floor: Duration,
+) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
     let cfg = config(load)?;
-    let result = match (load.tls, load.hosts.measure(&cfg)) {
+    let (mut parts, mut lasted) = (Vec::new(), 0.0);
+    while parts.is_empty() || (lasted < floor.as_secs_f64() && parts.len() < MAX_BATCHES) {
+        let part = once(load, &cfg)?;
+        lasted += part.duration_s;
+        parts.push(part);
+    }
+    let result = back_to_back(parts)?;
+    let raw = serde_json::to_value(&result.0).ok();
+    Ok((Measurement { batches: result.1, ..measurement(&result.0) }, raw))
+}
+
+fn once(load: &Load<'_>, cfg: &BenchConfig) -> anyhow::Result<BenchResult> {
+    Ok(match (load.tls, load.hosts.measure(cfg)) {
         (Some(ca), _) => {
             let resume = if load.client.resume { Resume::On } else { Resume::Off };
             let tls = TlsOptions { verify: Verify::CaFile(ca.to_path_buf()), resume, ciphers: Vec::new() };
-            run_bench_with(&cfg, &tls, &mut |_| {})?
+            run_bench_with(cfg, &tls, &mut |_| {})?
         }
         (None, Some(merged)) => merged?,
-        (None, None) => run_bench(&cfg)?,
-    };
-    let raw = serde_json::to_value(&result).ok();
-    Ok((measurement(&result), raw))
+        (None, None) => run_bench(cfg)?,
+    })
+}
+
+/// Runs made one after another, as one: `merge` adds them up (it is made for runs side by
+/// side), then the duration is the sum of theirs (not the window from the first start to
+/// the last end, which would count the gaps between batches) with the rates over it, and
+/// the connections, threads and rate are one batch's. With the number of runs.
+fn back_to_back(mut parts: Vec<BenchResult>) -> anyhow::Result<(BenchResult, u32)> {
+    let n = parts.len() as u32;
+    if parts.len() == 1 {
+        return Ok((parts.remove(0), 1));
+    }
+    let mut all = merge(&parts)?;
+    let secs: f64 = parts.iter().map(|p| p.duration_s).sum();
+    let per = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+    all.duration_s = secs;
+    all.requests_per_sec = per(all.responses);
+    all.body_bytes_per_sec = per(all.body_bytes);
+    all.wire_bytes_per_sec = per(all.wire_bytes);
+    (all.connections, all.threads, all.rate) = (parts[0].connections, parts[0].threads, parts[0].rate);
+    Ok((all, n))
 }
 
 fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
@@ -110,6 +155,9 @@ fn measurement(r: &BenchResult) -> Measurement {
         errors: r.errors.total(),
         late_or_unsent: r.errors.late + r.errors.unsent,
         duration_s: r.duration_s,
+        batches: 1,
+        tries: 1,
+        excluded: false,
         rps: finite(r.requests_per_sec),
         bytes_per_s: finite(r.wire_bytes_per_sec),
         mean_us: finite(r.latency.mean_us),
@@ -120,5 +168,67 @@ fn measurement(r: &BenchResult) -> Measurement {
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
         server: None,
+        repeat: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::hosts::{HostArgs, Hosts};
+    use crate::lab::metric::Metric;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    /// A keep-alive HTTP server on loopback that answers every request `ok` after `delay`.
+    fn slow_server(delay: Duration) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    let mut conn = conn;
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                        if line == "\r\n" {
+                            std::thread::sleep(delay);
+                            let ok = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                            if ok.is_err() {
+                                return;
+                            }
+                        }
+                        line.clear();
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    /// A point's batch (20 requests of about 2 ms) runs back to back until the batches last
+    /// the minimum duration; the counts add up, and the time of one batch is their mean.
+    #[test]
+    fn a_short_batch_repeats_until_the_point_lasts_the_minimum() {
+        let port = slow_server(Duration::from_millis(2));
+        let hosts = Hosts::from_args(&HostArgs::default()).unwrap();
+        let paths = ["/".to_string()];
+        let client = ClientSpec::closed(1, 20);
+        let load = Load { port, paths: &paths, client: &client, hosts: &hosts, tls: None };
+        let (once, _) = measure(&load).unwrap();
+        assert_eq!((once.batches, once.responses), (1, 20), "no floor: one batch");
+        let floor = Duration::from_millis(300);
+        let (m, raw) = measure_for(&load, floor).unwrap();
+        let raw = raw.unwrap();
+        assert!(m.batches >= 3, "20 requests of 2 ms repeated to last 300 ms: {} batches", m.batches);
+        assert!(m.duration_s >= floor.as_secs_f64(), "{m:?}");
+        assert!(m.duration_s - m.duration_s / f64::from(m.batches) < floor.as_secs_f64(), "no batch after the floor");
+        assert_eq!(m.responses, 20 * u64::from(m.batches));
+        assert_eq!((m.errors, m.non_success), (0, 0));
+        assert_eq!(raw["responses"], m.responses, "the raw result is the batches' sum");
+        assert_eq!(raw["connections"], 1, "one batch's connections");
+        assert!((m.rps - m.responses as f64 / m.duration_s).abs() < 1e-6, "{m:?}");
+        let per_batch = Metric::TotalS.value(&m);
+        assert!((per_batch * f64::from(m.batches) - m.duration_s).abs() < 1e-9, "time (s) is one batch's");
     }
 }

@@ -17,7 +17,21 @@ pub(crate) struct Measurement {
     /// own lateness on a busy machine: the two look alike).
     #[serde(default)]
     pub late_or_unsent: u64,
+    /// The time the load ran, all batches together.
     pub duration_s: f64,
+    /// How many times the point's batch (the seed's request count, or its duration) ran
+    /// back to back to last the lab's minimum duration (`runner.rs`); counts, bytes and
+    /// times are the batches' sums, latencies from their summed histograms.
+    #[serde(default = "one")]
+    pub batches: u32,
+    /// How many times the point was measured: a repeat measured on a disturbed machine is
+    /// measured again (`runner.rs`), and the last try kept.
+    #[serde(default = "one")]
+    pub tries: u32,
+    /// The repeat stayed disturbed through its tries: it is left out of intervals, findings
+    /// and verdicts (kept in the file and counted in the report).
+    #[serde(default)]
+    pub excluded: bool,
     pub rps: f64,
     /// Response bytes (head and body) per second.
     pub bytes_per_s: f64,
@@ -33,6 +47,14 @@ pub(crate) struct Measurement {
     /// peers, or if a scrape failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::lab::server_counts::ServerCounts>,
+    /// The repeat this run was, filled in when a sample gathers its runs from the records
+    /// (which carry it), so two samples' repeats pair up by round.
+    #[serde(skip)]
+    pub repeat: Option<u32>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// A number read from a [`Measurement`], with its unit.
@@ -44,6 +66,7 @@ pub(crate) enum Metric {
     P50Ms,
     P99Ms,
     Rps,
+    /// The time of one batch (the seed's whole test): the batches' time over their count.
     TotalS,
     KbS,
     MbS,
@@ -59,6 +82,9 @@ pub(crate) enum Metric {
     SeedErrorPct,
     /// Requests sent late or never sent, % of those scheduled.
     LatePct,
+    /// The load generator's CPU time as a share of one CPU during the point (its one
+    /// thread saturated near 100).
+    ClientBusyPct,
 }
 
 /// Whether larger values of a metric are better.
@@ -76,7 +102,7 @@ impl Metric {
             Metric::P50Ms => m.p50_us / 1e3,
             Metric::P99Ms => m.p99_us / 1e3,
             Metric::Rps => m.rps,
-            Metric::TotalS => m.duration_s,
+            Metric::TotalS => m.duration_s / f64::from(m.batches.max(1)),
             Metric::KbS => m.bytes_per_s / 1e3,
             Metric::MbS => m.bytes_per_s / 1e6,
             Metric::GbS => m.bytes_per_s / 1e9,
@@ -85,6 +111,7 @@ impl Metric {
             Metric::LatePct => pct(m.late_or_unsent, m),
             Metric::CpuUs if m.responses == 0 => f64::NAN,
             Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
+            Metric::ClientBusyPct => m.cpu.client_busy_pct(),
         }
     }
 
@@ -111,6 +138,7 @@ impl Metric {
             Metric::CpuUs => "server CPU per request (µs)",
             Metric::SeedErrorPct => "errors as the seed counted them (%)",
             Metric::LatePct => "late or unsent (%)",
+            Metric::ClientBusyPct => "load generator busy (% of a CPU)",
         }
     }
 }

@@ -24,11 +24,13 @@ mod machine;
 mod metric;
 mod plan;
 mod plot;
+mod remote_server;
 mod render;
 mod report;
 mod results;
 mod robustness;
 mod robustness_report;
+mod root_copy;
 mod rule;
 mod runner;
 mod server;
@@ -43,14 +45,69 @@ mod tls;
 mod verdict;
 mod versus;
 
-use crate::cli::LabArgs;
 use crate::config::ConfigError;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
 pub use delay_line::{run as delay_line, DelayLineArgs};
 pub use hosts::HostArgs;
+
+/// `spidey lab`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
+    /// --quick.
+    pub experiments: Vec<String>,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(long, default_value = "lab-out")]
+    pub out: PathBuf,
+    /// A reduced version of the experiments, a smoke test: about 3 minutes for all of them
+    /// on a 2-core machine (`--list` shows each one's time).
+    #[arg(long)]
+    pub quick: bool,
+    /// Run every experiment in full (hours; without --all, --quick or experiment ids, the
+    /// plan is printed instead).
+    #[arg(long)]
+    pub all: bool,
+    /// List the experiments with their quick and full times (the last run's in OUT, or an
+    /// estimate from the plan), and run nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// Keep OUT/results.jsonl and measure only the points missing from it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start afresh even though OUT/results.jsonl exists (it is emptied); without --force
+    /// or --resume an existing one is refused.
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
+    /// Read the experiment files from this directory instead of the built-in ones.
+    #[arg(long)]
+    pub experiments_dir: Option<PathBuf>,
+    /// Measure each point once and use it even when the machine was disturbed (others
+    /// busy or steal above the limits). By default a disturbed point is measured again up
+    /// to twice, and one still disturbed is left out of intervals and verdicts.
+    #[arg(long)]
+    pub keep_disturbed: bool,
+    /// Run each server on this many CPUs (the top ones; past the server's half they are
+    /// shared with the load generator, which the report says), unless its experiment arm
+    /// sets `cpus`. Default: the upper half of the CPUs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub server_cpus: Option<u16>,
+    /// Measure nothing: print the verdict table (Markdown) of a results file
+    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
+    #[arg(long, value_name = "RESULTS")]
+    pub verdicts: Option<PathBuf>,
+    /// Measure nothing: write the report (report.md, report.html, plots/) of a results file
+    /// (`results.jsonl` or `results.jsonl.gz`) into --out, with the robustness section from
+    /// the `robustness.jsonl` and the machine from the `machine.json` beside it.
+    #[arg(long, value_name = "RESULTS", conflicts_with = "verdicts")]
+    pub report: Option<PathBuf>,
+    /// Where the server and the load run (default: here, on loopback).
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
 
 pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
@@ -79,8 +136,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     results::check_fresh(&results_path, args.resume, args.force)?;
     hosts::Hosts::from_args(&args.hosts)?;
-    let link = args.hosts.delay_line()?;
-    let hosts = hosts::Hosts::from_args(&link.as_ref().map_or_else(|| args.hosts.clone(), |l| args.hosts.across(l)))?;
+    let sweeps_rtt = exps.iter().any(|e| plan::active(e, args.quick).iter().any(|a| a.sweep.rtt.is_some()));
+    let link = args.hosts.delay_line(sweeps_rtt)?;
+    let hosts = hosts::Hosts::from_args(&match (&link, args.hosts.rtt) {
+        (Some(l), Some(_)) => args.hosts.across(l),
+        _ => args.hosts.clone(),
+    })?;
+    let across = link.as_ref().map(|l| hosts::Hosts::from_args(&args.hosts.across(l))).transpose()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
@@ -88,15 +150,28 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);
-    let mut run = runner::Run { quick: args.quick, journal: &mut journal, bar: &bar, hosts: &hosts };
+    let mut run = runner::Run {
+        quick: args.quick,
+        keep_disturbed: args.keep_disturbed,
+        journal: &mut journal,
+        bar: &bar,
+        hosts: &hosts,
+        link: link.as_ref().zip(across.as_ref()),
+        server_cpus: args.server_cpus.map(usize::from),
+        base_rtt: args.hosts.rtt,
+    };
     for exp in &exps {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
     let mut machine = machine::Machine::describe(pinning);
     machine.network = hosts::describe_network(&args.hosts, link.as_ref());
+    if let Some(n) = args.server_cpus {
+        let set = pinning.server_set(Some(usize::from(n)));
+        machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
+    }
     machine.save(&args.out)?;
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine, None)?;
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, None)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {
@@ -106,7 +181,15 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
             let points = robustness::run(exp, spec, args.quick, &args.out, &hosts)
                 .with_context(|| format!("experiment {}", exp.id))?;
             let section = robustness_section(&args.out, &spec.attacks, &points)?;
-            report::write(&args.out, &exps, args.quick, &journal.records, &machine, Some(section))?;
+            report::write(
+                &args.out,
+                &exps,
+                args.quick,
+                &journal.records,
+                &machine,
+                args.keep_disturbed,
+                Some(section),
+            )?;
         }
     }
     println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
@@ -163,7 +246,11 @@ fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Pat
         }
     }
     let machine = machine::Machine::of_results(dir);
-    report::write(out, &ran, quick, &records, &machine, extra)?;
+    // A repeat kept though disturbed is what --keep-disturbed leaves (without it, one still
+    // disturbed after its tries is marked excluded).
+    let keep_disturbed =
+        records.values().filter_map(|r| r.measurement.as_ref()).any(|m| m.cpu.disturbed && !m.excluded);
+    report::write(out, &ran, quick, &records, &machine, keep_disturbed, extra)?;
     println!("spidey lab: the report of {} in {}", results.display(), out.join("report.html").display());
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! SVG line charts (plotters): a metric against concurrency or rate, one line per server
 //! (and per metric when a chart shows two, like p50 and p99), through the medians of the
-//! repeats, with each median's bootstrap 95% interval as an error bar, and the seed's
+//! repeats, with each median's order-statistic interval as an error bar, and the seed's
 //! published series for the same server and metric dashed in the same colour on the same axes
 //! (named as the seed's in the legend). Drawn in [`crate::lab::chart`]'s frame.
 

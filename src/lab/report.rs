@@ -10,7 +10,7 @@ use crate::lab::render::{self, slug, Block, Table};
 use crate::lab::results::{Outcome, Record};
 use crate::lab::sizes::fill;
 use crate::lab::summary::{self, Category};
-use crate::lab::{cdf, finding, plot, table, verdict, versus};
+use crate::lab::{cdf, finding, plot, runner, table, verdict, versus};
 use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -29,10 +29,11 @@ pub(crate) fn write(
     quick: bool,
     records: &HashMap<String, Record>,
     machine: &Machine,
+    keep_disturbed: bool,
     extra: Option<Section>,
 ) -> anyhow::Result<()> {
     clear_plots(&out.join("plots"))?;
-    let doc = document(exps, quick, records, machine, extra);
+    let doc = document(exps, quick, records, machine, keep_disturbed, extra);
     for block in &doc {
         if let Block::Plot { file, svg, .. } = block {
             std::fs::write(out.join(file), svg).with_context(|| format!("cannot write {file}"))?;
@@ -48,6 +49,7 @@ fn document(
     quick: bool,
     records: &HashMap<String, Record>,
     machine: &Machine,
+    keep_disturbed: bool,
     extra: Option<Section>,
 ) -> Vec<Block> {
     let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
@@ -58,7 +60,7 @@ fn document(
     if let Some(s) = extra {
         doc.push(Block::Markdown { text: s.markdown, svgs: s.svgs });
     }
-    doc.extend(appendix(exps, quick, records, machine));
+    doc.extend(appendix(exps, quick, records, machine, keep_disturbed));
     doc
 }
 
@@ -89,26 +91,38 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) 
         ))];
     }
     let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).collect();
+    let anchor =
+        |id: &str| exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)));
+    let link = |id: &str| anchor(id).map_or_else(|| id.to_string(), |a| format!("[{id}](#{a})"));
+    let by_seed: Vec<(String, &verdict::Verdict)> = rows.iter().map(|(id, v)| (id.clone(), v)).collect();
     let mut doc = vec![
-        Block::Para(summary::text(&verdicts, quick)),
+        Block::Para(format!(
+            "{} {} {}",
+            summary::text(&verdicts, quick),
+            summary::per_seed(&by_seed, link),
+            summary::READ_ON
+        )),
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
     ];
-    let anchor = |id: &str| {
-        exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)))
-    };
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|(id, v)| {
-            let seed = anchor(id).map_or_else(|| id.clone(), |a| format!("[{id}](#{a})"));
+            let seed = link(id);
             let line = v.source.split(' ').next().unwrap_or_default();
             let claim = format!("{} ({line})", claim_cell(v));
             vec![seed, claim, v.seed_brief.clone(), v.here_brief.clone(), v.label()]
         })
         .collect();
     doc.push(Block::Table(Table {
-        headers: ["Seed", "Claim (the seed's file:line)", "Seed's number", "Here (pooled ratio [95% interval])", "Verdict"]
-            .map(String::from)
-            .to_vec(),
+        headers: [
+            "Seed",
+            "Claim (the seed's file:line)",
+            "Seed's number",
+            "Here (pooled ratio [95% interval])",
+            "Verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: cells,
         classes: Some((4, classes(&rows))),
     }));
@@ -144,17 +158,30 @@ fn contradictions(rows: &[(String, verdict::Verdict)]) -> Vec<Block> {
     if items.is_empty() {
         return Vec::new();
     }
-    vec![Block::Para("The seeds' internal contradictions (both statements are checked above):".into()), Block::Bullets(items)]
+    vec![
+        Block::Para("The seeds' internal contradictions (both statements are checked above):".into()),
+        Block::Bullets(items),
+    ]
 }
 
 /// How the numbers were made and how verdicts are reached, and the machine.
-fn appendix(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, machine: &Machine) -> Vec<Block> {
+fn appendix(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+) -> Vec<Block> {
     let mut doc = vec![
         Block::Heading(2, "Appendix: method".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, its percentile-bootstrap 95% interval; plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat. Findings are computed from the numbers here: one server beats another only where the interval of the ratio of their medians excludes 1, and is level with it otherwise. Every sweep's second table gives the server's CPU time per request (the server's process tree from /proc, reaped children such as fork's and CGI's included, at the kernel's tick resolution) and how many repeats ran on a disturbed machine: more than {other}% of the CPU time busy with other processes, or more than {steal}% stolen by the hypervisor (load average and steal are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every repeat, from the HDR histograms each point stores.",
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of one CPU (its one thread: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
             kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
             other = crate::lab::cpu::OTHER_BUSY_LIMIT_PCT,
+            floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
+            extra = runner::EXTRA_TRIES,
+            clean = table::MIN_CLEAN_REPEATS,
+            keep = if keep_disturbed { " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)" } else { "" },
             steal = crate::lab::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
         )),
@@ -189,7 +216,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
         if let Some(v) = &a.sweep.table.versus {
             doc.push(Block::Para(format!(
-                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name} (the ratio of the medians) with the bootstrap interval of that ratio.",
+                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name}: the ratio per round (repeat r of one against repeat r of the other), the median of those ratios and its order-statistic interval, labelled with its coverage.",
                 suffix = v.suffix,
                 name = v.name
             )));
@@ -298,7 +325,15 @@ fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
     let cells = rows
         .iter()
         .map(|(id, v)| {
-            vec![id.clone(), claim_cell(v), v.source.clone(), v.seed.clone(), v.here.clone(), v.size_text.clone(), v.label()]
+            vec![
+                id.clone(),
+                claim_cell(v),
+                v.source.clone(),
+                v.seed.clone(),
+                v.here.clone(),
+                v.size_text.clone(),
+                v.label(),
+            ]
         })
         .collect();
     Table::new(headers.map(String::from).to_vec(), cells)

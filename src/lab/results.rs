@@ -31,6 +31,12 @@ pub(crate) struct Record {
     pub workload: String,
     pub client: ClientSpec,
     pub repeat: u32,
+    /// Where the point ran within its server run, and the seed that shuffled that run
+    /// (`plan.rs`); absent in records written before points were shuffled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -53,6 +59,8 @@ impl Record {
             workload: point.workload.clone(),
             client: point.client.clone(),
             repeat: point.repeat,
+            position: Some(point.position),
+            order_seed: Some(point.order_seed),
             outcome,
             note: None,
             measurement: None,
@@ -136,4 +144,29 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<HashMap<String, Record>> {
         }
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A results file written before points were batched, shuffled, re-measured and timed
+    /// on nanosecond clocks still reads line by line (`read` skips lines it cannot parse,
+    /// so a field made required would silently empty it), its new fields at their defaults.
+    #[test]
+    fn an_older_results_file_reads_whole() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/runs/lab-quick-6b992ad/results.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut measured = 0;
+        for line in text.lines() {
+            let r: Record = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!((r.position, r.order_seed), (None, None));
+            if let Some(m) = r.measurement {
+                assert_eq!((m.batches, m.tries, m.excluded, m.cpu.fine_clock), (1, 1, false, false));
+                assert_eq!(m.cpu.client_cpu_us, None);
+                measured += 1;
+            }
+        }
+        assert!(measured > 100, "{measured} measured points");
+    }
 }

@@ -1,11 +1,20 @@
 //! Runs an experiment's points: per server configuration, start the server over the
 //! generated root, warm it up, measure each point still missing from the journal, stop it.
+//!
+//! A point lasts at least [`MIN_POINT`] ([`MIN_QUICK_POINT`] in a quick run): its batch
+//! (the seed's request count, or its duration) runs back to back until the batches do
+//! (`load::measure_for`), so the CPU clocks and the machine's counters measure something.
+//! A point measured on a disturbed machine (`cpu.rs`) is measured again, up to
+//! [`EXTRA_TRIES`] more times; one still disturbed is kept in the journal marked
+//! `excluded`, and left out of intervals and verdicts (`table::Sample`).
 
 use crate::lab::cpu;
+use crate::lab::delay_line::DelayLine;
 use crate::lab::docroot::DocRoot;
-use crate::lab::experiment::{ClientSpec, Experiment};
+use crate::lab::experiment::{ClientSpec, Experiment, ServerSpec};
 use crate::lab::hosts::Hosts;
-use crate::lab::load::{measure, Load};
+use crate::lab::load::{measure, measure_for, Load};
+use crate::lab::metric::Measurement;
 use crate::lab::plan::{self, Point, ServerRun};
 use crate::lab::results::{Journal, Outcome, Record};
 use crate::lab::server::{self, Started};
@@ -20,10 +29,18 @@ use std::time::Duration;
 /// Everything a run needs beside the experiment.
 pub(crate) struct Run<'a> {
     pub quick: bool,
+    /// Measure each point once and keep it even when disturbed (`--keep-disturbed`).
+    pub keep_disturbed: bool,
     pub journal: &'a mut Journal,
     pub bar: &'a ProgressBar,
     /// Where the server and the load run.
     pub hosts: &'a Hosts,
+    /// The delay line and the hosts across it, for sweeps with a round trip.
+    pub link: Option<(&'a DelayLine, &'a Hosts)>,
+    /// The round trip of the whole run (`--rtt`), which sweeps without one of their own use.
+    pub base_rtt: Option<Duration>,
+    /// How many CPUs a server runs on when its arm does not say (`--server-cpus`).
+    pub server_cpus: Option<usize>,
 }
 
 /// Runs every point of `exp` not yet in the journal.
@@ -50,10 +67,33 @@ pub(crate) fn run_experiment(exp: &Experiment, run: &mut Run<'_>) -> anyhow::Res
     Ok(())
 }
 
-/// One server configuration: start, warm up, measure its points, stop.
+/// One server configuration across the network its sweep asks for: a sweep with a round
+/// trip runs across the delay line set to it, others where the run's hosts say.
 fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_>) -> anyhow::Result<()> {
+    let default = run.hosts;
+    match (sr.rtt.or(run.base_rtt), run.link) {
+        (Some(rtt), Some((line, across))) => {
+            anyhow::Context::context(line.retarget(rtt), "setting the delay line's round trip")?;
+            if sr.rtt.is_some() {
+                run.hosts = across;
+            }
+        }
+        (Some(_), None) if sr.rtt.is_some() => {
+            let note = "this sweep runs across a delay line, which needs root and /dev/net/tun";
+            return record_all(exp, sr, Outcome::Skipped, note, run);
+        }
+        _ => {}
+    }
+    let result = run_server_here(exp, sr, root, run);
+    run.hosts = default;
+    result
+}
+
+/// One server configuration: start, warm up, measure its points, stop.
+fn run_server_here(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_>) -> anyhow::Result<()> {
     run.bar.set_message(format!("{}: starting {}", exp.id, sr.server.label));
-    let server = match server::start(&sr.server, &exp.peers, root, run.hosts) {
+    let spec = ServerSpec { cpus: sr.server.cpus.or(run.server_cpus), ..sr.server.clone() };
+    let server = match server::start(&spec, &exp.peers, root, run.hosts) {
         Ok(Started::Running(s)) => s,
         Ok(Started::Unavailable(note)) => return record_all(exp, sr, Outcome::Skipped, &note, run),
         Err(e) => return record_all(exp, sr, Outcome::Failed, &format!("{e:#}"), run),
@@ -64,7 +104,7 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
         run.bar.set_message(point.id.clone());
         let check = checked.entry(&point.workload).or_insert_with(|| probe(&server, root, &point.workload, run.hosts));
         let record = match check {
-            Ok(()) => measure_point(exp, point, &server, root, run.hosts),
+            Ok(()) => measure_point(exp, point, &server, root, run),
             Err(why) => {
                 let mut r = Record::new(&exp.id, point, Outcome::Skipped);
                 r.note = Some(format!("{}: does not serve {} here ({why})", sr.server.label, point.workload));
@@ -147,20 +187,35 @@ fn probe_tls(port: u16, ca: &Path, root: &DocRoot, workload: &str, path: &str, h
     }
 }
 
-/// One point, with the server tree's CPU time and the machine's state around it.
-fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot, hosts: &Hosts) -> Record {
+/// The shortest a point may last in a full run...
+pub(crate) const MIN_POINT: Duration = Duration::from_millis(500);
+/// ...and in a quick run.
+pub(crate) const MIN_QUICK_POINT: Duration = Duration::from_millis(100);
+/// How many more times a disturbed point is measured.
+pub(crate) const EXTRA_TRIES: u32 = 2;
+
+/// One point, with the server tree's CPU time and the machine's state around it, measured
+/// again while disturbed ([`until_clean`]).
+fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot, run: &Run<'_>) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
-    let load1 = cpu::load1();
-    let counts_before = server.counts.then(|| server_counts::scrape(server.addr())).flatten();
-    let before = cpu::Snapshot::take(server.pid());
-    let load = Load { port: server.port, paths: &paths, client: &point.client, hosts, tls: server.tls.as_deref() };
-    let measured = measure(&load);
-    let after = cpu::Snapshot::take(server.pid());
-    let counts_after = counts_before.as_ref().and_then(|_| server_counts::scrape(server.addr()));
-    match measured {
-        Ok((mut m, raw)) => {
-            m.cpu = before.until(&after, load1);
-            m.server = counts_before.zip(counts_after).map(|(b, a)| server_counts::between(&b, &a));
+    let floor = if run.quick { MIN_QUICK_POINT } else { MIN_POINT };
+    let hosts = run.hosts;
+    let client_here = server.tls.is_some() || hosts.load_runs_here();
+    let attempt = || {
+        let load1 = cpu::load1();
+        let counts_before = server.counts.then(|| server_counts::scrape(server.addr())).flatten();
+        let before = cpu::Snapshot::take(server.pid(), cpu::Edge::Start);
+        let load = Load { port: server.port, paths: &paths, client: &point.client, hosts, tls: server.tls.as_deref() };
+        let measured = measure_for(&load, floor);
+        let after = cpu::Snapshot::take(server.pid(), cpu::Edge::End);
+        let counts_after = counts_before.as_ref().and_then(|_| server_counts::scrape(server.addr()));
+        let (mut m, raw) = measured?;
+        m.cpu = before.until(&after, load1, client_here);
+        m.server = counts_before.zip(counts_after).map(|(b, a)| server_counts::between(&b, &a));
+        Ok((m, raw))
+    };
+    match until_clean(run.keep_disturbed, attempt) {
+        Ok((m, raw)) => {
             let mut r = Record::new(&exp.id, point, Outcome::Measured);
             r.measurement = Some(m);
             r.raw = raw;
@@ -174,6 +229,28 @@ fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root
     }
 }
 
+/// Measures with `attempt` until a try is not disturbed, at most 1 + [`EXTRA_TRIES`]
+/// times, and returns the last try with their count; a last try still disturbed comes
+/// back `excluded`. With `keep_disturbed` the first try is kept, disturbed or not.
+pub(crate) fn until_clean<R>(
+    keep_disturbed: bool,
+    mut attempt: impl FnMut() -> anyhow::Result<(Measurement, R)>,
+) -> anyhow::Result<(Measurement, R)> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (mut m, raw) = attempt()?;
+        m.tries = tries;
+        if !m.cpu.disturbed || keep_disturbed {
+            return Ok((m, raw));
+        }
+        if tries > EXTRA_TRIES {
+            m.excluded = true;
+            return Ok((m, raw));
+        }
+    }
+}
+
 fn record_all(exp: &Experiment, sr: &ServerRun, outcome: Outcome, note: &str, run: &mut Run<'_>) -> anyhow::Result<()> {
     run.bar.println(format!("{}: {note}", exp.id));
     for point in &sr.points {
@@ -183,4 +260,76 @@ fn record_all(exp: &Experiment, sr: &ServerRun, outcome: Outcome, note: &str, ru
         run.bar.inc(1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::cpu::PointCpu;
+    use crate::lab::experiment::ClientSpec;
+    use crate::lab::metric::Metric;
+    use crate::lab::table::Sample;
+
+    /// A fake measurement: `rps`, on a machine disturbed or not.
+    fn run(rps: f64, disturbed: bool) -> Measurement {
+        let cpu = PointCpu { disturbed, other_busy_pct: if disturbed { 40.0 } else { 1.0 }, ..Default::default() };
+        Measurement { rps, responses: 100, cpu, ..Default::default() }
+    }
+
+    /// Plays the given tries in order, counting the calls.
+    fn tries(script: &[(f64, bool)], keep: bool) -> (Measurement, usize) {
+        let mut calls = 0;
+        let (m, ()) = until_clean(keep, || {
+            calls += 1;
+            let (rps, disturbed) = script[calls - 1];
+            Ok((run(rps, disturbed), ()))
+        })
+        .unwrap();
+        (m, calls)
+    }
+
+    /// A disturbed repeat is measured again until a try is clean, at most twice more; one
+    /// still disturbed is kept but excluded, and a point left with too few clean repeats
+    /// has no interval and says why it gets no verdict.
+    #[test]
+    fn a_disturbed_repeat_is_measured_again_and_excluded_if_it_stays_so() {
+        // (tries played, keep disturbed) → (rps kept, calls, excluded)
+        type Case<'a> = (&'a [(f64, bool)], bool, (f64, usize, bool));
+        let cases: [Case<'_>; 5] = [
+            (&[(10.0, false)], false, (10.0, 1, false)),
+            (&[(1.0, true), (10.0, false)], false, (10.0, 2, false)),
+            (&[(1.0, true), (2.0, true), (10.0, false)], false, (10.0, 3, false)),
+            (&[(1.0, true), (2.0, true), (3.0, true), (99.0, false)], false, (3.0, 3, true)),
+            (&[(1.0, true)], true, (1.0, 1, false)),
+        ];
+        for (script, keep, (rps, calls, excluded)) in cases {
+            let (m, n) = tries(script, keep);
+            assert_eq!((m.rps, n, m.tries as usize, m.excluded), (rps, calls, calls, excluded), "{script:?}");
+        }
+        let failing = until_clean::<()>(false, || anyhow::bail!("connection refused"));
+        assert!(failing.is_err(), "a failed try fails the point");
+
+        // Three repeats, the second stayed disturbed: its 1000 req/s is in no statistic, and
+        // two clean repeats are too few for a verdict.
+        let clean = |rps| tries(&[(rps, false)], false).0;
+        let stayed = tries(&[(1000.0, true), (1000.0, true), (1000.0, true)], false).0;
+        let mut s = Sample {
+            server: "s".into(),
+            workload: "w".into(),
+            client: ClientSpec::closed(1, 10),
+            runs: vec![clean(10.0), stayed, clean(12.0)],
+        };
+        assert_eq!(s.values(Metric::Rps), [10.0, 12.0]);
+        assert_eq!(s.keyed(Metric::Rps), [(0, 10.0), (2, 12.0)], "rounds keep their repeat");
+        assert!(!s.interval(Metric::Rps).known());
+        assert_eq!(
+            s.no_verdict().as_deref(),
+            Some("insufficient clean repeats: 2 of 3 measured (1 stayed disturbed), 3 needed")
+        );
+        assert_eq!(s.disturbance(), "1/3; 2 re-measured; 1 excluded; too few clean: no verdict");
+        s.runs.push(clean(11.0));
+        assert_eq!(s.no_verdict(), None, "three clean repeats");
+        assert_eq!(s.interval(Metric::Rps).median, 11.0);
+        assert_eq!(s.disturbance(), "1/4; 2 re-measured; 1 excluded");
+    }
 }

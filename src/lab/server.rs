@@ -9,10 +9,12 @@
 //! worker running, holding the port. The death signal follows the thread that spawned the
 //! server; that is the lab's main thread (`lab::run` runs on it), which lives as long as
 //! the lab. A server is spawned on the server's CPUs when the lab pins ([`crate::lab::cpu`]).
+//! A server on another host (`--server-via`) is stopped there ([`RemoteServer`]).
 
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{Peer, Scheme, ServerSpec};
 use crate::lab::hosts::Hosts;
+use crate::lab::remote_server::RemoteServer;
 use anyhow::Context;
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use spidey_sys::process::die_with_parent;
@@ -35,6 +37,8 @@ pub(crate) struct Running {
     pub counts: bool,
     /// Over HTTPS: the CA file that verifies its certificate ([`crate::lab::tls`]).
     pub tls: Option<PathBuf>,
+    /// On another host: stopped there, since signals to `child` (the prefix) do not reach it.
+    remote: Option<RemoteServer>,
 }
 
 /// The outcome of a start: running, or not available here (with the reason for the report).
@@ -70,14 +74,16 @@ pub(crate) fn start(spec: &ServerSpec, peers: &[Peer], root: &DocRoot, hosts: &H
     }
 }
 
-/// The placeholders a server spec's commands may use.
-fn vars(root: &DocRoot) -> Vec<(&'static str, String)> {
+/// The placeholders a server spec's commands may use, on a host that sees `root`'s scratch
+/// directory at `at` ([`Hosts::place`]), for a server on `cpus` CPUs.
+fn vars(root: &DocRoot, at: &Path, cpus: Option<usize>) -> Vec<(&'static str, String)> {
+    let on = |p: PathBuf| at.join(p.strip_prefix(root.base()).unwrap_or(&p)).display().to_string();
     vec![
-        ("root", root.root().display().to_string()),
-        ("repo", root.sources().display().to_string()),
-        ("dir", root.scratch().display().to_string()),
+        ("root", on(root.root())),
+        ("repo", on(root.sources())),
+        ("dir", on(root.scratch())),
         // The server's CPUs + 2: seed 004's cap on threads (hardware_concurrency() + 2).
-        ("cores_plus_2", (crate::lab::cpu::server_cores() + 2).to_string()),
+        ("cores_plus_2", (crate::lab::cpu::server_cores(cpus) + 2).to_string()),
     ]
 }
 
@@ -89,7 +95,7 @@ fn fill_all(template: &str, vars: &[(&'static str, String)]) -> String {
 /// Runs the spec's `prepare` command, if any.
 fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
     let Some((program, args)) = spec.prepare.split_first() else { return Ok(()) };
-    let vars = vars(root);
+    let vars = vars(root, root.base(), spec.cpus);
     let out = Command::new(fill_all(program, &vars))
         .args(args.iter().map(|a| fill_all(a, &vars)))
         .stdin(Stdio::null())
@@ -100,10 +106,13 @@ fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `spidey serve` command line for a spec.
-fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
-    let mut args: Vec<String> = vec!["serve".into(), root.root().display().to_string()];
+/// The `spidey serve` command line for a spec, on a host that sees the scratch directory at `at`.
+fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot, at: &Path) -> Vec<String> {
+    let vars = vars(root, at, spec.cpus);
+    let mut args: Vec<String> = vec!["serve".into(), fill_all("{root}", &vars)];
     args.extend(["--port", "0", "--quiet", "--mode", mode].map(String::from));
+    // The document root is the lab's own, generated: its scripts are the workloads.
+    args.push("--cgi".into());
     // The server's own counts, scraped around every point (`server_counts.rs`).
     args.extend(["--metrics", crate::lab::server_counts::PATH].map(String::from));
     let flags = [("--workers", &spec.workers), ("--delay", &spec.delay), ("--cpu-work", &spec.cpu_work)];
@@ -112,15 +121,14 @@ fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot) -> Vec<String> {
             args.extend([flag.to_string(), v.clone()]);
         }
     }
-    let vars = vars(root);
     args.extend(spec.args.iter().map(|a| fill_all(a, &vars)));
     args
 }
 
 fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) -> anyhow::Result<Started> {
     let stderr_path = root.scratch().join(format!("{}.stderr", safe(&spec.label)));
-    let mut command = hosts.server_command()?;
-    let mut args = spidey_args(spec, mode, root);
+    let at = hosts.place(root, !spec.prepare.is_empty())?;
+    let mut args = spidey_args(spec, mode, root, &at);
     let tls = match spec.scheme {
         Scheme::Http => None,
         Scheme::Https => {
@@ -130,33 +138,57 @@ fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) ->
             Some(pki.ca)
         }
     };
-    command
-        .args(args)
-        .args(hosts.listen_args())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr_path)?);
-    let mut child = spawn_server(&mut command).context("cannot start spidey serve")?;
+    args.extend(hosts.listen_args());
+    let mut command = hosts.server_command(&args)?;
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(std::fs::File::create(&stderr_path)?);
+    let mut child = spawn_server(&mut command, spec.cpus).context("cannot start spidey serve")?;
     let stdout = child.stdout.take().context("no stdout")?;
-    match startup_port(stdout) {
+    // Through a prefix, the server's pid on its host comes first ([`RemoteServer`]).
+    let lines = startup_lines(stdout, if hosts.server_via().is_some() { 2 } else { 1 });
+    let remote = match (hosts.server_via(), lines.first()) {
+        (Some(via), Some(line)) => RemoteServer::from_line(via, line),
+        _ => None,
+    };
+    let remote_ok = hosts.server_via().is_none() || remote.is_some();
+    match lines.last().and_then(|l| startup_port(l)).filter(|_| remote_ok) {
         // `server_counts` scrapes over plain HTTP: an HTTPS server's own count is not taken.
-        Some(port) => ready(Running { child, port, ip: hosts.server_ip(), counts: tls.is_none(), tls }),
-        None => unavailable_or_error(child, &stderr_path, &spec.label),
+        Some(port) => ready(Running { child, port, ip: hosts.server_ip(), counts: tls.is_none(), tls, remote }),
+        None => {
+            if let Some(r) = &remote {
+                r.terminate();
+            }
+            unavailable_or_error(child, &stderr_path, &spec.label)
+        }
     }
 }
 
-/// Reads the startup line (`spidey listening on http[s]://127.0.0.1:PORT (mode M)`) for the port.
-fn startup_port(stdout: std::process::ChildStdout) -> Option<u16> {
+/// The first `n` lines of the server's stdout (fewer if it ends or is slow to start).
+fn startup_lines(stdout: std::process::ChildStdout, n: usize) -> Vec<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        let _ = reader.read_line(&mut line);
-        let _ = tx.send(line);
+        for _ in 0..n {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || tx.send(line).is_err() {
+                return;
+            }
+        }
         // Keep draining so the server never blocks on a full pipe.
         let _ = std::io::copy(&mut reader, &mut std::io::sink());
     });
-    let line = rx.recv_timeout(START_LIMIT).ok()?;
+    let deadline = Instant::now() + START_LIMIT;
+    let mut lines = Vec::new();
+    while lines.len() < n {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => lines.push(line),
+            Err(_) => break,
+        }
+    }
+    lines
+}
+
+/// The port in the startup line (`spidey listening on http[s]://127.0.0.1:PORT (mode M)`).
+fn startup_port(line: &str) -> Option<u16> {
     let addr = line.split("://").nth(1)?.split_whitespace().next()?;
     addr.rsplit(':').next()?.parse().ok()
 }
@@ -198,16 +230,16 @@ fn start_peer(spec: &ServerSpec, peer: &Peer, root: &DocRoot) -> anyhow::Result<
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(scratch.join("stderr"))?);
-    let child = spawn_server(&mut command).with_context(|| format!("cannot start {}", peer.program))?;
-    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None })
+    let child = spawn_server(&mut command, spec.cpus).with_context(|| format!("cannot start {}", peer.program))?;
+    ready(Running { child, port, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None, remote: None })
 }
 
 /// Spawns a server as the leader of a process group of its own, so that killing the group
 /// kills the processes it starts too (nginx's workers), with the death signal above.
-fn spawn_server(command: &mut Command) -> std::io::Result<Child> {
+fn spawn_server(command: &mut Command, cpus: Option<usize>) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
     let command = die_with_parent(command, Signal::TERM).process_group(0);
-    crate::lab::cpu::spawn_as_server(|| command.spawn())
+    crate::lab::cpu::spawn_as_server(cpus, || command.spawn())
 }
 
 /// Waits until the server answers a request (an HTTPS one: accepts a connection; the
@@ -257,6 +289,13 @@ impl Running {
         if let Ok(Some(_)) = self.child.try_wait() {
             return Ok(());
         }
+        // The prefix (ssh) exits with the server there.
+        if let Some(remote) = &self.remote {
+            remote.terminate();
+            if wait_for(&mut self.child, STOP_LIMIT).is_some() {
+                return Ok(());
+            }
+        }
         let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
         if wait_for(&mut self.child, STOP_LIMIT).is_none() {
             self.kill_group();
@@ -276,6 +315,9 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
+            if let Some(remote) = &self.remote {
+                remote.terminate();
+            }
             self.kill_group();
         }
     }
@@ -330,7 +372,7 @@ mod tests {
     fn dropping_a_server_kills_its_children_too() {
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 300 & echo $!; wait"]).stdout(Stdio::piped());
-        let mut child = spawn_server(&mut command).unwrap();
+        let mut child = spawn_server(&mut command, None).unwrap();
         let mut line = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let sleeper: i32 = line.trim().parse().unwrap();
@@ -339,7 +381,7 @@ mod tests {
             stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
         };
         assert!(!gone(), "the sleeper should be running");
-        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None });
+        drop(Running { child, port: 0, ip: IpAddr::V4(Ipv4Addr::LOCALHOST), counts: false, tls: None, remote: None });
         let start = Instant::now();
         while !gone() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(20));

@@ -1,4 +1,4 @@
-//! What a series does, from its bootstrap intervals: steps up or down only where
+//! What a series does, from its intervals: steps up or down only where
 //! neighbouring intervals do not overlap, first against last the same way, an interior peak
 //! when its interval lies above both ends', linearity from the rate per client, and the
 //! first coordinate past an onset. Used by `trend` claims (`verdict.rs`) and by computed
@@ -34,7 +34,7 @@ pub(crate) fn seed_series(a: &Active<'_>, at: &Select, m: Metric, over: Dim) -> 
         .filter(|r| at.matches_seed(r))
         .map(|r| (seed_coord(r, over), r.values[col]))
         .filter(|(x, v)| x.is_finite() && v.is_finite())
-        .map(|(x, v)| (x, Interval { median: v, lo: v, hi: v }))
+        .map(|(x, v)| (x, Interval::exact(v)))
         .collect();
     out.sort_by(|p, q| p.0.total_cmp(&q.0));
     out
@@ -136,7 +136,7 @@ mod tests {
     use crate::lab::stats;
 
     fn exact(v: f64) -> Interval {
-        Interval { median: v, lo: v, hi: v }
+        Interval::exact(v)
     }
 
     fn around(v: f64) -> Interval {

@@ -92,7 +92,8 @@ mod tests {
                     texts.extend(exp.claims.iter().filter(|c| c.sweep() == a.sweep.name).map(|c| c.text().to_string()));
                     for t in texts {
                         let filled = fill(&t, &a);
-                        let unfilled = filled.contains('{') || (t.contains('{') && filled.matches('?').count() > t.matches('?').count());
+                        let unfilled = filled.contains('{')
+                            || (t.contains('{') && filled.matches('?').count() > t.matches('?').count());
                         assert!(!unfilled, "{}: {filled}", exp.id);
                     }
                 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The experiment files built into the binary, so `spidey lab` runs from any directory
 /// (`--experiments-dir` reads a directory instead).
-const BUILT_IN: [(&str, &str); 8] = [
+const BUILT_IN: [(&str, &str); 10] = [
     ("000-fork.toml", include_str!("../../experiments/000-fork.toml")),
     ("001-delay.toml", include_str!("../../experiments/001-delay.toml")),
     ("002-threads.toml", include_str!("../../experiments/002-threads.toml")),
@@ -15,6 +15,8 @@ const BUILT_IN: [(&str, &str); 8] = [
     ("005-modes.toml", include_str!("../../experiments/005-modes.toml")),
     ("006-robustness.toml", include_str!("../../experiments/006-robustness.toml")),
     ("007-tls.toml", include_str!("../../experiments/007-tls.toml")),
+    ("008-explain-000-rtt.toml", include_str!("../../experiments/008-explain-000-rtt.toml")),
+    ("009-explain-002-cpus.toml", include_str!("../../experiments/009-explain-002-cpus.toml")),
 ];
 
 /// The source files experiments compile (`{repo}` in a server's `prepare`), built in for
@@ -72,9 +74,9 @@ fn pick(all: &[Source], wanted: &str) -> anyhow::Result<Source> {
         [] => {
             let ids: Vec<&str> = all.iter().map(|s| s.name.trim_end_matches(".toml")).collect();
             let msg = format!("no experiment matches '{wanted}'; the experiments are {}", ids.join(", "));
-            Err(crate::serve::ConfigError(msg).into())
+            Err(crate::config::ConfigError(msg).into())
         }
-        _ => Err(crate::serve::ConfigError(format!("'{wanted}' matches several experiments")).into()),
+        _ => Err(crate::config::ConfigError(format!("'{wanted}' matches several experiments")).into()),
     }
 }
 

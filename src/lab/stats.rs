@@ -1,27 +1,48 @@
-//! Medians with percentile-bootstrap 95% intervals, for one point's repeats and for the
-//! ratio of two points' medians, and the call a ratio's interval allows: a win only when
-//! the interval excludes 1.
+//! Medians with distribution-free intervals that state their real coverage, for one point's
+//! repeats and for the ratio of two points, and the call a ratio's interval allows: a win
+//! only when the interval excludes 1.
 //!
-//! The bootstrap is hand-written and seeded (the same numbers give the same report): each
-//! of [`RESAMPLES`] rounds draws the repeats again with replacement and takes the median;
-//! the interval is the 2.5th and 97.5th percentiles of those medians. With fewer than
-//! [`MIN_RUNS`] repeats there is no interval (NaN bounds), and no call but "level".
+//! The interval of a median is a pair of order statistics of the repeats: with `n` values
+//! sorted, `[x(j), x(n+1-j)]` contains the true median unless `j` or more values fall on
+//! one side of it, so its coverage is exactly `P(j ≤ B ≤ n-j)` for `B ~ Binomial(n, 1/2)`,
+//! whatever the distribution (continuous, the repeats independent). The narrowest such pair
+//! whose coverage reaches [`TARGET`] is taken; when even `[min, max]` falls short (fewer
+//! than 6 repeats) it is `[min, max]` with its own coverage (5 repeats: 93.75%, 3: 75%),
+//! and the report labels every interval with the coverage it has.
+//!
+//! A ratio of two points is taken per round: repeat `r` of one against repeat `r` of the
+//! other (measured in the same round of the sweep, so a slow drift of the machine cancels),
+//! and its interval is the order-statistic interval of the median of those per-round ratios,
+//! with the same exact coverage for the ratio's median. With fewer than [`MIN_RUNS`] values
+//! (or pairs) there is no interval (NaN bounds), and no call but "level".
 
-/// Bootstrap rounds per interval.
-pub(crate) const RESAMPLES: usize = 2000;
+/// The coverage an interval aims for.
+pub(crate) const TARGET: f64 = 0.95;
 /// The fewest repeats an interval is computed from.
 pub(crate) const MIN_RUNS: usize = 3;
-const SEED: u64 = 0x5eed_0015;
 
-/// A median and its 95% interval (NaN bounds when too few runs).
+/// A median and its interval (NaN bounds when too few runs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Interval {
     pub median: f64,
     pub lo: f64,
     pub hi: f64,
+    /// The probability that an interval built this way contains the true median: exact for
+    /// order-statistic intervals, 1 for an exact value, 0 when there is no interval.
+    pub coverage: f64,
 }
 
 impl Interval {
+    /// A value known exactly (a seed's published number).
+    pub fn exact(v: f64) -> Interval {
+        Interval { median: v, lo: v, hi: v, coverage: 1.0 }
+    }
+
+    /// A median without an interval.
+    fn unknown(median: f64) -> Interval {
+        Interval { median, lo: f64::NAN, hi: f64::NAN, coverage: 0.0 }
+    }
+
     pub fn known(&self) -> bool {
         self.lo.is_finite() && self.hi.is_finite()
     }
@@ -32,6 +53,21 @@ impl Interval {
             (true, true, _) => Call::Win,
             (true, _, true) => Call::Loss,
             _ => Call::Level,
+        }
+    }
+
+    /// The coverage as the report prints it: `93.8%`, `75%`.
+    pub fn coverage_label(&self) -> String {
+        let pct = format!("{:.1}", self.coverage * 100.0);
+        format!("{}%", pct.strip_suffix(".0").unwrap_or(&pct))
+    }
+
+    /// `[lo–hi, 93.8%]` with the bounds formatted by `fmt`, or nothing without an interval.
+    pub fn brackets(&self, fmt: impl Fn(f64) -> String) -> String {
+        if self.known() {
+            format!("[{}–{}, {}]", fmt(self.lo), fmt(self.hi), self.coverage_label())
+        } else {
+            String::new()
         }
     }
 }
@@ -47,82 +83,61 @@ pub(crate) enum Call {
     Level,
 }
 
-/// The median of `xs` with its bootstrap interval.
+/// The median of `xs` with its order-statistic interval.
 pub(crate) fn median_interval(xs: &[f64]) -> Interval {
     let median = crate::lab::metric::median(xs.to_vec());
     if xs.len() < MIN_RUNS {
-        return Interval { median, lo: f64::NAN, hi: f64::NAN };
+        return Interval::unknown(median);
     }
-    let mut rng = fastrand::Rng::with_seed(SEED);
-    let medians: Vec<f64> = (0..RESAMPLES).map(|_| resampled_median(&mut rng, xs)).collect();
-    let (lo, hi) = percentiles(medians);
-    Interval { median, lo, hi }
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let (j, coverage) = order_pair(sorted.len(), TARGET);
+    Interval { median, lo: sorted[j - 1], hi: sorted[sorted.len() - j], coverage }
 }
 
-/// `f(median(a), median(b))` (a ratio of two points' medians) with its bootstrap interval,
-/// each side resampled on its own.
-pub(crate) fn ratio_interval(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Interval {
-    let median = f(crate::lab::metric::median(a.to_vec()), crate::lab::metric::median(b.to_vec()));
-    if a.len() < MIN_RUNS || b.len() < MIN_RUNS {
-        return Interval { median, lo: f64::NAN, hi: f64::NAN };
-    }
-    let mut rng = fastrand::Rng::with_seed(SEED);
-    let ratios: Vec<f64> = (0..RESAMPLES)
-        .map(|_| f(resampled_median(&mut rng, a), resampled_median(&mut rng, b)))
-        .filter(|r| !r.is_nan())
+/// `f(a_r, b_r)` (the advantage of one point over another) per round `r` that both sides
+/// measured, its median and that median's order-statistic interval. Values are keyed by
+/// repeat.
+pub(crate) fn ratio_interval(a: &[(u32, f64)], b: &[(u32, f64)], f: impl Fn(f64, f64) -> f64) -> Interval {
+    let per_round: Vec<f64> = a
+        .iter()
+        .filter_map(|(r, x)| b.iter().find(|(s, _)| s == r).map(|(_, y)| f(*x, *y)))
+        .filter(|v| v.is_finite())
         .collect();
-    if ratios.len() < RESAMPLES / 2 {
-        return Interval { median, lo: f64::NAN, hi: f64::NAN };
+    median_interval(&per_round)
+}
+
+/// The order statistics `(j, n+1-j)` (1-based `j`) of the narrowest symmetric interval for
+/// the median of `n` values whose coverage reaches `target`, or `j = 1` ([min, max]) when
+/// none does, with the interval's exact coverage.
+pub(crate) fn order_pair(n: usize, target: f64) -> (usize, f64) {
+    let mut best = (1, coverage(n, 1));
+    for j in 2..=n.div_ceil(2) {
+        let c = coverage(n, j);
+        if c < target {
+            break;
+        }
+        best = (j, c);
     }
-    let (lo, hi) = percentiles(ratios);
-    Interval { median, lo, hi }
+    best
 }
 
-fn resampled_median(rng: &mut fastrand::Rng, xs: &[f64]) -> f64 {
-    let draw: Vec<f64> = (0..xs.len()).map(|_| xs[rng.usize(..xs.len())]).collect();
-    crate::lab::metric::median(draw)
-}
-
-/// The 2.5th and 97.5th percentiles (nearest rank).
-fn percentiles(mut xs: Vec<f64>) -> (f64, f64) {
-    xs.sort_by(f64::total_cmp);
-    let at = |q: f64| xs[((q * (xs.len() - 1) as f64).round() as usize).min(xs.len() - 1)];
-    (at(0.025), at(0.975))
+/// `P(j ≤ B ≤ n-j)` for `B ~ Binomial(n, 1/2)`: the chance that `[x(j), x(n+1-j)]` of `n`
+/// independent values contains their distribution's median.
+pub(crate) fn coverage(n: usize, j: usize) -> f64 {
+    if n == 0 || 2 * j > n + 1 {
+        return 0.0;
+    }
+    // pmf(i) = C(n, i) / 2^n, built up term by term.
+    let mut pmf = 0.5f64.powi(n as i32);
+    let mut tail = 0.0;
+    for i in 0..j {
+        tail += pmf;
+        pmf *= (n - i) as f64 / (i + 1) as f64;
+    }
+    (1.0 - 2.0 * tail).max(0.0)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn too_few_runs_have_no_interval_and_call_level() {
-        let i = median_interval(&[1.0, 2.0]);
-        assert_eq!(i.median, 1.5);
-        assert!(!i.known());
-        assert_eq!(ratio_interval(&[2.0], &[1.0], |a, b| a / b).call(), Call::Level);
-    }
-
-    #[test]
-    fn intervals_lie_within_the_data_and_contain_the_median() {
-        let xs = [10.0, 12.0, 11.0, 30.0, 9.0];
-        let i = median_interval(&xs);
-        assert_eq!(i.median, 11.0);
-        assert!(i.lo >= 9.0 && i.lo <= 11.0 && i.hi >= 11.0 && i.hi <= 30.0, "{i:?}");
-        assert_eq!(median_interval(&xs), i, "seeded: the same data gives the same interval");
-    }
-
-    #[test]
-    fn calls_table() {
-        let div = |a: f64, b: f64| a / b;
-        let cases: [(&[f64], &[f64], Call); 4] = [
-            (&[20.0, 21.0, 19.0, 20.5, 19.5], &[10.0, 10.5, 9.5, 10.2, 9.8], Call::Win),
-            (&[10.0, 10.5, 9.5], &[20.0, 21.0, 19.0], Call::Loss),
-            // Overlapping repeats: the ratio's interval contains 1.
-            (&[10.0, 14.0, 9.0, 13.0, 11.0], &[11.0, 9.5, 13.5, 10.0, 12.0], Call::Level),
-            (&[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0], Call::Level),
-        ];
-        for (a, b, want) in cases {
-            assert_eq!(ratio_interval(a, b, div).call(), want, "{a:?} vs {b:?}");
-        }
-    }
-}
+#[path = "stats_tests.rs"]
+mod tests;

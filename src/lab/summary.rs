@@ -103,9 +103,51 @@ pub(crate) fn text(verdicts: &[&Verdict], quick: bool) -> String {
     }
     let chance = 0.025 * evidence as f64;
     s += &format!(
-        " Under no real difference a claim is called reproduced at most 2.5% of the time, so about {chance:.1} of the {evidence} could be chance. The table below gives each claim, the seed's number and this run's, and links to the experiment it is measured in; the method is in the appendix."
+        " Under no real difference a claim is called reproduced at most 2.5% of the time, so about {chance:.1} of the {evidence} could be chance."
     );
     s
+}
+
+/// The summary's last sentence: where to read on.
+pub(crate) const READ_ON: &str = "The table below gives each claim, the seed's number and this run's, and links to the experiment it is measured in; the method is in the appendix.";
+
+/// The claims counted as evidence, seed by seed: `000: 3 of 6 reproduced (2 in direction
+/// only), 2 not reproduced`, each seed's id written by `link`; seeds with no such claim left
+/// out.
+pub(crate) fn per_seed(rows: &[(String, &Verdict)], link: impl Fn(&str) -> String) -> String {
+    let mut seeds: Vec<&str> = rows.iter().map(|(id, _)| id.as_str()).collect();
+    seeds.dedup();
+    let parts: Vec<String> = seeds
+        .iter()
+        .filter_map(|seed| {
+            let cats: Vec<Category> = rows
+                .iter()
+                .filter(|(id, _)| id == seed)
+                .map(|(_, v)| Category::of(v))
+                .filter(|c| c.is_evidence())
+                .collect();
+            if cats.is_empty() {
+                return None;
+            }
+            let n = |c: Category| cats.iter().filter(|x| **x == c).count();
+            let direction = n(Category::DirectionOnly);
+            let mut part =
+                format!("{}: {} of {} reproduced", link(seed), n(Category::Reproduced) + direction, cats.len());
+            if direction > 0 {
+                part += &format!(" ({direction} in direction only)");
+            }
+            for c in [Category::NotReproduced, Category::Level, Category::Inconclusive] {
+                if n(c) > 0 {
+                    part += &format!(", {} {}", n(c), c.words());
+                }
+            }
+            Some(part)
+        })
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("Seed by seed: {}.", parts.join("; "))
 }
 
 fn or_none(items: Vec<String>) -> String {
@@ -173,5 +215,31 @@ mod tests {
         let text = super::text(&all[..2], true);
         assert!(text.contains("As evidence, 2: 2 reproduced.") && !text.contains("Not counted"), "{text}");
         assert!(text.contains("quick run"), "{text}");
+    }
+
+    /// Each seed's line counts its own claims: moving one verdict from one outcome to
+    /// another changes that seed's numbers.
+    #[test]
+    fn per_seed_counts_each_seeds_claims() {
+        use Outcome::*;
+        use SizeCall::*;
+        let v = [
+            verdict(Reproduced, NotStated, false),
+            verdict(Reproduced, Outside, false),
+            verdict(NotReproduced, NotStated, false),
+            verdict(Level, NotStated, false),
+            verdict(Reproduced, NotStated, true),
+            verdict(NotTestable, NotStated, false),
+        ];
+        let rows: Vec<(String, &Verdict)> =
+            ["000", "000", "000", "002", "001", "003"].iter().map(|s| s.to_string()).zip(v.iter()).collect();
+        let link = |s: &str| format!("[{s}](#{s})");
+        assert_eq!(
+            per_seed(&rows, link),
+            "Seed by seed: [000](#000): 2 of 3 reproduced (1 in direction only), 1 not reproduced; [002](#002): 0 of 1 reproduced, 1 level (evidence of no difference)."
+        );
+        let flipped = [verdict(NotReproduced, NotStated, false)];
+        let rows: Vec<(String, &Verdict)> = vec![("000".into(), &flipped[0])];
+        assert_eq!(per_seed(&rows, |s: &str| s.to_string()), "Seed by seed: 000: 0 of 1 reproduced, 1 not reproduced.");
     }
 }

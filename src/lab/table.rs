@@ -5,10 +5,13 @@
 use crate::lab::experiment::{ClientSpec, Dim, SeedRow};
 use crate::lab::metric::{self, Measurement, Metric};
 use crate::lab::plan::{point_id, Active};
-use crate::lab::results::{Outcome, Record};
 use crate::lab::render::{Table, MAX_COLUMNS};
+use crate::lab::results::{Outcome, Record};
 use crate::lab::stats::{self, Interval};
 use std::collections::HashMap;
+
+/// The fewest clean repeats a point needs for a verdict.
+pub(crate) const MIN_CLEAN_REPEATS: usize = stats::MIN_RUNS;
 
 /// One server × workload × client of a sweep, with every repeat measured so far.
 #[derive(Debug, Clone)]
@@ -25,12 +28,73 @@ impl Sample {
         metric::median(self.values(m))
     }
 
-    /// The metric in each repeat.
+    /// The metric in each clean repeat (those not `excluded` as disturbed).
     pub fn values(&self, m: Metric) -> Vec<f64> {
-        self.runs.iter().map(|r| m.value(r)).filter(|v| !v.is_nan()).collect()
+        self.keyed(m).into_iter().map(|(_, v)| v).collect()
     }
 
-    /// The median over repeats with its bootstrap 95% interval.
+    /// The metric in each clean repeat, keyed by repeat (runs without one by their
+    /// position), so two samples' repeats pair up by round.
+    pub fn keyed(&self, m: Metric) -> Vec<(u32, f64)> {
+        self.runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.excluded)
+            .map(|(i, r)| (r.repeat.unwrap_or(i as u32), m.value(r)))
+            .filter(|(_, v)| !v.is_nan())
+            .collect()
+    }
+
+    /// The metric per repeat number, `NaN` where the repeat is missing, excluded or has
+    /// no value: index `r` is repeat `r`, so two samples line up by round.
+    pub fn by_repeat(&self, m: Metric) -> Vec<f64> {
+        let keyed = self.keyed(m);
+        let len = self.runs.iter().enumerate().map(|(i, r)| r.repeat.unwrap_or(i as u32) as usize + 1).max();
+        let mut out = vec![f64::NAN; len.unwrap_or(0)];
+        for (r, v) in keyed {
+            out[r as usize] = v;
+        }
+        out
+    }
+
+    /// Why this point gets no verdict though it was measured: fewer than
+    /// [`MIN_CLEAN_REPEATS`] clean repeats (the others stayed disturbed through their tries,
+    /// or failed). None when it has enough, or when nothing was measured at all.
+    pub fn no_verdict(&self) -> Option<String> {
+        let clean = self.runs.iter().filter(|r| !r.excluded).count();
+        if self.runs.is_empty() || clean >= MIN_CLEAN_REPEATS {
+            return None;
+        }
+        let excluded = self.runs.len() - clean;
+        Some(format!(
+            "insufficient clean repeats: {clean} of {} measured ({excluded} stayed disturbed), {MIN_CLEAN_REPEATS} needed",
+            self.runs.len()
+        ))
+    }
+
+    /// The "Disturbed repeats" cell: `1/5; 2 re-measured; 1 excluded`, and `no verdict`
+    /// when too few clean repeats remain.
+    pub fn disturbance(&self) -> String {
+        if self.runs.is_empty() {
+            return "–".into();
+        }
+        let disturbed = self.runs.iter().filter(|r| r.cpu.disturbed).count();
+        let retried: u32 = self.runs.iter().map(|r| r.tries.saturating_sub(1)).sum();
+        let excluded = self.runs.iter().filter(|r| r.excluded).count();
+        let mut cell = format!("{disturbed}/{}", self.runs.len());
+        if retried > 0 {
+            cell += &format!("; {retried} re-measured");
+        }
+        if excluded > 0 {
+            cell += &format!("; {excluded} excluded");
+        }
+        if self.no_verdict().is_some() {
+            cell += "; too few clean: no verdict";
+        }
+        cell
+    }
+
+    /// The median over repeats with its order-statistic interval ([`stats`]).
     pub fn interval(&self, m: Metric) -> Interval {
         stats::median_interval(&self.values(m))
     }
@@ -86,7 +150,9 @@ pub(crate) fn samples(exp_id: &str, a: &Active<'_>, quick: bool, records: &HashM
                 let runs = (0..a.repeats)
                     .filter_map(|r| {
                         let id = point_id(quick, exp_id, &a.sweep.name, &server.label, workload, client, r);
-                        records.get(&id).filter(|x| x.outcome == Outcome::Measured).and_then(|x| x.measurement.clone())
+                        let record = records.get(&id).filter(|x| x.outcome == Outcome::Measured)?;
+                        let m = record.measurement.clone()?;
+                        Some(Measurement { repeat: Some(r), ..m })
                     })
                     .collect();
                 out.push(Sample {
@@ -152,21 +218,29 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
             }
         }
         rows.push(row);
-        // The server's CPU per request (steadier than rates on a shared machine), how
-        // many repeats ran on a disturbed machine, and the answers counted on both sides.
+        // The server's CPU per request (steadier than rates on a shared machine), the load
+        // generator's own CPU, how many repeats ran on a disturbed machine, and the answers
+        // counted on both sides.
         let mut detail = place;
-        detail.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(Metric::CpuUs)) });
-        let disturbed = s.runs.iter().filter(|r| r.cpu.disturbed).count();
-        detail.push(if s.runs.is_empty() { "–".into() } else { format!("{disturbed}/{}", s.runs.len()) });
+        for m in [Metric::CpuUs, Metric::ClientBusyPct] {
+            detail.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(m)) });
+        }
+        detail.push(s.disturbance());
         detail.push(crate::lab::server_counts::cell(&s.runs));
         details.push(detail);
     }
     let mut detail_headers = dims;
     detail_headers.extend(
-        ["Server CPU/request (µs)", "Disturbed repeats", "Answered: client / server (--metrics)"].map(String::from),
+        [
+            "Server CPU/request (µs)",
+            "Load generator busy (% of a CPU)",
+            "Disturbed repeats",
+            "Answered: client / server (--metrics), all repeats",
+        ]
+        .map(String::from),
     );
     let mut tables = fit(Table::new(headers, rows), spec.dims.len(), &groups);
-    tables.extend(fit(Table::new(detail_headers, details), spec.dims.len(), &[1, 1, 1]));
+    tables.extend(fit(Table::new(detail_headers, details), spec.dims.len(), &[1, 1, 1, 1]));
     tables
 }
 
@@ -217,10 +291,10 @@ fn ratio(v: f64) -> String {
     }
 }
 
-/// `median [lo–hi]`, or the median alone when there is no interval.
+/// `median [lo–hi, coverage]`, or the median alone when there is no interval.
 pub(crate) fn with_interval(i: Interval) -> String {
     if i.known() {
-        format!("{} [{}–{}]", metric::format(i.median), metric::format(i.lo), metric::format(i.hi))
+        format!("{} {}", metric::format(i.median), i.brackets(metric::format))
     } else {
         metric::format(i.median)
     }
@@ -274,13 +348,15 @@ mod tests {
     /// metric's "here" beside its "seed".
     #[test]
     fn fit_splits_wide_tables_keeping_pairs() {
-        let headers: Vec<String> = ["D1", "D2", "a here", "a seed", "b here", "b seed", "c here", "c seed"]
-            .map(String::from)
-            .to_vec();
+        let headers: Vec<String> =
+            ["D1", "D2", "a here", "a seed", "b here", "b seed", "c here", "c seed"].map(String::from).to_vec();
         let row: Vec<String> = (0..8).map(|i| i.to_string()).collect();
         let parts = fit(Table::new(headers, vec![row]), 2, &[2, 2, 2]);
         let got: Vec<Vec<String>> = parts.iter().map(|t| t.headers.clone()).collect();
-        assert_eq!(got, [vec!["D1", "D2", "a here", "a seed", "b here", "b seed"], vec!["D1", "D2", "c here", "c seed"]]);
+        assert_eq!(
+            got,
+            [vec!["D1", "D2", "a here", "a seed", "b here", "b seed"], vec!["D1", "D2", "c here", "c seed"]]
+        );
         assert_eq!(parts[1].rows, [vec!["0", "1", "6", "7"]]);
         let narrow = fit(Table::new(vec!["D".into(), "x".into()], vec![]), 1, &[1]);
         assert_eq!(narrow.len(), 1);

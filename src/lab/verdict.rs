@@ -27,7 +27,7 @@ use crate::lab::plan::Active;
 use crate::lab::rule::{self, Pooled, Term};
 use crate::lab::shape::{judge, seed_series, series, shape};
 use crate::lab::stats::{Call, Interval};
-use crate::lab::table::{seed_matches, Sample};
+use crate::lab::table::{seed_matches, Sample, MIN_CLEAN_REPEATS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -265,6 +265,25 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     v.seed = seed_text;
     v.here = here;
     v.outcome = outcome;
+    // Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
+    let few = match (&claim.kind, pooled) {
+        (_, Some(p)) if p.repeats > 0 && p.repeats < MIN_CLEAN_REPEATS => {
+            Some(format!("insufficient clean repeats: {} in common, {MIN_CLEAN_REPEATS} needed", p.repeats))
+        }
+        (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) => samples
+            .iter()
+            .filter(|s| at.matches(s))
+            .find_map(|s| s.no_verdict().map(|why| format!("{}: {why}", s.place()))),
+        _ => None,
+    };
+    if let (Some(why), false) = (few, matches!(v.outcome, Outcome::NotMeasured)) {
+        v.here = format!("{} ({why})", v.here);
+        v.here_brief = format!("{} ({why})", v.here_brief);
+        v.outcome = Outcome::Inconclusive;
+        if claim.size.is_some() {
+            v.size = SizeCall::Unknown;
+        }
+    }
     v
 }
 
@@ -323,7 +342,7 @@ fn trend_size(
         let i = last.interval(m);
         return size_call(size, i.lo, i.hi, &crate::lab::table::with_interval(i));
     }
-    let p = rule::pooled(&rule::ahead(last.values(m), first.values(m), 1.0, true));
+    let p = rule::pooled(&rule::ahead(last.by_repeat(m), first.by_repeat(m), 1.0, true));
     size_call(size, p.lo, p.hi, &p.text())
 }
 
@@ -367,7 +386,7 @@ fn pairs(
             }
             let seed = seed(sa, m).zip(seed(sb, m)).map(|(x, y)| advantage(m, x, y));
             let median = advantage(m, sa.value(m), sb.value(m));
-            Some(Pair { place, a: sa.values(m), b: sb.values(m), median, seed })
+            Some(Pair { place, a: sa.by_repeat(m), b: sb.by_repeat(m), median, seed })
         })
         .collect()
 }
@@ -442,7 +461,7 @@ fn best(
             rival.server,
             metric::format(rival.value(m))
         ));
-        pairs.push(Pair { place: mine.place(), a: mine.values(m), b: rival.values(m), median, seed: None });
+        pairs.push(Pair { place: mine.place(), a: mine.by_repeat(m), b: rival.by_repeat(m), median, seed: None });
         if let Some(v) = seed(mine, m) {
             let others: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
             if !others.is_empty() {
@@ -565,6 +584,28 @@ mod tests {
             assert!(err.contains(want), "{err}");
         }
         assert!(toml::from_str::<Claim>(&format!("{BEATS}\nnot_a_field = 1")).is_err(), "unknown fields refused");
+    }
+
+    /// A repeat excluded as disturbed leaves a hole at its own round: the other side's
+    /// repeats still pair by round (not shifted by one). With fewer than three clean rounds
+    /// in common the claim gets no verdict, and says why.
+    #[test]
+    fn excluded_repeats_pair_by_round_and_too_few_clean_ones_give_no_verdict() {
+        let excluded = |mut s: Sample, repeats: &[usize]| {
+            repeats.iter().for_each(|&r| s.runs[r].excluded = true);
+            s
+        };
+        // Round 1 of `a` stayed disturbed. Each round a is 2× b, though the rounds drift a
+        // lot: pairing by round, the pooled ratio is exactly 2.
+        let a = excluded(sample("a", 1, &[200.0, 1.0, 800.0, 1600.0, 3200.0]), &[1]);
+        let b = sample("b", 1, &[100.0, 200.0, 400.0, 800.0, 1600.0]);
+        let got = check_samples(&claim(BEATS), &[a.clone(), b.clone()]);
+        assert_eq!(got.outcome, Outcome::Reproduced, "{}", got.here);
+        assert!(got.here.contains("pooled 2.00× [2.00–2.00]") && got.here.contains("× 4 repeats"), "{}", got.here);
+        let a = excluded(a, &[2, 3]);
+        let got = check_samples(&claim(BEATS), &[a, b]);
+        assert_eq!(got.outcome, Outcome::Inconclusive, "{}", got.here);
+        assert!(got.here.ends_with("(insufficient clean repeats: 2 in common, 3 needed)"), "{}", got.here);
     }
 
     /// Checks a claim against samples without an experiment (no seed numbers).

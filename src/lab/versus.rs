@@ -1,7 +1,7 @@
 //! A sweep's second table (`table.versus`): each server labelled `X{suffix}` (`event tls`)
 //! beside server `X` (`event`) at the same workload and client, and for each metric the
-//! ratio of the suffixed server's median to the other's, with its percentile-bootstrap
-//! interval (each side resampled on its own, as findings do). Experiment 007 reads TLS's
+//! ratio of the suffixed server to the other per round (repeat `r` of each), the median of
+//! those ratios and its order-statistic interval, as findings do. Experiment 007 reads TLS's
 //! cost per mode from it: requests/s `TLS ÷ plain` below 1 and CPU per response above 1.
 
 use crate::lab::experiment::{Dim, Versus};
@@ -38,12 +38,17 @@ fn row(v: &Versus, plain: &Sample, with: &Sample) -> Vec<String> {
     for &m in &v.metrics {
         let cell = |s: &Sample| if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(m)) };
         row.extend([cell(plain), cell(with)]);
-        let ratio = stats::ratio_interval(&with.values(m), &plain.values(m), |a, b| a / b);
+        let ratio = stats::ratio_interval(&with.keyed(m), &plain.keyed(m), |a, b| a / b);
         let measured = !(plain.runs.is_empty() || with.runs.is_empty());
         row.push(if measured && ratio.median.is_finite() { ratio_text(ratio) } else { "–".into() });
     }
-    let disturbed = plain.runs.iter().chain(&with.runs).filter(|r| r.cpu.disturbed).count();
-    row.push(format!("{disturbed}/{}", plain.runs.len() + with.runs.len()));
+    let both = || plain.runs.iter().chain(&with.runs);
+    let (disturbed, excluded) = (both().filter(|r| r.cpu.disturbed).count(), both().filter(|r| r.excluded).count());
+    let mut cell = format!("{disturbed}/{}", plain.runs.len() + with.runs.len());
+    if excluded > 0 {
+        cell += &format!("; {excluded} excluded");
+    }
+    row.push(cell);
     row
 }
 

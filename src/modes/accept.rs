@@ -82,21 +82,10 @@ pub fn is_exhaustion(e: &io::Error) -> bool {
 
 /// Sleeps for `d` unless shutdown comes first; returns whether it did.
 pub fn pause(shutdown: &Shutdown, d: Duration) -> bool {
-    let deadline = Instant::now() + d;
-    loop {
-        let mut fds = [rustix::event::PollFd::from_borrowed_fd(shutdown.fd(), rustix::event::PollFlags::IN)];
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let ts = crate::net::to_timespec(left);
-        match rustix::event::poll(&mut fds, Some(&ts)) {
-            Ok(0) => return false,
-            Ok(_) => {
-                shutdown.note();
-                return true;
-            }
-            Err(_) => continue,
-        }
+    let mut fds = [rustix::event::PollFd::from_borrowed_fd(shutdown.fd(), rustix::event::PollFlags::IN)];
+    let asked = matches!(crate::net::poll_until(&mut fds, Some(Instant::now() + d)), Ok(true));
+    if asked {
+        shutdown.note();
     }
+    asked
 }

@@ -5,8 +5,10 @@
 //! rule, the answers, the send rules of `send.rs`, the lingering close), and waits with
 //! poll(2) where a loop would return to its poller. The socket and the shutdown pipe are
 //! waited on together, so an idle keep-alive connection notices shutdown at once, and
-//! every wait has a deadline: the idle timeout between requests, the whole-head timeout
-//! once a request has begun (shutdown or not), the send timeout for each wait for room to
+//! every wait has a deadline, fixed when the wait begins: the idle timeout from the end of
+//! the last response, the whole-head timeout from the first byte after it (over TLS, any
+//! ciphertext counts, even one that yields no plaintext; the request may finish within it,
+//! shutdown or not), the send timeout for each wait for room to
 //! write (the socket is non-blocking: SO_SNDTIMEO would not bound sendfile(2)), and the
 //! shutdown grace period for the whole response. EPIPE and ECONNRESET are how clients
 //! leave, not errors: the connection just ends.
@@ -23,9 +25,9 @@ use super::session::{Pool, Session};
 use super::tls::{Inflow, Tls};
 use crate::exchange::{Answer, Exchanger};
 use crate::exchange::{Body, CgiResponse, CgiStep};
-use crate::net::{wait_readable, Shutdown, Wake};
+use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -44,8 +46,8 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
     let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown, tls: None };
     let mut exchanger = Exchanger::new();
     let mut pool = Pool::new(server);
-    let mut session = Session::open(peer, server);
-    let mut head_started: Option<Instant> = None;
+    let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
+    let mut since = Since::Idle(Instant::now());
     loop {
         if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
             if let Some(delay) = session.take_delay() {
@@ -64,7 +66,8 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
                 }
                 None => client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)),
             };
-            head_started = session.has_partial_request().then(Instant::now);
+            since =
+                if session.has_partial_request() { Since::Head(Instant::now()) } else { Since::Idle(Instant::now()) };
             if finish(&client, &mut session, &mut pool, server, sent) {
                 continue;
             }
@@ -79,17 +82,15 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
         }
         // Need more bytes: wait for them (unless rustls holds decrypted ones already).
         crate::log::flush();
+        let deadline = since.deadline(server);
         let ready = session.has_buffered_plaintext()
-            || match head_started {
+            || if session.has_partial_request() {
                 // A request has begun: it may finish within its deadline, shutdown or not.
-                Some(t) if session.has_partial_request() => {
-                    wait_socket(&client.stream, PollFlags::IN, t + server.timeouts.head)
-                }
-                _ => {
-                    let deadline = Instant::now() + server.timeouts.idle;
-                    // Idle, or asked to stop with no request under way: close.
-                    matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
-                }
+                wait_socket(&client.stream, PollFlags::IN, deadline)
+            } else {
+                // Idle, or only ciphertext without plaintext since: closed at the deadline,
+                // or at once if asked to stop.
+                matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
             };
         if !ready {
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
@@ -102,7 +103,9 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
         }
         match session.read_from(&client.stream, &mut pool) {
             Inflow::Bytes { .. } => {
-                head_started.get_or_insert_with(Instant::now);
+                if let Since::Idle(_) = since {
+                    since = Since::Head(Instant::now());
+                }
             }
             Inflow::Again => {}
             Inflow::Closed => break,
@@ -110,6 +113,27 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
     }
     session.release(&mut pool);
     crate::log::flush();
+}
+
+/// What the connection waits for, and since when: each deadline is fixed when its wait
+/// begins, never moved by a later read.
+#[derive(Debug, Clone, Copy)]
+enum Since {
+    /// Nothing has arrived since the connection opened or its last response ended.
+    Idle(Instant),
+    /// Bytes have arrived since: a request's head, or over TLS a handshake or ciphertext
+    /// that has yielded no plaintext yet (a record's first bytes, a KeyUpdate). A whole
+    /// head must follow within the head timeout; more ciphertext moves nothing.
+    Head(Instant),
+}
+
+impl Since {
+    fn deadline(self, server: &Server) -> Instant {
+        match self {
+            Since::Idle(t) => t + server.timeouts.idle,
+            Since::Head(t) => t + server.timeouts.head,
+        }
+    }
 }
 
 /// Ends a response that was `sent` (or not); returns whether the connection stays open.
@@ -229,18 +253,7 @@ impl AsFd for Client<'_> {
 
 /// Waits until `stream` is ready for `events` or `deadline` passes; returns whether it is.
 fn wait_socket(stream: &TcpStream, events: PollFlags, deadline: Instant) -> bool {
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let mut fds = [PollFd::new(stream, events)];
-        match poll(&mut fds, Some(&crate::net::to_timespec(left))) {
-            Ok(n) => return n > 0,
-            Err(Errno::INTR) => {}
-            Err(_) => return false,
-        }
-    }
+    matches!(poll_until(&mut [PollFd::new(stream, events)], Some(deadline)), Ok(true))
 }
 
 /// The receive buffer and the unparsed bytes in it, `buf[start..end]`.
@@ -326,12 +339,8 @@ fn wait_script(cgi: &CgiResponse, shutdown: &Shutdown) -> io::Result<()> {
         fds.push(PollFd::from_borrowed_fd(fd, PollFlags::OUT));
     }
     // Wake at least once a second to notice shutdown.
-    let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
-    let timeout = crate::net::to_timespec(left);
-    match poll(&mut fds, Some(&timeout)) {
-        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    poll_until(&mut fds, Some(deadline.min(Instant::now() + Duration::from_secs(1))))?;
+    Ok(())
 }
 
 /// Sends an answer no session framed (a script's local redirect) by the same rules.

@@ -8,7 +8,7 @@
 //! No thread is involved, so the parent stays safe to fork.
 
 use crate::net::Shutdown;
-use rustix::event::{poll, PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 use std::collections::HashSet;
 use std::io;
@@ -107,18 +107,9 @@ impl Drop for Children {
 /// Waits until one of `fds` is readable and returns the index of the first readable one
 /// (earlier fds take priority), or `None` when `timeout` passes first.
 pub(crate) fn first_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Option<usize>> {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    loop {
-        let mut polled: Vec<PollFd<'_>> = fds.iter().map(|&fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
-        let left = deadline.map(|d| {
-            let left = d.saturating_duration_since(Instant::now());
-            crate::net::to_timespec(left)
-        });
-        match poll(&mut polled, left.as_ref()) {
-            Ok(0) => return Ok(None),
-            Ok(_) => return Ok(polled.iter().position(|p| !p.revents().is_empty())),
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
+    let mut polled: Vec<PollFd<'_>> = fds.iter().map(|&fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
+    if !crate::net::poll_until(&mut polled, timeout.map(|t| Instant::now() + t))? {
+        return Ok(None);
     }
+    Ok(polled.iter().position(|p| !p.revents().is_empty()))
 }

@@ -110,7 +110,7 @@ impl Backend for Epoll {
                 Some(Tag::Shutdown) => lp.begin_drain(),
                 Some(Tag::Wake) => lp.woken(),
                 Some(Tag::Conn { slot, generation, op }) => {
-                    let Some(conn) = lp.conns.live(slot, generation) else { continue };
+                    let Some(conn) = lp.conns.tagged(slot, generation) else { continue };
                     if op == Op::Socket && (event.is_readable() || event.is_read_closed() || event.is_error()) {
                         conn.io.drained = false;
                         conn.io.peer_closed |= event.is_read_closed() || event.is_error();

@@ -45,7 +45,7 @@ mod timer;
 pub(crate) mod tls;
 pub mod uring;
 
-pub(crate) use evloop::conns::MAX_LISTENERS;
+pub(crate) use evloop::conns::{MAX_LISTENERS, MAX_SLOTS};
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;

@@ -163,6 +163,9 @@ fn work(shared: &Shared) {
                 Step::Partial | Step::Offload => None,
             }
         }));
+        // The exchange recorded the answer's access-log line in this thread's buffer, which
+        // no loop turn flushes: write it now, as a loop does each turn.
+        crate::log::flush();
         // A panic, or (never: the loop saw a whole head) a partial request: no answer.
         let Ok(Some(answer)) = step else { continue };
         let done = Done { conn: job.conn, answer };

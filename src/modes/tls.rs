@@ -48,6 +48,9 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>
     if certs.is_empty() {
         return Err(bad("cert", cert, &"no certificate (-----BEGIN CERTIFICATE-----) in the file"));
     }
+    if is_encrypted(key) {
+        return Err(bad("key", key, &"encrypted private keys are not supported; decrypt it with openssl pkey"));
+    }
     let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| match e {
         pem::Error::NoItemsFound => bad("key", key, &"no private key (-----BEGIN ... PRIVATE KEY-----) in the file"),
         e => bad("key", key, &pem_error(e)),
@@ -74,6 +77,14 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>
     // here, longer than any real one, gives every process the bound before it forks.
     let _ = config.ticketer.encrypt(&[0; TICKET_BOUND]);
     Ok(Arc::new(config))
+}
+
+/// Whether the PEM file at `path` holds a password-protected key: PKCS#8's `ENCRYPTED
+/// PRIVATE KEY` or OpenSSL's legacy `Proc-Type: 4,ENCRYPTED` header.
+fn is_encrypted(path: &Path) -> bool {
+    let Ok(text) = std::fs::read(path) else { return false };
+    let has = |needle: &[u8]| text.windows(needle.len()).any(|w| w == needle);
+    has(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") || has(b"Proc-Type: 4,ENCRYPTED")
 }
 
 fn pem_error(e: pem::Error) -> String {
@@ -135,9 +146,11 @@ impl<Fd: AsFd> Write for Wire<'_, Fd> {
 }
 
 impl Tls {
-    pub(crate) fn new(config: &Arc<ServerConfig>) -> Option<Box<Tls>> {
-        let conn = ServerConnection::new(Arc::clone(config)).ok()?;
-        Some(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
+    /// A new connection's TLS state; an error if rustls cannot make one (the caller then
+    /// closes the connection: never plaintext on an HTTPS port).
+    pub(crate) fn new(config: &Arc<ServerConfig>) -> Result<Box<Tls>, rustls::Error> {
+        let conn = ServerConnection::new(Arc::clone(config))?;
+        Ok(Box::new(Tls { conn, began: false, broken: false, scratch: Vec::new() }))
     }
 
     /// Whether the handshake has begun and not ended: the head deadline runs.

@@ -109,7 +109,7 @@ fn fd_exhaustion_flood(mode: &str) {
 /// anything beyond is a leak.
 fn reset_mid_response_leaks_no_fd(mode: &str) {
     let fx = Fixture::new();
-    let server = Spidey::start(mode, &fx.root(), &["--quiet", "--workers", "2"]);
+    let server = Spidey::start(mode, &fx.root(), &[&["--quiet"], &crate::common::workers(mode, "2")[..]].concat());
     let pid = server.child.id();
     assert_eq!(status_of(&get(&server, "/hello.txt", "").0), 200);
     let baseline = settled_fds(pid, Duration::from_secs(5));

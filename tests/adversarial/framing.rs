@@ -106,7 +106,7 @@ fn oversized_chunk_extension() -> Vec<u8> {
 
 fn framing_and_smuggling(mode: &str) {
     let fx = Fixture::new();
-    let server = Spidey::start(mode, &fx.root(), &["--quiet"]);
+    let server = Spidey::start(mode, &fx.root(), &["--quiet", "--cgi"]);
     run_table(&server, &framing_cases());
 }
 
@@ -120,7 +120,7 @@ fn chunk_lines_are_strict(mode: &str) {
     let script = fx.root().join("len.cgi");
     std::fs::write(&script, "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nwc -c\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = Spidey::start(mode, &fx.root(), &["--quiet"]);
+    let server = Spidey::start(mode, &fx.root(), &["--quiet", "--cgi"]);
     let cases: &[(&str, &[u8], u16)] = &[
         ("plain", b"1\r\nx\r\n0\r\n\r\n", 200),
         ("extension", b"1;a=b\r\nx\r\n0\r\n\r\n", 200),

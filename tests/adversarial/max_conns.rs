@@ -114,7 +114,7 @@ fn max_conns_queues_the_rest_until_places_free(mode: &str) {
 /// The bound with three loops or workers, which do not divide it: one count shared by
 /// all (a per-loop share of 40 / 3, rounded up, let 42 in).
 fn max_conns_is_one_count_across_workers(mode: &str) {
-    check_bound(mode, &["--workers", "3"]);
+    check_bound(mode, &crate::common::workers(mode, "3"));
 }
 
 crate::for_each_mode!(max_conns_queues_the_rest_until_places_free, max_conns_is_one_count_across_workers);

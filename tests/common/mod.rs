@@ -317,6 +317,16 @@ impl Fixture {
 /// Generates `mod <mode> { #[test] fn <case>() }` for every mode and every case, so each
 /// case runs once per mode with its own test name (`single::range_requests`).
 ///
+/// `--workers N` where `mode` has workers to count, nothing where it has none (`single`,
+/// `fork` and `thread`, which refuse the flag): for a test that runs in every mode.
+#[allow(dead_code)]
+pub fn workers<'a>(mode: &str, n: &'a str) -> Vec<&'a str> {
+    match mode {
+        "single" | "fork" | "thread" => vec![],
+        _ => vec!["--workers", n],
+    }
+}
+
 /// The list of modes below is the one place a new mode joins the whole suite.
 #[macro_export]
 macro_rules! for_each_mode {

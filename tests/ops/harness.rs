@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 /// `spidey serve ROOT --mode MODE ARGS...` (no `--port`: the caller says where).
 pub fn command(mode: &str, root: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_spidey"));
-    c.arg("serve").arg(root).args(["--mode", mode]).args(args).stderr(Stdio::inherit());
+    // --cgi: the ops tests run scripts (the environment, the address, the metrics of CGI).
+    c.arg("serve").arg(root).args(["--mode", mode, "--cgi"]).args(args).stderr(Stdio::inherit());
     c
 }
 

@@ -129,8 +129,41 @@ fn metrics_count_cgi_processes_and_handler_calls(mode: &str) {
     assert_eq!(value(&last, "spidey_handler_calls_total"), 2, "{last}");
 }
 
+/// The metrics path is matched on the decoded path, so the file beneath it is never served
+/// under an encoded name; with `--basic-auth` the metrics need credentials as all else does.
+fn metrics_are_behind_basic_auth_on_the_decoded_path(mode: &str) {
+    use base64::Engine;
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.root().join("-")).unwrap();
+    std::fs::write(fx.root().join("-/metrics"), "FILE").unwrap();
+    // 1000 rounds (fewer than the default 5000): a debug build checks it quickly.
+    let hash = sha_crypt::sha512_simple("pw", &sha_crypt::Sha512Params::new(1000).unwrap()).unwrap();
+    let good = format!("Authorization: Basic {}\r\n", base64::engine::general_purpose::STANDARD.encode("ann:pw"));
+    let request = |path: &str, auth: &str| format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\r\n");
+    let encoded = ["/-/metrics", "/%2d/%6detrics", "/-/%6D%65trics", "//-/./metrics"];
+    for with_auth in [false, true] {
+        let user = format!("ann:{hash}");
+        let extra: &[&str] = if with_auth { &["--basic-auth", &user] } else { &[] };
+        let (_s, addr) = start(mode, &fx.root(), extra);
+        for path in encoded {
+            let (status, text) = send(addr, &request(path, if with_auth { &good } else { "" }));
+            assert_eq!(status, 200, "{path} (auth {with_auth}): {text}");
+            assert!(
+                body(&text).contains("spidey_info{"),
+                "{path} (auth {with_auth}) did not answer the metrics: {text}"
+            );
+            if with_auth {
+                let (status, text) = send(addr, &request(path, ""));
+                assert_eq!(status, 401, "{path} without credentials: {text}");
+                assert!(!text.contains("spidey_") && !text.contains("FILE"), "{text}");
+            }
+        }
+    }
+}
+
 crate::for_each_mode!(
     metrics_count_responses_bytes_errors_and_connections,
     metrics_path_takes_get_and_head_only,
-    metrics_count_cgi_processes_and_handler_calls
+    metrics_count_cgi_processes_and_handler_calls,
+    metrics_are_behind_basic_auth_on_the_decoded_path,
 );

@@ -16,6 +16,7 @@
 //! Fields that frame the message (`Content-Length`, `Transfer-Encoding`, `Connection`,
 //! `Keep-Alive`, ...) are dropped: the server frames the body itself.
 
+use crate::field::{is_field_name, is_field_value, trim_ows};
 use crate::request::Parsed;
 
 /// The largest header block accepted from a script, blank line included.
@@ -114,13 +115,13 @@ fn find_blank_line(out: &[u8]) -> Option<usize> {
 fn field(head: &mut CgiHead, line: &[u8]) -> Result<(), CgiHeadError> {
     let colon = line.iter().position(|&b| b == b':').ok_or(CgiHeadError::Malformed)?;
     let (name, value) = (&line[..colon], &line[colon + 1..]);
-    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+    if !is_field_name(name) {
         return Err(CgiHeadError::Malformed);
     }
-    if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+    let value = trim_ows(value);
+    if !is_field_value(value) {
         return Err(CgiHeadError::ControlByte);
     }
-    let value = crate::request::trim_ows(value);
     let name = std::str::from_utf8(name).map_err(|_| CgiHeadError::Malformed)?;
     let value = String::from_utf8_lossy(value).into_owned();
     let lower = name.to_ascii_lowercase();
@@ -140,11 +141,6 @@ fn status(value: &str) -> Result<u16, CgiHeadError> {
         Ok(c) if code.len() == 3 && (100..=599).contains(&c) => Ok(c),
         _ => Err(CgiHeadError::BadStatus),
     }
-}
-
-/// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@
 //! extensions must follow the grammar above; trailer lines carry no control bytes but
 //! HTAB. The trailer section is bounded and discarded.
 
+use crate::field::{is_field_byte, is_tchar};
+
 /// The longest chunk-size line or trailer line, CRLF included.
 pub const MAX_LINE: usize = 4096;
 /// The most bytes of trailer fields accepted.
@@ -202,15 +204,10 @@ fn extension(ext: Ext, b: u8) -> Result<Ext, ChunkError> {
         Ext::Quoted if b == b'"' => Ext::AfterItem,
         Ext::Quoted if b == b'\\' => Ext::QuotedPair,
         // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text; quoted-pair takes the same
-        // bytes plus `"` and `\`.
-        Ext::Quoted | Ext::QuotedPair if b == b'\t' || (b >= 0x20 && b != 0x7f) => Ext::Quoted,
+        // bytes plus `"` and `\`: together, a field value's bytes.
+        Ext::Quoted | Ext::QuotedPair if is_field_byte(b) => Ext::Quoted,
         _ => return Err(ChunkError::Extension),
     })
-}
-
-/// `tchar` (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 fn trailer(line: usize, total: usize, cr: bool, b: u8) -> Result<State, ChunkError> {
@@ -223,7 +220,7 @@ fn trailer(line: usize, total: usize, cr: bool, b: u8) -> Result<State, ChunkErr
         b'\n' => Err(ChunkError::LineEnding),
         _ if cr => Err(ChunkError::LineEnding),
         b'\r' => Ok(State::Trailer { line: line + 1, total: total + 1, cr: true }),
-        _ if b != b'\t' && (b < 0x20 || b == 0x7f) => Err(ChunkError::Trailer),
+        _ if !is_field_byte(b) => Err(ChunkError::Trailer),
         _ => Ok(State::Trailer { line: line + 1, total: total + 1, cr: false }),
     }
 }

@@ -42,7 +42,7 @@ pub fn not_modified(
 /// Weak comparison of each listed tag with ours; `*` matches any current representation.
 fn none_match_hits(header: &[u8], etag: &str) -> bool {
     let ours = opaque(etag.as_bytes());
-    header.split(|&b| b == b',').map(crate::request::trim_ows).any(|tag| tag == b"*" || opaque(tag) == ours)
+    header.split(|&b| b == b',').map(crate::field::trim_ows).any(|tag| tag == b"*" || opaque(tag) == ours)
 }
 
 fn opaque(tag: &[u8]) -> &[u8] {
@@ -59,7 +59,7 @@ fn opaque(tag: &[u8]) -> &[u8] {
 /// current second may change again within it, and a range of the new version spliced onto
 /// the old would look whole. Otherwise the whole representation is sent (a 200).
 pub fn if_range_holds(if_range: Option<&[u8]>, etag: &str, mtime: SystemTime, now: SystemTime) -> bool {
-    let Some(value) = if_range.map(crate::request::trim_ows) else {
+    let Some(value) = if_range.map(crate::field::trim_ows) else {
         return true;
     };
     if value.starts_with(b"\"") {

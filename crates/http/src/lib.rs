@@ -7,6 +7,7 @@
 //!   the framing rules of RFC 9112 that httparse leaves to its caller.
 //! - [`error`]: the small error enum, named by where parsing failed, and its one mapping
 //!   to a status code.
+//! - [`field`]: the grammar of a header field (`tchar`, token, field value), written once.
 //! - [`response`]: status codes and the response head writer.
 //! - [`range`]: the `Range` header (RFC 9110 §14), single ranges only.
 //! - [`conditional`]: ETags, `If-None-Match`, `If-Modified-Since`, `If-Range`.
@@ -23,6 +24,7 @@ pub mod conditional;
 pub mod date;
 pub mod encoder;
 pub mod error;
+pub mod field;
 pub mod negotiate;
 pub mod range;
 pub mod request;

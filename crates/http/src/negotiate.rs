@@ -13,7 +13,7 @@
 //! with no entry for `identity`. No header at all means identity only here: a server may
 //! send any coding then, but a client that sent nothing may not decode any.
 
-use crate::request::trim_ows;
+use crate::field::trim_ows;
 
 /// A content coding Spidey can send, in the server's order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -64,9 +64,9 @@ fn satisfiable(start: u64, end: u64, len: u64) -> RangeOutcome {
 
 /// `bytes=`, the unit compared case-insensitively, whitespace around the set allowed.
 fn strip_unit(value: &[u8]) -> Option<&[u8]> {
-    let value = crate::request::trim_ows(value);
+    let value = crate::field::trim_ows(value);
     let (unit, rest) = value.split_at_checked(6)?;
-    unit.eq_ignore_ascii_case(b"bytes=").then(|| crate::request::trim_ows(rest))
+    unit.eq_ignore_ascii_case(b"bytes=").then(|| crate::field::trim_ows(rest))
 }
 
 /// `1*DIGIT` as a saturating u64: values past 2^64 become u64::MAX, never wrap.

@@ -291,17 +291,6 @@ fn version_error(buf: &[u8]) -> ParseError {
     }
 }
 
-/// Trims optional whitespace (SP and HTAB) from both ends.
-pub fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
 #[cfg(test)]
 #[path = "request_tests.rs"]
 mod tests;

@@ -94,9 +94,20 @@ pub struct HandlerResponse {
     pub status: i32,
     pub headers: Vec<(Vec<u8>, Vec<u8>)>,
     pub body: Vec<u8>,
-    /// A field whose name is not a token or whose value holds a control byte other than
-    /// HTAB was set (see [`valid_field`]), or the body outgrew [`MAX_BODY`].
+    /// A field the caller's [`FieldCheck`] refused was set, or the body outgrew
+    /// [`MAX_BODY`].
     pub invalid: bool,
+}
+
+/// Whether a header field a handler sets (name, value) is valid. The rule is HTTP's
+/// (RFC 9110 §5), so the caller brings it (`spidey_http::field::is_field`); this crate
+/// only makes `add_header` return -1 for a field it refuses, as the ABI says.
+pub type FieldCheck = fn(name: &[u8], value: &[u8]) -> bool;
+
+/// What the callbacks' `ctx` points at during a call.
+struct Call {
+    out: HandlerResponse,
+    valid_field: FieldCheck,
 }
 
 /// A loaded handler library; it stays loaded for the life of the process.
@@ -122,7 +133,8 @@ impl HandlerLib {
         // `uint32_t spidey_handler_abi_version(void)`, which AbiVersionFn matches.
         let version: AbiVersionFn = *unsafe { lib.get::<AbiVersionFn>(b"spidey_handler_abi_version\0") }
             .map_err(|e| LoadError::MissingSymbol("spidey_handler_abi_version", e))?;
-        // SAFETY: the function takes no arguments and, per the header, only returns a constant.
+        // SAFETY: the function takes no arguments and, per include/spidey_handler.h, only
+        // returns a constant.
         let found = unsafe { version() };
         if found != ABI_VERSION {
             return Err(LoadError::AbiMismatch { found, expected: ABI_VERSION });
@@ -135,8 +147,9 @@ impl HandlerLib {
         Ok(HandlerLib { handle, _lib: lib })
     }
 
-    /// Calls `spidey_handle`; returns its return code and what it produced.
-    pub fn call(&self, req: &HandlerRequest<'_>) -> (i32, HandlerResponse) {
+    /// Calls `spidey_handle`; returns its return code and what it produced. A field that
+    /// `valid_field` refuses is not added, and marks the response invalid.
+    pub fn call(&self, req: &HandlerRequest<'_>, valid_field: FieldCheck) -> (i32, HandlerResponse) {
         let headers: Vec<RawHeader> =
             req.headers.iter().map(|(n, v)| RawHeader { name: RawStr::of(n), value: RawStr::of(v) }).collect();
         let raw = RawRequest {
@@ -150,32 +163,32 @@ impl HandlerLib {
             body_len: req.body.len(),
             peer: RawStr::of(req.peer),
         };
-        let mut out = HandlerResponse { status: 200, ..HandlerResponse::default() };
+        let mut call = Call { out: HandlerResponse { status: 200, ..HandlerResponse::default() }, valid_field };
         let res = RawResponse {
-            ctx: (&mut out as *mut HandlerResponse).cast(),
+            ctx: (&mut call as *mut Call).cast(),
             set_status: cb_set_status,
             add_header: cb_add_header,
             write: cb_write,
         };
         // SAFETY: `raw` and `res` follow the layout of include/spidey_handler.h; every
-        // pointer in them (the request's slices, `headers`, `out`) outlives this call, and
+        // pointer in them (the request's slices, `headers`, `call`) outlives this call, and
         // the header tells the handler not to keep them past it.
         let rc = unsafe { (self.handle)(&raw, &res) };
-        (rc, out)
+        (rc, call.out)
     }
 }
 
-/// The `HandlerResponse` behind a callback's `ctx`.
+/// The `Call` behind a callback's `ctx`.
 ///
 /// # Safety
-/// `ctx` must be the `&mut HandlerResponse` that [`HandlerLib::call`] passed in the
+/// `ctx` must be the `&mut Call` that [`HandlerLib::call`] passed in the
 /// `RawResponse`, alive and not otherwise borrowed while the handler runs; the header
 /// (include/spidey_handler.h) lets the handler call back only during its call, with the
 /// `ctx` it was given. The returned reference must not outlive the callback.
-unsafe fn response<'a>(ctx: *mut c_void) -> &'a mut HandlerResponse {
-    // SAFETY: the caller upholds the contract above: the pointer came from `&mut out` in
-    // `call`, which is not used again until the handler has returned.
-    unsafe { &mut *ctx.cast::<HandlerResponse>() }
+unsafe fn context<'a>(ctx: *mut c_void) -> &'a mut Call {
+    // SAFETY: the caller upholds the contract above: the pointer came from `&mut call` in
+    // `HandlerLib::call`, which is not used again until the handler has returned.
+    unsafe { &mut *ctx.cast::<Call>() }
 }
 
 /// A byte slice from a (pointer, length) pair the handler passed.
@@ -195,7 +208,7 @@ unsafe fn slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 
 extern "C" fn cb_set_status(ctx: *mut c_void, status: c_int) {
     // SAFETY: the handler passes back the `ctx` that `call` gave it, during the call (ABI).
-    unsafe { response(ctx) }.status = status;
+    unsafe { context(ctx) }.out.status = status;
 }
 
 extern "C" fn cb_add_header(
@@ -206,35 +219,21 @@ extern "C" fn cb_add_header(
     value_len: usize,
 ) -> c_int {
     // SAFETY: the handler passes back the `ctx` that `call` gave it, during the call (ABI).
-    let out = unsafe { response(ctx) };
+    let call = unsafe { context(ctx) };
     // SAFETY: the ABI requires each (pointer, length) to name readable bytes for the
     // duration of the callback; both are copied below before it returns.
     let (name, value) = unsafe { (slice(name, name_len), slice(value, value_len)) };
-    if !valid_field(name, value) {
-        out.invalid = true;
+    if !(call.valid_field)(name, value) {
+        call.out.invalid = true;
         return -1;
     }
-    out.headers.push((name.to_vec(), value.to_vec()));
+    call.out.headers.push((name.to_vec(), value.to_vec()));
     0
-}
-
-/// RFC 9110 §5.1, §5.5: a field name is a non-empty token; a value holds no control byte
-/// but HTAB (obs-text, bytes 0x80 and up, is allowed).
-pub fn valid_field(name: &[u8], value: &[u8]) -> bool {
-    !name.is_empty()
-        && name.iter().all(|&b| is_tchar(b))
-        && value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
-}
-
-/// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" /
-/// "|" / "~" / DIGIT / ALPHA` (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 extern "C" fn cb_write(ctx: *mut c_void, data: *const u8, len: usize) -> c_int {
     // SAFETY: the handler passes back the `ctx` that `call` gave it, during the call (ABI).
-    let out = unsafe { response(ctx) };
+    let out = &mut unsafe { context(ctx) }.out;
     if out.body.len().saturating_add(len) > MAX_BODY {
         out.invalid = true;
         return -1;
@@ -243,37 +242,4 @@ extern "C" fn cb_write(ctx: *mut c_void, data: *const u8, len: usize) -> c_int {
     // callback; they are copied into the body before it returns.
     out.body.extend_from_slice(unsafe { slice(data, len) });
     0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::valid_field;
-
-    #[test]
-    fn field_validity_table() {
-        let cases: &[(&[u8], &[u8], bool)] = &[
-            (b"X-Ok", b"plain value", true),
-            (b"X-Ok", b"a\tb", true),
-            (b"X-Ok", b"caf\xc3\xa9", true),
-            (b"X-Ok", b"", true),
-            (b"!#$%&'*+-.^_`|~09azAZ", b"v", true),
-            (b"", b"v", false),
-            (b"Content-Length\t", b"5", false),
-            (b"X A", b"v", false),
-            (b"X:A", b"v", false),
-            (b"X(A)", b"v", false),
-            (b"X\"A", b"v", false),
-            (b"X/A", b"v", false),
-            (b"X\x7fA", b"v", false),
-            (b"X\xc3\xa9", b"v", false),
-            (b"X-A", b"a\r\nb", false),
-            (b"X-A", b"a\0b", false),
-            (b"X-A", b"a\x01b", false),
-            (b"X-A", b"\x1b[31m", false),
-            (b"X-A", b"a\x7fb", false),
-        ];
-        for (name, value, want) in cases {
-            assert_eq!(valid_field(name, value), *want, "{:?}: {:?}", String::from_utf8_lossy(name), value);
-        }
-    }
 }

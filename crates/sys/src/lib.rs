@@ -6,11 +6,13 @@
 //! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
 //! [`shared`] maps counters that forked workers share with their parent,
 //! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS), and
-//! [`tcp`] sets the one TCP option the safe crates lack, and [`tun`] opens a TUN device.
+//! [`tcp`] sets the one TCP option the safe crates lack, [`tun`] opens a TUN device, and
+//! [`cputime`] reads another process's CPU-time clock.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod activation;
+pub mod cputime;
 pub mod process;
 #[cfg(feature = "test-support")]
 pub mod seccomp;

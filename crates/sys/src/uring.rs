@@ -12,6 +12,12 @@
 //!   receive linked after it completes;
 //! - every other operation (poll, close, cancel) points at no user memory.
 //!
+//! The ring keeps each operation's kind and buffer by the caller's tag (user data), so a
+//! tag names at most one operation in flight: an operation whose tag is still in flight is
+//! refused ([`ErrorKind::AlreadyExists`](io::ErrorKind::AlreadyExists)) before anything is
+//! queued. Otherwise a second send under a tag would drop the buffer the kernel is still
+//! reading for the first.
+//!
 //! Descriptors are named by number, and the kernel looks the number up when it issues the
 //! operation. Every operation here is issued at once, in order, when submitted; none that
 //! io_uring always hands to its worker threads (shutdown, splice) is offered, because a
@@ -84,6 +90,8 @@ pub struct Ring {
     /// INVARIANT: registered until `Drop` unregisters it (or leaks it).
     buffers: Option<BufRing>,
     /// The kind of each in-flight operation, by user data; a send also keeps its buffer.
+    /// INVARIANT: a user data is in `kinds` from its operation's queueing until its last
+    /// completion is reaped, and no operation is queued under one already there (`claim`).
     kinds: HashMap<u64, Kind>,
     sends: HashMap<u64, Vec<u8>>,
     /// Sends made ahead of a receive ([`Ring::send_ahead_of_recv`]), by the receive's user
@@ -163,20 +171,42 @@ impl Ring {
         // memory (poll, cancel, close), at `self.region` (receives through buffer
         // selection from the buffer ring), which lives as long as `self` and is only freed
         // by `Drop` after every operation completed, or at a send buffer owned by
-        // `self.sends` until its completion is reaped (for a send made ahead of a
-        // receive, until the receive's last completion: linked, it runs after the send).
+        // `self.sends` (from right after it is queued, before any submission) until its
+        // completion is reaped (for a send made ahead of a receive, until the receive's
+        // last completion: linked, it runs after the send). `claim` refuses a tag in
+        // flight, so no buffer in `self.sends` is ever replaced before its completion.
         unsafe { self.ring.submission().push(entry) }.map_err(|_| io::Error::other("submission queue full"))?;
         self.in_flight += 1;
         Ok(())
     }
 
+    /// Refuses a tag the ring cannot keep state under: its own internal tag, or a tag
+    /// whose operation is still in flight (its completion has not been reaped).
+    fn claim(&self, user_data: u64) -> io::Result<()> {
+        if user_data == INTERNAL {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "io_uring tag u64::MAX is reserved"));
+        }
+        if self.kinds.contains_key(&user_data) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "io_uring tag already in flight"));
+        }
+        Ok(())
+    }
+
+    /// Whether an operation tagged `user_data` is in flight: its last completion has not
+    /// been reaped yet, so the tag cannot be used again.
+    pub fn is_in_flight(&self, user_data: u64) -> bool {
+        self.kinds.contains_key(&user_data)
+    }
+
     fn track(&mut self, entry: squeue::Entry, user_data: u64, kind: Kind) -> io::Result<()> {
+        self.claim(user_data)?;
         self.push(&entry.user_data(user_data))?;
         self.kinds.insert(user_data, kind);
         Ok(())
     }
 
-    /// A receive into one of the ring's buffers. `expect_wait`: the caller knows the socket
+    /// A receive into one of the ring's buffers (refused if `user_data` is in flight).
+    /// `expect_wait`: the caller knows the socket
     /// held no input at its last read, so the kernel waits for input before trying
     /// (IORING_RECVSEND_POLL_FIRST) instead of failing a first try.
     pub fn recv(&mut self, fd: BorrowedFd<'_>, expect_wait: bool, user_data: u64) -> io::Result<()> {
@@ -199,7 +229,8 @@ impl Ring {
         Ok(())
     }
 
-    /// A one-shot poll for `events` (POLLIN, POLLOUT) on `fd`.
+    /// A one-shot poll for `events` (POLLIN, POLLOUT) on `fd` (refused if `user_data` is
+    /// in flight).
     pub fn poll(&mut self, fd: BorrowedFd<'_>, events: u32, user_data: u64) -> io::Result<()> {
         let entry = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), events).build();
         self.track(entry, user_data, Kind::Poll)

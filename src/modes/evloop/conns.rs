@@ -36,28 +36,37 @@ pub(crate) enum Tag {
     /// This loop's eventfd in the shared `--max-conns` count: a place freed up.
     Wake,
     /// Operation `op` of the connection in `slot`, as long as the slot's generation is
-    /// still `generation` (a later connection in the same slot has another).
+    /// still `generation` (a later connection in the same slot has another). A tag holds
+    /// the generation's low 32 bits ([`TAG_GENERATIONS`]).
     Conn { slot: usize, generation: u64, op: Op },
 }
 
 /// Listener tags: `LISTENERS + index`, above every connection tag (whose generation, the
-/// top 24 bits, stays below `GENERATIONS`) and below the other fixed tags.
-const LISTENERS: u64 = GENERATIONS << 40;
+/// top 32 bits, stays below `TAG_GENERATIONS`) and below the other fixed tags.
+const LISTENERS: u64 = TAG_GENERATIONS << 32;
 /// The most `--addr`s a loop can tell apart (checked where the listeners are bound).
 pub(crate) const MAX_LISTENERS: usize = 1 << 16;
+/// The most connections a loop can tell apart: a slot is 24 bits of a tag. A loop holds at
+/// most `--max-conns` connections, checked against this at start.
+pub(crate) const MAX_SLOTS: usize = 1 << 24;
 const SHUTDOWN: u64 = u64::MAX - 2;
 const WAKE: u64 = u64::MAX - 3;
-/// Generations wrap below this, so a connection tag never equals a fixed one.
-const GENERATIONS: u64 = 0xff_ffff;
+/// A tag's generation is the connection's modulo this, so a connection tag never equals
+/// a fixed one. A connection's own generation never wraps (see [`Conns::insert`]).
+const TAG_GENERATIONS: u64 = 0xffff_ffff;
 
 impl Tag {
-    /// INVARIANT: the one layout, `generation << 40 | slot << 8 | op`, below the fixed tags.
+    /// INVARIANT: the one layout, `generation << 32 | slot << 8 | op`, below the fixed
+    /// tags; `slot < MAX_SLOTS`.
     pub(crate) fn encode(self) -> u64 {
         match self {
             Tag::Listener { index } => LISTENERS + index as u64,
             Tag::Shutdown => SHUTDOWN,
             Tag::Wake => WAKE,
-            Tag::Conn { slot, generation, op } => (generation << 40) | ((slot as u64 & 0xffff_ffff) << 8) | op as u64,
+            Tag::Conn { slot, generation, op } => {
+                debug_assert!(slot < MAX_SLOTS, "slot {slot} beyond a tag's 24 bits");
+                ((generation % TAG_GENERATIONS) << 32) | ((slot as u64 & 0xff_ffff) << 8) | op as u64
+            }
         }
     }
 
@@ -70,7 +79,7 @@ impl Tag {
             WAKE => Some(Tag::Wake),
             _ => {
                 let op = OPS.into_iter().find(|op| *op as u64 == tag & 0xff)?;
-                Some(Tag::Conn { slot: ((tag >> 8) & 0xffff_ffff) as usize, generation: tag >> 40, op })
+                Some(Tag::Conn { slot: ((tag >> 8) & 0xff_ffff) as usize, generation: tag >> 32, op })
             }
         }
     }
@@ -136,8 +145,16 @@ impl<Io> Conns<Io> {
     }
 
     /// Puts a new connection in a free slot; returns the slot.
+    ///
+    /// Each connection a loop accepts gets the next generation, a 64-bit count that never
+    /// wraps (2^64 accepts: centuries at a billion a second). So an answer that comes back
+    /// for a connection ([`Conns::live`], `hybrid`'s pool, however late) never reaches a
+    /// later connection in the same slot. The kernel's tags carry 32 bits of it
+    /// ([`Conns::tagged`]); they only outlive their connection while the loop closes it
+    /// (epoll drops a closed socket; `uring` cancels what it had in flight), never across
+    /// 2^32 accepts.
     pub(crate) fn insert(&mut self, session: Session, io: Io, stamp: u64, deadline: Kind) -> usize {
-        self.next_generation = (self.next_generation + 1) % GENERATIONS;
+        self.next_generation += 1;
         let conn = Conn { session, io, generation: self.next_generation, stamp, deadline, parked: false };
         self.open += 1;
         match self.free.pop() {
@@ -164,9 +181,15 @@ impl<Io> Conns<Io> {
         self.slots.get_mut(slot)?.as_mut()
     }
 
-    /// The connection a per-connection tag names, if it is still the same one.
-    pub(crate) fn live(&mut self, slot: usize, generation: u64) -> Option<&mut Conn<Io>> {
-        self.get_mut(slot).filter(|c| c.generation == generation)
+    /// The connection a per-connection tag names (the slot and generation decoded from
+    /// it), if it is still the same one.
+    pub(crate) fn tagged(&mut self, slot: usize, generation: u64) -> Option<&mut Conn<Io>> {
+        self.get_mut(slot).filter(|c| c.generation % TAG_GENERATIONS == generation)
+    }
+
+    /// The connection `id` names, if it is still open (its slot not freed or reused).
+    pub(crate) fn live(&mut self, id: ConnId) -> Option<&mut Conn<Io>> {
+        self.get_mut(id.slot).filter(|c| c.generation == id.generation)
     }
 
     /// The slots whose connections are idle (nothing buffered either way).
@@ -188,7 +211,8 @@ mod tests {
             Tag::Shutdown,
             Tag::Wake,
             Tag::Conn { slot: 0, generation: 1, op: Op::Socket },
-            Tag::Conn { slot: 70_000, generation: GENERATIONS - 1, op: Op::ScriptIn },
+            Tag::Conn { slot: 70_000, generation: TAG_GENERATIONS - 1, op: Op::ScriptIn },
+            Tag::Conn { slot: MAX_SLOTS - 1, generation: TAG_GENERATIONS - 1, op: Op::SendAhead },
             Tag::Conn { slot: 3, generation: 42, op: Op::Room },
             Tag::Conn { slot: 9, generation: 7, op: Op::SendAhead },
         ];
@@ -196,5 +220,31 @@ mod tests {
             assert_eq!(Tag::decode(tag.encode()), Some(tag), "{tag:?}");
         }
         assert_eq!(Tag::decode(0), None, "op 0 names nothing");
+        // A generation past the tag's 32 bits: the tag holds its low bits, below the fixed tags.
+        let late = Tag::Conn { slot: 5, generation: TAG_GENERATIONS + 7, op: Op::Socket }.encode();
+        assert_eq!(Tag::decode(late), Some(Tag::Conn { slot: 5, generation: 7, op: Op::Socket }));
+    }
+
+    /// An answer for a connection long gone (`hybrid`'s pool) never reaches the connection
+    /// that took its slot, even one whose generation agrees in a tag's 32 bits (and would
+    /// have agreed in all of the 24 bits generations once had).
+    #[test]
+    fn generations_do_not_wrap_for_late_answers() {
+        let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
+        let mut conns: Conns<()> = Conns::new();
+        let old = conns.insert(Session::new(peer), (), 0, Kind::Idle);
+        let old_id = conns.get_mut(old).unwrap().id(old);
+        conns.remove(old);
+        // As if 2^32 - 1 more connections had come and gone in this loop.
+        conns.next_generation += TAG_GENERATIONS - 1;
+        let new = conns.insert(Session::new(peer), (), 0, Kind::Idle);
+        let new_id = conns.get_mut(new).unwrap().id(new);
+        assert_eq!(new, old, "the slot was reused");
+        assert_eq!(new_id.generation % TAG_GENERATIONS, old_id.generation % TAG_GENERATIONS);
+        assert!(conns.live(old_id).is_none(), "a late answer reached the slot's new connection");
+        assert!(conns.live(new_id).is_some());
+        let tag = Tag::decode(new_id.tag(Op::Socket)).unwrap();
+        let Tag::Conn { slot, generation, .. } = tag else { panic!("{tag:?}") };
+        assert!(conns.tagged(slot, generation).is_some(), "the new connection's own tag finds it");
     }
 }

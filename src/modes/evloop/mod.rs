@@ -224,7 +224,7 @@ impl<B: Backend> Loop<B> {
         for done in answers.drain(..) {
             let slot = done.conn.slot;
             // A connection closed since (or its slot reused) drops the answer.
-            let Some(conn) = self.conns.live(slot, done.conn.generation) else { continue };
+            let Some(conn) = self.conns.live(done.conn) else { continue };
             if conn.session.offload_done(done.answer, &mut self.pool) {
                 self.drive(slot);
             }
@@ -291,7 +291,8 @@ impl<B: Backend> Loop<B> {
     /// Serves an accepted connection, which holds one place of the shared count.
     fn add(&mut self, socket: OwnedFd, peer: Option<rustix::net::SocketAddrAny>) {
         let Some(peer) = peer.and_then(|p| SocketAddr::try_from(p).ok()) else { return self.limit.give_back() };
-        let mut session = Session::open(peer, &self.server);
+        // No TLS state for an HTTPS connection: closed (the socket dropped), never plaintext.
+        let Some(mut session) = Session::open(peer, &self.server) else { return self.limit.give_back() };
         // The request has often arrived by the time the connection is accepted: the
         // backend may read it now, and the drive answers it at once.
         let io = self.backend.open(socket, &mut session, &mut self.pool);

@@ -9,15 +9,26 @@ use super::{Pool, Session};
 use crate::modes::tls::{Inflow, Tls};
 use crate::server::Server;
 use rustix::io::Errno;
+use rustls::ServerConfig;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::sync::Arc;
 
 impl Session {
-    /// A session for a connection `server` accepted: over TLS if it serves HTTPS.
-    pub(crate) fn open(peer: SocketAddr, server: &Server) -> Session {
+    /// A session for a connection `server` accepted: over TLS if it serves HTTPS. `None`
+    /// if it serves HTTPS and rustls could not make this connection's state: the driver
+    /// closes the connection, which fails closed (a session without TLS on an HTTPS port
+    /// is never made).
+    pub(crate) fn open(peer: SocketAddr, server: &Server) -> Option<Session> {
+        Session::open_with(peer, server.tls.as_ref())
+    }
+
+    fn open_with(peer: SocketAddr, tls: Option<&Arc<ServerConfig>>) -> Option<Session> {
         let mut session = Session::new(peer);
-        session.tls = server.tls.as_ref().and_then(Tls::new);
-        session
+        if let Some(config) = tls {
+            session.tls = Some(Tls::new(config).ok()?);
+        }
+        Some(session)
     }
 
     /// Whether the connection speaks TLS.
@@ -93,5 +104,44 @@ impl Session {
     /// Takes the TLS state lent with [`Session::take_tls`] back.
     pub(crate) fn return_tls(&mut self, tls: Option<Box<Tls>>) {
         self.tls = tls;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server configuration with the test's own self-signed certificate; `fragment`:
+    /// its largest record (rustls refuses to make a connection with one under 32).
+    fn config(fragment: Option<usize>) -> Arc<ServerConfig> {
+        let names = vec!["localhost".to_string()];
+        let rcgen::CertifiedKey { cert, signing_key } = rcgen::generate_simple_self_signed(names).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(signing_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], key)
+            .unwrap();
+        config.max_fragment_size = fragment;
+        Arc::new(config)
+    }
+
+    /// When rustls cannot make a connection's state, no session is made: the driver closes
+    /// the connection rather than serve plaintext on the HTTPS port.
+    #[test]
+    fn https_session_fails_closed_without_tls_state() {
+        let peer = SocketAddr::from(([127, 0, 0, 1], 1));
+        assert!(Tls::new(&config(Some(1))).is_err(), "the seam: rustls refuses a 1-byte record limit");
+        let cases: &[(Option<Arc<ServerConfig>>, Option<bool>)] = &[
+            (None, Some(false)),              // plain HTTP: a plain session
+            (Some(config(None)), Some(true)), // HTTPS: a TLS session
+            (Some(config(Some(1))), None),    // HTTPS, rustls refuses: no session at all
+        ];
+        for (tls, want) in cases {
+            let got = Session::open_with(peer, tls.as_ref()).map(|s| s.is_tls());
+            assert_eq!(got, *want, "{:?}", tls.as_ref().map(|c| c.max_fragment_size));
+        }
     }
 }

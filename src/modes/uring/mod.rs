@@ -104,7 +104,7 @@ impl Backend for Uring {
                     // connection, reported as the end of the stream: never a silent gap.
                     let fitted = match Tag::decode(c.user_data) {
                         Some(Tag::Conn { slot, generation, .. }) => {
-                            conns.live(slot, generation).is_some_and(|conn| conn.session.push_bytes(bytes, pool))
+                            conns.tagged(slot, generation).is_some_and(|conn| conn.session.push_bytes(bytes, pool))
                         }
                         _ => false,
                     };
@@ -134,7 +134,7 @@ impl Backend for Uring {
                     lp.begin_drain();
                 }
                 Some(Tag::Conn { slot, generation, op }) => {
-                    let Some(conn) = lp.conns.live(slot, generation) else { continue };
+                    let Some(conn) = lp.conns.tagged(slot, generation) else { continue };
                     let id = conn.id(slot);
                     if conn.io.complete(op, event, &mut lp.backend.ring, id, &mut conn.session) {
                         lp.drive(slot);

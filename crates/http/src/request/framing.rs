@@ -3,8 +3,9 @@
 //! repeated or signed lengths, unknown or repeated codings, Transfer-Encoding on 1.0), and
 //! the `Connection` tokens of §9.3.
 
-use super::{trim_ows, BodyFraming, Version};
+use super::{BodyFraming, Version};
 use crate::error::ParseError;
+use crate::field::trim_ows;
 
 /// RFC 9112 §6.3: Transfer-Encoding overrides nothing here — a request carrying both it and
 /// Content-Length is refused outright, as are repeated or malformed lengths.

@@ -2,8 +2,9 @@
 //! targets are accepted, how they split into path, query and authority, and which host
 //! values are well-formed.
 
-use super::{trim_ows, Target, Version};
+use super::{Target, Version};
 use crate::error::ParseError;
+use crate::field::trim_ows;
 
 pub(super) fn split_target(raw: &str) -> Result<Target<'_>, ParseError> {
     if raw == "*" {

@@ -49,8 +49,8 @@ impl BufRing {
         let page = rustix::param::page_size();
         let layout = Layout::from_size_align(usize::from(count) * size_of::<Slot>(), page)
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: alloc_zeroed requires a layout of non-zero size; count >= 1 (a power of
-        // two) and a slot is 16 bytes.
+        // SAFETY: std::alloc::alloc_zeroed (std docs) requires a layout of non-zero size;
+        // count >= 1 (a power of two) and a slot is 16 bytes.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
         let slots = NonNull::new(raw.cast::<Slot>()).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
         Ok(BufRing { slots, layout, count, tail: 0 })
@@ -70,7 +70,8 @@ impl BufRing {
     pub(super) fn push(&mut self, addr: *mut u8, len: u32, bid: u16) {
         let index = usize::from(self.tail & (self.count - 1));
         // SAFETY: `index < count`, so the slot lies inside the allocation. By the module's
-        // INVARIANT the kernel is not reading this slot (it is past the published tail), and
+        // INVARIANT the kernel is not reading this slot (it is past the published tail, which
+        // io_uring_buf_ring_add(3) requires of a slot it fills), and
         // the three fields are written through raw pointers, without a reference to memory
         // the kernel shares; `resv` (the tail, in slot 0) is left alone.
         unsafe {
@@ -102,9 +103,11 @@ impl BufRing {
 
 impl Drop for BufRing {
     fn drop(&mut self) {
-        // SAFETY: `slots` came from alloc_zeroed with `layout` and is freed once, here. The
-        // owner (`Ring`) drops it only after unregistering it or destroying the ring whose
-        // kernel side referenced it (or leaks it with `leak` instead).
+        // SAFETY: std::alloc::dealloc (std docs) requires memory from the same allocator
+        // with the same layout: `slots` came from alloc_zeroed with `layout` and is freed
+        // once, here. The owner (`Ring`) drops it only after unregistering it
+        // (io_uring_unregister_buf_ring(3)) or destroying the ring whose kernel side
+        // referenced it (or leaks it with `leak` instead).
         unsafe { alloc::dealloc(self.slots.as_ptr().cast(), self.layout) }
     }
 }

@@ -17,7 +17,7 @@ impl Ring {
     /// the send's completion ([`Outcome::Sent`](super::Outcome::Sent) with an error or a
     /// short count, and an empty buffer) and cancels the receive. The copy is the ring's
     /// until the receive's last completion, which comes after the send's end, then it is
-    /// reused.
+    /// reused. Refused if either tag is in flight or the two are equal.
     pub fn send_ahead_of_recv(
         &mut self,
         fd: BorrowedFd<'_>,
@@ -26,6 +26,13 @@ impl Ring {
         expect_wait: bool,
         recv_data: u64,
     ) -> io::Result<()> {
+        // Both tags are checked before the send is queued: the receive must not be
+        // refused once the send linked to it is in the queue.
+        self.claim(send_data)?;
+        self.claim(recv_data)?;
+        if send_data == recv_data {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "a send ahead and its receive share a tag"));
+        }
         let mut copy = self.spare.pop().unwrap_or_default();
         copy.clear();
         copy.extend_from_slice(bytes);
@@ -46,6 +53,8 @@ impl Ring {
     }
 
     /// Sends `buf[from..]` (MSG_MORE if `more`); the buffer comes back with the completion.
+    /// Refused if `user_data` is in flight: `buf` is dropped, and the send in flight keeps
+    /// its own buffer.
     pub fn send(
         &mut self,
         fd: BorrowedFd<'_>,
@@ -58,9 +67,11 @@ impl Ring {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
         let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
         let entry = opcode::Send::new(types::Fd(fd.as_raw_fd()), bytes.as_ptr(), len).flags(flags).build();
-        // The Vec's heap block does not move when the Vec itself is moved into the map.
+        // Queued (nothing reaches the kernel before the next submission), then kept: the
+        // Vec's heap block does not move when the Vec itself is moved into the map.
+        self.track(entry, user_data, Kind::Send)?;
         self.sends.insert(user_data, buf);
-        self.track(entry, user_data, Kind::Send)
+        Ok(())
     }
 
     /// A receive's last completion: the send made ahead of it, if any, is over (it
