@@ -118,7 +118,7 @@ fn report_of_the_committed_run_is_rendered_from_its_results() {
     // Latency distributions, where a claim is about latency.
     assert!(md.contains("![Latency distribution"), "a latency distribution");
     let cdfs = std::fs::read_dir(out.path().join("plots")).unwrap().flatten();
-    assert!(cdfs.map(|e| e.file_name().to_string_lossy().into_owned()).any(|n| n.contains("-latency-")));
+    assert!(cdfs.map(|e| e.file_name().to_string_lossy().into_owned()).any(|n| n.contains("-cdf-")));
     // The method comes after the experiments; the machine is the run's (its report.md).
     let (method, first) = (md.find("## Appendix: method").unwrap(), md.find("## 000-fork").unwrap());
     assert!(method > first, "the method is an appendix");

@@ -1,9 +1,9 @@
 //! Latency distributions, for the sweeps a seed's claim about latency is checked against:
 //! at the sweep's heaviest client setting, per workload, every request of every repeat of
 //! each server (the HDR histograms bench stores in each point's `raw.histograms.latency`,
-//! merged exactly), drawn as a cumulative distribution over a log latency axis.
+//! merged exactly; repeats excluded as disturbed left out), drawn as a cumulative distribution over a log latency axis.
 
-use crate::lab::chart::{svg_chart, Axis, Frame, Legend};
+use crate::lab::chart::{svg_chart, Axis, Frame, Legend, PALETTE};
 use crate::lab::experiment::{ClientSpec, Experiment};
 use crate::lab::metric::Metric;
 use crate::lab::plan::{point_id, Active};
@@ -50,7 +50,9 @@ pub(crate) fn plots(exp: &Experiment, a: &Active<'_>, quick: bool, records: &Has
         for server in a.servers.iter().filter(|s| s.runs(workload)) {
             let hists = (0..a.repeats).filter_map(|r| {
                 let id = point_id(quick, &exp.id, &a.sweep.name, &server.label, workload, client, r);
-                records.get(&id).filter(|x| x.outcome == Outcome::Measured).and_then(latency)
+                // A repeat left out as disturbed is left out here too, as from the intervals.
+                let clean = |x: &&Record| !x.measurement.as_ref().is_some_and(|m| m.excluded);
+                records.get(&id).filter(|x| x.outcome == Outcome::Measured).filter(clean).and_then(latency)
             });
             if let Some(h) = merge(hists) {
                 lines.push((server.label.clone(), h));
@@ -93,26 +95,26 @@ fn merge(hists: impl Iterator<Item = Histogram<u64>>) -> Option<Histogram<u64>> 
     })
 }
 
-/// (latency in ms, % of requests at or below it) along a histogram.
+/// (latency in ms, % of requests at or below it) at every value the histogram recorded:
+/// the exact distribution, at the histogram's resolution.
 pub(crate) fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = h
-        .iter_quantiles(4)
+        .iter_recorded()
         .map(|v| (v.value_iterated_to().max(1) as f64 / 1e3, v.quantile_iterated_to() * 100.0))
         .collect();
     out.dedup_by(|b, a| a.0 == b.0 && a.1 == b.1);
     out
 }
 
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
+/// A distribution's points as a staircase: level until the next recorded value, then up.
+fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (i, p) in points.iter().enumerate() {
+        out.push((p.0, if i == 0 { 0.0 } else { points[i - 1].1 }));
+        out.push(*p);
+    }
+    out
+}
 
 fn chart(title: &str, lines: &[(String, Histogram<u64>)]) -> Option<String> {
     let series: Vec<(String, Vec<(f64, f64)>)> = lines
@@ -143,7 +145,7 @@ fn chart(title: &str, lines: &[(String, Histogram<u64>)]) -> Option<String> {
     svg_chart(&frame, &legend, |chart| {
         for (i, (_, pts)) in series.iter().enumerate() {
             let style = ShapeStyle { color: color(i), filled: false, stroke_width: 2 };
-            chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0.log10(), p.1)), style))?;
+            chart.draw_series(LineSeries::new(steps(pts).into_iter().map(|p| (p.0.log10(), p.1)), style))?;
         }
         Ok(())
     })

@@ -8,6 +8,18 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::ops::Range;
 
+/// The colours of a chart's series, in order (matplotlib's "tab10", distinct on white).
+pub(crate) const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
 /// The canvas of every chart, in pixels.
 pub(crate) const SIZE: (u32, u32) = (960, 460);
 

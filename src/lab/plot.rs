@@ -4,21 +4,10 @@
 //! published series for the same server and metric dashed in the same colour on the same axes
 //! (named as the seed's in the legend). Drawn in [`crate::lab::chart`]'s frame.
 
-use crate::lab::chart::{svg_chart, Axis, Frame, Legend, Ticks};
+use crate::lab::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
 use crate::lab::experiment::{PlotSpec, Sweep};
 use crate::lab::table::{dim_header, Sample};
 use plotters::prelude::*;
-
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
 
 /// One line of a chart.
 struct Series {

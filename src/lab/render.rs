@@ -84,12 +84,13 @@ pub(crate) fn markdown(doc: &[Block]) -> String {
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}\
-table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:right;vertical-align:top}\
-td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{margin:1.5rem 0}figcaption{color:#555;font-size:.9rem}\
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}figure{margin:1.5rem 0}figcaption{color:#555;font-size:.9rem}\
 svg{width:100%;height:auto}code{font-size:.9em;background:#f3f3f3;padding:0 .2em;border-radius:3px}\
 table.verdicts td,table.verdicts th{text-align:left}table.verdicts td:nth-child(2){min-width:16rem}\
+table.verdicts td[class^=v-]{font-weight:600;min-width:8rem}\
 .v-reproduced{background:#d8f0d8;color:#155d15}.v-direction{background:#ecf5d0;color:#4d5d10}.v-not{background:#f8d7d7;color:#8a1616}\
-.v-level{background:#d9e7f7;color:#1a4b80}.v-inconclusive{background:#e6e6e6;color:#444}.v-muted{color:#888}";
+.v-level{background:#d9e7f7;color:#1a4b80}.v-inconclusive{background:#e6e6e6;color:#444}.v-muted{color:#888}table.verdicts td.v-muted{font-weight:400}";
 
 pub(crate) fn html(doc: &[Block]) -> String {
     let mut s = format!("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>Spidey lab report</title><style>{STYLE}</style></head><body>\n");
@@ -112,6 +113,7 @@ pub(crate) fn html(doc: &[Block]) -> String {
                             Some((col, classes)) if *col == c => {
                                 _ = write!(s, "<td class=\"{}\">{}</td>", classes[r], inline(cell));
                             }
+                            _ if numeric(cell) => _ = write!(s, "<td class=\"n\">{}</td>", inline(cell)),
                             _ => _ = write!(s, "<td>{}</td>", inline(cell)),
                         }
                     }
@@ -132,6 +134,11 @@ pub(crate) fn html(doc: &[Block]) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// Whether a cell is a number (aligned right): it starts with a digit, or is `–`.
+fn numeric(cell: &str) -> bool {
+    cell == "–" || cell.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// An SVG document without its XML prologue, for inlining.

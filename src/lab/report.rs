@@ -240,7 +240,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             }
         }
         for (i, c) in cdf::plots(exp, &a, quick, records).into_iter().enumerate() {
-            let file = format!("plots/{}-{}-latency-{}.svg", exp.id, a.sweep.name, i + 1);
+            let file = format!("plots/{}-{}-cdf-{}.svg", exp.id, a.sweep.name, i + 1);
             doc.push(Block::Plot { file, title: c.title, svg: c.svg });
         }
         let notes = notes(&exp.id, &a.sweep.name, quick, records);

@@ -2,7 +2,7 @@
 //! legitimate client at each crowd size, one row per mode) with a verdict per mode, and an
 //! SVG chart of availability against N; then the mixed load's table and its goal check.
 
-use crate::lab::chart::{svg_chart, Axis, Frame, Legend, Ticks};
+use crate::lab::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
 use crate::lab::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -195,6 +195,7 @@ fn chart(attack: AttackName, servers: &[String], points: &[Point]) -> Option<Str
     sizes.sort_unstable();
     sizes.dedup();
     let ticks = sizes.iter().map(|&n| (x(n), n.to_string())).collect();
+
     let frame = Frame {
         title: &title,
         x_desc: "crowd size N",
@@ -202,20 +203,35 @@ fn chart(attack: AttackName, servers: &[String], points: &[Point]) -> Option<Str
         x: Axis { range: -0.25..xmax + 0.25, ticks: Ticks::At(ticks) },
         y: Axis::linear(0.0..105.0),
     };
-    let color = |i: usize| Palette99::pick(i).to_rgba();
-    let legend: Vec<Legend> = servers
+    let color = |i: usize| PALETTE[i % PALETTE.len()].to_rgba();
+    let lines: Vec<Vec<(f64, f64)>> = servers
         .iter()
-        .enumerate()
-        .map(|(i, s)| Legend { name: s.clone(), color: color(i), width: 2, dashed: false })
-        .collect();
-    svg_chart(&frame, &legend, |chart| {
-        for (i, server) in servers.iter().enumerate() {
+        .map(|server| {
             let mut line: Vec<(f64, f64)> = points
                 .iter()
                 .filter(|p| p.server == *server && p.attack.is_some() && (p.crowd == 0 || p.attack == Some(attack)))
                 .map(|p| (x(p.crowd), p.availability() * 100.0))
                 .collect();
             line.sort_by(|a, b| a.0.total_cmp(&b.0));
+            line
+        })
+        .collect();
+    // Lines that coincide hide each other: the legend says where each one ends.
+    let legend: Vec<Legend> = servers
+        .iter()
+        .zip(&lines)
+        .enumerate()
+        .map(|(i, (s, line))| {
+            let end = line.last().and_then(|(at, y)| sizes.iter().find(|&&n| x(n) == *at).map(|n| (n, y)));
+            let name = match end {
+                Some((n, y)) => format!("{s}: {y:.0}% at N = {n}"),
+                None => s.clone(),
+            };
+            Legend { name, color: color(i), width: 2, dashed: false }
+        })
+        .collect();
+    svg_chart(&frame, &legend, |chart| {
+        for (i, line) in lines.into_iter().enumerate() {
             let style = ShapeStyle { color: color(i), filled: true, stroke_width: 2 };
             chart.draw_series(LineSeries::new(line, style).point_size(3))?;
         }
