@@ -97,6 +97,16 @@ fn x_of(spec: &PlotSpec, x: f64) -> f64 {
     }
 }
 
+/// Ticks at the measured values when they are a few whole numbers (1, 2 and 4 connections
+/// read as 1, 2, 4, not 1.0, 1.5, …, 4.0); None otherwise.
+fn counted_ticks(xs: impl Iterator<Item = f64>) -> Option<Ticks> {
+    let mut xs: Vec<f64> = xs.collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let whole = xs.iter().all(|x| x.fract() == 0.0);
+    (whole && (2..=12).contains(&xs.len())).then(|| Ticks::At(xs.iter().map(|x| (*x, format!("{x}"))).collect()))
+}
+
 /// How a series reads in the legend: the seed's is named as the seed's.
 fn legend_name(s: &Series) -> String {
     if s.seed {
@@ -119,7 +129,7 @@ fn draw(spec: &PlotSpec, title: &str, series: &[Series]) -> Option<String> {
     let x = if spec.log_x {
         Axis { range: x0 - pad..x1 + pad, ticks: Ticks::Log10 }
     } else {
-        Axis::linear(x0 - pad..x1 + pad)
+        Axis { range: x0 - pad..x1 + pad, ticks: counted_ticks(all().map(|p| p.0)).unwrap_or(Ticks::Linear) }
     };
     let frame = Frame { title, x_desc: dim_header(spec.x), y_desc: &y_name, x, y: Axis::linear(0.0..y1) };
     let shown: Vec<&Series> = series.iter().filter(|s| !s.points.is_empty()).collect();
@@ -148,4 +158,22 @@ fn draw(spec: &PlotSpec, title: &str, series: &[Series]) -> Option<String> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted_ticks;
+    use crate::lab::chart::Ticks;
+
+    #[test]
+    fn a_few_whole_values_are_ticked_where_they_were_measured() {
+        let labels = |xs: &[f64]| match counted_ticks(xs.iter().copied()) {
+            Some(Ticks::At(t)) => Some(t.into_iter().map(|(_, l)| l).collect::<Vec<_>>()),
+            _ => None,
+        };
+        assert_eq!(labels(&[4.0, 1.0, 2.0, 2.0]), Some(vec!["1".to_string(), "2".into(), "4".into()]));
+        assert_eq!(labels(&[0.5, 1.0]), None, "not whole");
+        assert_eq!(labels(&(1..=20).map(f64::from).collect::<Vec<_>>()), None, "too many");
+        assert_eq!(labels(&[3.0]), None, "one value: the axis ticks itself");
+    }
 }
