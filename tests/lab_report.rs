@@ -123,7 +123,9 @@ fn report_of_the_committed_run_is_rendered_from_its_results() {
     let (method, first) = (md.find("## Appendix: method").unwrap(), md.find("## 000-fork").unwrap());
     assert!(method > first, "the method is an appendix");
     assert!(md.contains("| CPU | AMD EPYC |"), "the run's machine");
-    assert!(md.contains("## What breaks each architecture"), "the robustness section from robustness.jsonl");
+    // The robustness section (from robustness.jsonl) under experiment 006's heading.
+    let section = md.find("### What breaks each architecture").expect("the robustness section");
+    assert!(md.find("## 006-robustness").unwrap() < section && section < md.find("## 007-tls").unwrap());
 
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     assert!(!html.contains('`'), "Markdown code spans are rendered, not left as backticks");

@@ -171,9 +171,31 @@ fn render(md: &str, svgs: &[(String, String)]) -> String {
             e => events.push(e),
         }
     }
+    name_headings(&mut events);
     let mut out = String::new();
     html::push_html(&mut out, events.into_iter());
     out
+}
+
+/// Gives each heading without an id the [`slug`] of its text, as [`Block::Heading`]s have,
+/// so a link into a Markdown section lands.
+fn name_headings(events: &mut [Event<'_>]) {
+    for i in 0..events.len() {
+        if !matches!(&events[i], Event::Start(Tag::Heading { id: None, .. })) {
+            continue;
+        }
+        let text: String = events[i + 1..]
+            .iter()
+            .take_while(|e| !matches!(e, Event::End(TagEnd::Heading(_))))
+            .filter_map(|e| match e {
+                Event::Text(t) | Event::Code(t) => Some(t.as_ref()),
+                _ => None,
+            })
+            .collect();
+        if let Event::Start(Tag::Heading { id, .. }) = &mut events[i] {
+            *id = Some(CowStr::from(slug(&text)));
+        }
+    }
 }
 
 /// One line of Markdown as inline HTML (no enclosing paragraph).
@@ -221,5 +243,12 @@ mod tests {
         assert!(got.contains("<figure><svg>x</svg></figure>"), "{got}");
         assert!(got.contains("<img src=\"b.png\""), "{got}");
         assert!(!got.contains("chart"), "the alt text goes with the image: {got}");
+    }
+
+    #[test]
+    fn markdown_headings_get_their_slug_as_id() {
+        let got = render("## What breaks `single`\n\n### Mixed {#own}\n", &[]);
+        assert!(got.contains("<h2 id=\"what-breaks-single\">What breaks <code>single</code></h2>"), "{got}");
+        assert!(got.contains("<h3>Mixed {#own}</h3>") || got.contains("id=\"mixed-own\""), "{got}");
     }
 }

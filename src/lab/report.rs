@@ -54,14 +54,22 @@ fn document(
 ) -> Vec<Block> {
     let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
     doc.extend(opening(exps, quick, records));
+    let mut extra = extra.map(|s| Block::Markdown { text: demote(&s.markdown), svgs: s.svgs });
     for exp in exps {
         doc.extend(experiment(exp, quick, records));
+        // The robustness experiment's own section goes under its heading.
+        if exp.robustness.is_some() {
+            doc.extend(extra.take());
+        }
     }
-    if let Some(s) = extra {
-        doc.push(Block::Markdown { text: s.markdown, svgs: s.svgs });
-    }
+    doc.extend(extra);
     doc.extend(appendix(exps, quick, records, machine, keep_disturbed));
     doc
+}
+
+/// Markdown with each heading one level down, to sit under an experiment's heading.
+fn demote(md: &str) -> String {
+    md.lines().map(|l| if l.starts_with('#') { format!("#{l}\n") } else { format!("{l}\n") }).collect()
 }
 
 /// Removes the SVGs of an earlier report, so none outlives its data.
