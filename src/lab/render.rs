@@ -88,7 +88,7 @@ table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}td,th{border:1px s
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}figure{margin:1.5rem 0}figcaption{color:#555;font-size:.9rem}\
 svg{width:100%;height:auto}code{font-size:.9em;background:#f3f3f3;padding:0 .2em;border-radius:3px}\
 table.verdicts td,table.verdicts th{text-align:left}table.verdicts td:nth-child(2){min-width:16rem}\
-table.verdicts td[class^=v-]{font-weight:600;min-width:8rem}\
+table.verdicts td[class^=v-]{font-weight:600;min-width:8rem}table.verdicts td:nth-child(2) a{color:inherit;text-decoration-color:#aaa}\
 .v-reproduced{background:#d8f0d8;color:#155d15}.v-direction{background:#ecf5d0;color:#4d5d10}.v-not{background:#f8d7d7;color:#8a1616}\
 .v-level{background:#d9e7f7;color:#1a4b80}.v-inconclusive{background:#e6e6e6;color:#444}.v-muted{color:#888}table.verdicts td.v-muted{font-weight:400}";
 

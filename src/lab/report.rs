@@ -112,12 +112,19 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) 
         )),
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
     ];
+    let sections = claim_sections(exps, quick);
     let cells: Vec<Vec<String>> = rows
         .iter()
-        .map(|(id, v)| {
+        .zip(sections)
+        .map(|((id, v), section)| {
             let seed = link(id);
             let line = v.source.split(' ').next().unwrap_or_default();
-            let claim = format!("{} ({line})", claim_cell(v));
+            // The claim's words link to the sweep it is measured in.
+            let words = match section {
+                Some(anchor) => format!("[{}](#{anchor})", v.claim),
+                None => v.claim.clone(),
+            };
+            let claim = format!("{} ({line})", claim_cell(v).replacen(&v.claim, &words, 1));
             vec![seed, claim, v.seed_brief.clone(), v.here_brief.clone(), v.label()]
         })
         .collect();
@@ -281,6 +288,19 @@ pub(crate) fn verdict_rows(
         }
     }
     rows
+}
+
+/// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
+/// the sweep does not run in this kind of run).
+fn claim_sections(exps: &[Experiment], quick: bool) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        for claim in &exp.claims {
+            out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| slug(&fill(&a.sweep.title, a))));
+        }
+    }
+    out
 }
 
 /// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints.

@@ -109,7 +109,7 @@ pub(crate) fn text(verdicts: &[&Verdict], quick: bool) -> String {
 }
 
 /// The summary's last sentence: where to read on.
-pub(crate) const READ_ON: &str = "The table below gives each claim, the seed's number and this run's, and links to the experiment it is measured in; the method is in the appendix.";
+pub(crate) const READ_ON: &str = "The table below gives each claim, the seed's number and this run's, and links each claim to the sweep it is measured in; the method is in the appendix.";
 
 /// The claims counted as evidence, seed by seed: `000: 3 of 6 reproduced (2 in direction
 /// only), 2 not reproduced`, each seed's id written by `link`; seeds with no such claim left
