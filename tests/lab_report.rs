@@ -112,7 +112,11 @@ fn report_of_the_committed_run_is_rendered_from_its_results() {
         assert!(width <= 7, "a table of {width} columns: {}", table[0]);
     }
     // The titles say the full run's sizes.
-    for title in ["### Average latency, 100 requests per client", "### 100 requests against the iterative server"] {
+    for title in [
+        "### Average latency, 100 requests per client",
+        "### 100 requests against the iterative server",
+        "### Average response time (ms), 10 clients, N = 10 to 100,000 requests",
+    ] {
         assert!(md.contains(title), "report.md lacks {title}");
     }
     // Latency distributions, where a claim is about latency.

@@ -8,7 +8,7 @@ use crate::lab::machine::Machine;
 use crate::lab::plan;
 use crate::lab::render::{self, slug, Block, Table};
 use crate::lab::results::{Outcome, Record};
-use crate::lab::sizes::fill;
+use crate::lab::sizes::{self, fill};
 use crate::lab::summary::{self, Category};
 use crate::lab::{cdf, finding, plot, runner, table, verdict, versus};
 use anyhow::Context;
@@ -112,7 +112,7 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) 
         )),
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
     ];
-    let sections = claim_sections(exps, quick);
+    let sections = claim_sections(exps, quick, records);
     let cells: Vec<Vec<String>> = rows
         .iter()
         .zip(sections)
@@ -227,7 +227,8 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
     ];
     for a in plan::active(exp, quick) {
         let samples = table::samples(&exp.id, &a, quick, records);
-        doc.push(Block::Heading(3, fill(&a.sweep.title, &a)));
+        let ran = sizes::measured(&a, &samples);
+        doc.push(Block::Heading(3, fill(&a.sweep.title, &ran)));
         doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
         if let Some(v) = &a.sweep.table.versus {
             doc.push(Block::Para(format!(
@@ -240,7 +241,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             doc.extend(table::fit(Table::new(headers, rows), 3, &groups).into_iter().map(Block::Table));
         }
         if let Some(note) = &a.sweep.seed_note {
-            doc.push(Block::Para(format!("About the seed's numbers: {}", fill(note, &a))));
+            doc.push(Block::Para(format!("About the seed's numbers: {}", fill(note, &ran))));
         }
         let findings: Vec<String> =
             a.sweep.findings.iter().map(|f| format!("Finding: {}", finding::compute(f, &samples))).collect();
@@ -248,7 +249,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             doc.push(Block::Bullets(findings));
         }
         for (i, spec) in a.sweep.plots.iter().enumerate() {
-            let title = fill(&spec.title, &a);
+            let title = fill(&spec.title, &ran);
             if let Some(svg) = plot::svg(spec, &title, &samples, a.sweep) {
                 let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
                 doc.push(Block::Plot { file, title, svg });
@@ -281,8 +282,8 @@ pub(crate) fn verdict_rows(
             let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
             let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
             let mut v = verdict::check(claim, sweep);
-            if let Some((a, _)) = sweep {
-                v.claim = fill(&v.claim, a);
+            if let Some((a, s)) = sweep {
+                v.claim = fill(&v.claim, &sizes::measured(a, s));
             }
             rows.push((id, v));
         }
@@ -292,12 +293,15 @@ pub(crate) fn verdict_rows(
 
 /// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
 /// the sweep does not run in this kind of run).
-fn claim_sections(exps: &[Experiment], quick: bool) -> Vec<Option<String>> {
+fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Option<String>> {
     let mut out = Vec::new();
     for exp in exps {
         let active = plan::active(exp, quick);
         for claim in &exp.claims {
-            out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| slug(&fill(&a.sweep.title, a))));
+            out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| {
+                let samples = table::samples(&exp.id, a, quick, records);
+                slug(&fill(&a.sweep.title, &sizes::measured(a, &samples)))
+            }));
         }
     }
     out

@@ -7,7 +7,9 @@
 //! - `{duration}`: each point's duration (`2 s`, `300 ms`);
 //! - `{repeats}`: the repeats of each point.
 
+use crate::lab::experiment::ClientSpec;
 use crate::lab::plan::Active;
+use crate::lab::table::Sample;
 
 /// `text` with the placeholders above replaced by the sizes of `a`'s points.
 pub(crate) fn fill(text: &str, a: &Active<'_>) -> String {
@@ -21,6 +23,20 @@ pub(crate) fn fill(text: &str, a: &Active<'_>) -> String {
         .replace("{n_per_client}", &span(&per))
         .replace("{duration}", &words(durations))
         .replace("{repeats}", &a.repeats.to_string())
+}
+
+/// `a` with only the client settings `samples` have measurements for (all of them when
+/// none has): a title filled from it states what ran, not what the plan would run today.
+pub(crate) fn measured<'a>(a: &Active<'a>, samples: &[Sample]) -> Active<'a> {
+    let ran = |c: &ClientSpec| samples.iter().any(|s| !s.runs.is_empty() && s.client.label() == c.label());
+    let clients: Vec<ClientSpec> = a.clients.iter().filter(|c| ran(c)).cloned().collect();
+    Active {
+        sweep: a.sweep,
+        servers: a.servers.clone(),
+        workloads: a.workloads.clone(),
+        clients: if clients.is_empty() { a.clients.clone() } else { clients },
+        repeats: a.repeats,
+    }
 }
 
 /// `100`, or `20 to 100` when the counts differ; `?` with none.
@@ -106,5 +122,28 @@ mod tests {
         };
         assert!(title(false).starts_with("100 requests"), "{}", title(false));
         assert!(title(true).starts_with("20 requests"), "{}", title(true));
+    }
+
+    /// A title states the sizes that were measured: with only N = 10 and 100 in the
+    /// results, 002's title says so though its full plan goes up to 100,000.
+    #[test]
+    fn titles_follow_the_measured_points() {
+        let sources = crate::lab::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let threads = exps.iter().find(|e| e.id == "002-threads").unwrap();
+        let a = &crate::lab::plan::active(threads, false)[0];
+        let sample = |c: &ClientSpec, measured: bool| Sample {
+            server: "thread".into(),
+            workload: "mix".into(),
+            client: c.clone(),
+            runs: if measured { vec![crate::lab::metric::Measurement::default()] } else { Vec::new() },
+        };
+        let all: Vec<Sample> = a.clients.iter().map(|c| sample(c, true)).collect();
+        let two: Vec<Sample> = a.clients.iter().map(|c| sample(c, c.n.unwrap_or(0) <= 100)).collect();
+        let none: Vec<Sample> = a.clients.iter().map(|c| sample(c, false)).collect();
+        let title = |samples: &[Sample]| fill(&a.sweep.title, &measured(a, samples));
+        assert!(title(&all).contains("N = 10 to 100,000 requests"), "{}", title(&all));
+        assert!(title(&two).contains("N = 10 to 100 requests"), "{}", title(&two));
+        assert_eq!(title(&none), title(&all), "nothing measured: the plan's sizes");
     }
 }
