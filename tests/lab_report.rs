@@ -139,6 +139,14 @@ fn report_of_the_committed_run_is_rendered_from_its_results() {
     }
     // Each verdict coloured, in the opening table and in the appendix's.
     assert_eq!(html.matches("<td class=\"v-").count(), 2 * verdicts.len());
+
+    let missing = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .args(["lab", "--report", "/nonexistent/results.jsonl", "--out"])
+        .arg(out.path().join("none"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success() && !out.path().join("none").exists());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no results file /nonexistent/results.jsonl"));
 }
 
 /// Swapping fork's and single's numbers in 000 turns "fork beats single" around: the

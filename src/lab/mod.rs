@@ -101,7 +101,8 @@ pub struct LabArgs {
     pub verdicts: Option<PathBuf>,
     /// Measure nothing: write the report (report.md, report.html, plots/) of a results file
     /// (`results.jsonl` or `results.jsonl.gz`) into --out, with the robustness section from
-    /// the `robustness.jsonl` and the machine from the `machine.json` beside it.
+    /// the `robustness.jsonl` and the machine from the `machine.json` (or `report.md`)
+    /// beside it.
     #[arg(long, value_name = "RESULTS", conflicts_with = "verdicts")]
     pub report: Option<PathBuf>,
     /// Where the server and the load run (default: here, on loopback).
