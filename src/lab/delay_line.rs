@@ -41,6 +41,12 @@ const CONTROL_THERE: Ipv4Addr = Ipv4Addr::new(10, 79, 1, 2);
 /// The pause between two calibrating connects.
 const CALIBRATION_GAP: Duration = Duration::from_millis(2);
 
+/// Calibration measures the line in this many batches and keeps the lowest median
+/// (see `DelayLine::steady_rtt`)...
+const CALIBRATION_BATCHES: usize = 3;
+/// ...of this many connects each.
+const CALIBRATION_CONNECTS: usize = 21;
+
 /// How long a forwarding thread with nothing queued waits before it looks at `stop` again.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 
@@ -107,7 +113,7 @@ impl DelayLine {
         line.forward(ctun, s2, "client to server");
         line.forward(stun, c2, "server to client");
         line.one_way_ns.store(0, Ordering::Relaxed);
-        line.own = line.connect_rtt(31)?;
+        line.own = line.steady_rtt()?;
         line.retarget(line.spec.rtt)?;
         Ok(line)
     }
@@ -206,7 +212,7 @@ impl DelayLine {
         let mut measured = self.own;
         for _ in 0..4 {
             self.one_way_ns.store(one_way.max(0) as u64, Ordering::Relaxed);
-            measured = self.connect_rtt(31)?;
+            measured = self.steady_rtt()?;
             let excess = measured.as_nanos() as i64 - target;
             if excess.abs() * 50 < target.max(1) || (one_way <= 0 && excess > 0) {
                 break;
@@ -220,6 +226,19 @@ impl DelayLine {
             m.insert(rtt, one_way.max(0) as u64);
         }
         Ok(measured)
+    }
+
+    /// The round trip of the line when nothing else disturbs it: the lowest of
+    /// `CALIBRATION_BATCHES` medians of `CALIBRATION_CONNECTS` connects each. A busy machine
+    /// only ever adds time (a thread woken late, a packet written late), so one disturbed
+    /// batch must not set the line: calibrating on an inflated round trip would set the
+    /// sleep short for every quiet moment after it.
+    fn steady_rtt(&self) -> anyhow::Result<Duration> {
+        let mut lowest = Duration::MAX;
+        for _ in 0..CALIBRATION_BATCHES {
+            lowest = lowest.min(self.connect_rtt(CALIBRATION_CONNECTS)?);
+        }
+        Ok(lowest)
     }
 
     /// The median time of `n` TCP connects from the client namespace to a listener in the
