@@ -1,7 +1,8 @@
 //! Latency distributions, for the sweeps a seed's claim about latency is checked against:
-//! at the sweep's heaviest client setting, per workload, every request of every repeat of
-//! each server (the HDR histograms bench stores in each point's `raw.histograms.latency`,
-//! merged exactly; repeats excluded as disturbed left out), drawn as a cumulative distribution over a log latency axis.
+//! at the sweep's heaviest client setting, per workload, every request of every clean
+//! repeat of each server (the HDR histograms bench stores in each point's
+//! `raw.histograms.latency`, merged exactly; repeats excluded as disturbed left out), drawn
+//! as a cumulative distribution over a log latency axis.
 
 use crate::lab::chart::{svg_chart, Axis, Frame, Legend, PALETTE};
 use crate::lab::experiment::{ClientSpec, Experiment};
@@ -70,7 +71,7 @@ pub(crate) fn plots(exp: &Experiment, a: &Active<'_>, quick: bool, records: &Has
         .place();
         let several = a.workloads.len() > 1;
         let title = format!(
-            "Latency distribution{}, {place}: every request of every repeat",
+            "Latency distribution{}, {place}: every request of every clean repeat",
             if several { format!(": {workload}") } else { String::new() }
         );
         if let Some(svg) = chart(&title, &lines) {
