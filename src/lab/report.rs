@@ -220,10 +220,19 @@ fn appendix(
 /// How a verdict is reached.
 const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
 
+/// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
+/// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
+fn seed_line(seed: &str) -> String {
+    match seed.strip_prefix("seeds/") {
+        Some(rest) => format!("Seed {rest}"),
+        None => format!("Seed: {seed}"),
+    }
+}
+
 fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
     let mut doc = vec![
         Block::Heading(2, experiment_heading(exp)),
-        Block::Para(format!("Seed: {}. Question: {}", exp.seed, exp.question)),
+        Block::Para(format!("{}. Question: {}", seed_line(&exp.seed), exp.question)),
     ];
     for a in plan::active(exp, quick) {
         let samples = table::samples(&exp.id, &a, quick, records);
@@ -389,6 +398,18 @@ fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>)
 mod tests {
     use crate::lab::experiment::Experiment;
     use std::path::Path;
+
+    #[test]
+    fn seeds_are_named_as_the_docs_name_them() {
+        let cases = [
+            ("seeds/000 (Spidey in C, thor.py)", "Seed 000 (Spidey in C, thor.py)"),
+            ("none (Spidey's own question)", "Seed: none (Spidey's own question)"),
+            ("seed 000, explained", "Seed: seed 000, explained"),
+        ];
+        for (seed, want) in cases {
+            assert_eq!(super::seed_line(seed), want);
+        }
+    }
 
     /// The committed verdict table is the generator's output on the committed full run, not
     /// typed: regenerate it with
