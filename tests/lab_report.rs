@@ -6,7 +6,8 @@
 //!   HTML has no literal Markdown left in it.
 //! - Change a result (swap two servers' numbers in one experiment) and the summary and the
 //!   verdicts change with it: the text comes from the data.
-//! - Headless Chromium parses the HTML into the same tables, figures and anchors.
+//! - Headless Chromium parses the HTML into the same tables, figures and anchors, and
+//!   photographs each kind of plot (a sweep, a latency distribution, the robustness chart).
 //!
 //! Chromium as in tests/browser.rs: with SPIDEY_REQUIRE_CHROMIUM=1 (scripts/test.sh) a
 //! missing browser fails the test; otherwise that test prints SKIPPED and passes.
@@ -18,6 +19,7 @@ use std::process::Command;
 
 const RUN: &str = "docs/runs/lab-full-c69ce8d";
 const CHROMIUM: &str = "/usr/bin/chromium";
+static ONE_BROWSER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -194,38 +196,61 @@ fn changing_a_result_changes_the_summary_and_the_verdicts() {
     assert_ne!(s0, s1, "the summary follows the data");
 }
 
-/// The browser's DOM of the report: the tables and figures it was written with, every
-/// in-page link landing on an element with that id.
-#[test]
-fn the_report_opens_in_a_browser() {
+/// The browser, or None (with a SKIPPED line) where it is missing and not required.
+fn chromium(test: &str) -> Option<PathBuf> {
     let browser = PathBuf::from(std::env::var_os("SPIDEY_CHROMIUM").unwrap_or_else(|| CHROMIUM.into()));
-    if !browser.exists() {
-        let required = std::env::var("SPIDEY_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
-        assert!(!required, "SPIDEY_REQUIRE_CHROMIUM=1 but {} is missing", browser.display());
-        eprintln!("SKIPPED the_report_opens_in_a_browser: {} not found", browser.display());
-        return;
+    if browser.exists() {
+        return Some(browser);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let fork: Vec<String> = committed_records()
+    let required = std::env::var("SPIDEY_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
+    assert!(!required, "SPIDEY_REQUIRE_CHROMIUM=1 but {} is missing", browser.display());
+    eprintln!("SKIPPED {test}: {} not found", browser.display());
+    None
+}
+
+/// Headless Chromium on a file with `action` (`--dump-dom`, `--screenshot=PNG`), in a fresh
+/// profile; its stdout.
+fn browse(browser: &Path, action: &str, file: &Path) -> String {
+    // One browser at a time, as in tests/browser.rs: a small machine runs these tests.
+    let _one = ONE_BROWSER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let profile = tempfile::tempdir().unwrap();
+    let run = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--hide-scrollbars", "--window-size=960,460"])
+        .args(["--timeout=20000", action])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "chromium {action}: {}", String::from_utf8_lossy(&run.stderr));
+    String::from_utf8_lossy(&run.stdout).into_owned()
+}
+
+/// The report of experiments 000 and 001 of the committed run, with its robustness
+/// journal beside the results (so 006's section too): its output directory.
+fn small_report(dir: &Path) -> PathBuf {
+    let some: Vec<String> = committed_records()
         .into_iter()
         .filter(|v| v["experiment"] == "000-fork" || v["experiment"] == "001-delay")
         .map(|v| v.to_string())
         .collect();
-    let results = dir.path().join("results.jsonl");
-    std::fs::write(&results, fork.join("\n") + "\n").unwrap();
-    let out = dir.path().join("out");
+    let results = dir.join("results.jsonl");
+    std::fs::write(&results, some.join("\n") + "\n").unwrap();
+    std::fs::copy(repo().join(RUN).join("robustness.jsonl"), dir.join("robustness.jsonl")).unwrap();
+    let out = dir.join("out");
     report(&results, &out);
+    out
+}
+
+/// The browser's DOM of the report: the tables and figures it was written with, every
+/// in-page link landing on an element with that id.
+#[test]
+fn the_report_opens_in_a_browser() {
+    let Some(browser) = chromium("the_report_opens_in_a_browser") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = small_report(dir.path());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    let profile = tempfile::tempdir().unwrap();
-    let run = Command::new(&browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
-        .args(["--disable-component-update", "--disable-sync", "--timeout=20000", "--dump-dom"])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("file://{}", out.join("report.html").display()))
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "chromium: {}", String::from_utf8_lossy(&run.stderr));
-    let dom = String::from_utf8_lossy(&run.stdout);
+    let dom = browse(&browser, "--dump-dom", &out.join("report.html"));
     for tag in ["<table", "<figure", "<svg", "<h2", "<h3", "<ul"] {
         assert_eq!(dom.matches(tag).count(), html.matches(tag).count(), "the browser kept every {tag}");
     }
@@ -238,4 +263,29 @@ fn the_report_opens_in_a_browser() {
         links += 1;
     }
     assert!(links >= 2, "the verdict table links each claim to its experiment");
+}
+
+/// Each kind of plot, photographed by the browser: a PNG of the chart's size with
+/// something drawn on it (a blank 960×460 page compresses to a few KB).
+#[test]
+fn each_kind_of_plot_renders_in_a_browser() {
+    let Some(browser) = chromium("each_kind_of_plot_renders_in_a_browser") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = small_report(dir.path());
+    let kinds = [
+        ("a sweep with the seed's series", out.join("plots/000-fork-latency-1.svg")),
+        ("a latency distribution", out.join("plots/000-fork-latency-cdf-1.svg")),
+        ("the robustness chart", out.join("robustness-idle.svg")),
+    ];
+    for (kind, svg) in kinds {
+        assert!(svg.is_file(), "{kind}: {} written", svg.display());
+        let png = dir.path().join("shot.png");
+        browse(&browser, &format!("--screenshot={}", png.display()), &svg);
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG", "{kind}: a PNG");
+        let size = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((size(16), size(20)), (960, 460), "{kind}: the IHDR's width and height");
+        assert!(bytes.len() > 15_000, "{kind}: {} bytes, a blank page?", bytes.len());
+        std::fs::remove_file(&png).unwrap();
+    }
 }
