@@ -195,6 +195,19 @@ pub struct ServeArgs {
     /// The Cache-Control value for static files (e.g. 'max-age=3600').
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
+    // --- Lab: the seeds' implementation choices (src/modes/fork_parse.rs, send.rs) ---
+    /// Reproduces seed 000's forking server: the parent reads and parses each
+    /// connection's first request head itself, then forks a child that answers it (and
+    /// the rest of the connection). The parent serialises the reading: a client slow to
+    /// send its head holds up every connection behind it. `--mode fork` only, plain HTTP.
+    #[arg(long, help_heading = "Lab: the seeds' implementation choices")]
+    pub fork_after_parse: bool,
+    /// Reproduces seed 004's sending (a 5000-byte loop): file bodies are read into a
+    /// buffer of BYTES and written with send(2), a pread and a send per BYTES, instead of
+    /// moved by sendfile(2). Every mode; plain HTTP only (over TLS file bodies are always
+    /// read and encrypted a 16 KiB record at a time).
+    #[arg(long, value_name = "BYTES", help_heading = "Lab: the seeds' implementation choices", value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..=16 << 20), |n| n as usize))]
+    pub copy_loop: Option<usize>,
 }
 
 /// An `--addr`: an IP address, or `localhost` for 127.0.0.1.

@@ -36,7 +36,23 @@ pub(crate) fn check(args: &ServeArgs) -> Result<(), ConfigError> {
     if let Some((flag, _)) = cgi_flags.iter().find(|(_, given)| *given && !cgi) {
         return Err(ConfigError(format!("{flag} applies to CGI scripts, which run only with --cgi")));
     }
-    Ok(())
+    seed_choices(args)
+}
+
+/// Refuses a seed-faithful option (`--fork-after-parse`, `--copy-loop`) where it does not
+/// apply.
+fn seed_choices(args: &ServeArgs) -> Result<(), ConfigError> {
+    let tls = args.tls_cert.is_some();
+    let why = if args.fork_after_parse && args.mode != Mode::Fork {
+        format!("--fork-after-parse applies to --mode fork only, not {}", args.mode.name())
+    } else if args.fork_after_parse && tls {
+        "--fork-after-parse is plain HTTP only (the parent would have to run each TLS handshake)".into()
+    } else if args.copy_loop.is_some() && tls {
+        "--copy-loop is plain HTTP only (over TLS file bodies are always read and encrypted a record at a time)".into()
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError(why))
 }
 
 /// Why `mode` has no workers to count, if it has none.

@@ -82,7 +82,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         workers: args.workers,
         max_conns: args.max_conns,
         pool_threads: args.pool_threads,
+        fork_after_parse: args.fork_after_parse,
     };
+    if let Some(bytes) = args.copy_loop {
+        crate::modes::use_copy_loop(bytes); // before any worker starts
+    }
     entry(ctx)
 }
 

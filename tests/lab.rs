@@ -379,3 +379,172 @@ fn verdicts_prints_the_table_of_a_results_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no results file /nonexistent/results.jsonl"));
 }
+
+/// A sweep with `cold = "files"` measures each point as one batch, the document root's
+/// files evicted from the page cache first, and each record says so; a sweep without
+/// `cold` says nothing of the kind and runs its batches until the minimum duration. (`cold = "machine"`, drop_caches as root, is left out: it
+/// would empty the page cache of a machine shared with other builds.)
+#[test]
+fn a_cold_sweep_measures_one_batch_after_evicting_the_served_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("exps");
+    std::fs::create_dir(&exps).unwrap();
+    let sweep = |name: &str, cold: &str| {
+        format!(
+            "[[sweeps]]\nname = \"{name}\"\ntitle = \"{name}\"\n{cold}\nwarmup = 0\n\
+             servers = [{{ label = \"single\", mode = \"single\" }}]\nworkloads = [\"file\"]\n\
+             clients = [{{ c = 1, n = 1, keepalive = false }}]\n\
+             table.dims = [\"server\"]\ntable.columns = [{{ header = \"ms\", metric = \"mean_ms\" }}]\n"
+        )
+    };
+    let text = format!(
+        "id = \"900-cold\"\ntitle = \"cold\"\nseed = \"none\"\nquestion = \"cold?\"\n\
+         workloads = [{{ name = \"file\", kind = \"file\", size = \"4KB\" }}]\n{}{}",
+        sweep("cold", "cold = \"files\""),
+        sweep("warm", "")
+    );
+    std::fs::write(exps.join("900-cold.toml"), text).unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out)
+        .arg("900")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut seen = [0, 0];
+    for point in lines(&out.join("results.jsonl")) {
+        assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
+        let m = &point["measurement"];
+        assert!(m["responses"].as_u64().unwrap() >= 1 && m["errors"] == 0, "{}: {m}", id(&point));
+        let note = point["note"].as_str().unwrap_or_default();
+        let cold = point["sweep"] == "cold";
+        assert_eq!(
+            note.starts_with("cold: one batch after the document root's files"),
+            cold,
+            "{}: {note:?}",
+            id(&point)
+        );
+        let batches = m["batches"].as_u64().unwrap();
+        assert!(
+            if cold { batches == 1 } else { batches > 1 },
+            "{}: {batches} batches of one request (at least 100 ms warm)",
+            id(&point)
+        );
+        seen[usize::from(cold)] += 1;
+    }
+    assert_eq!(seen, [3, 3], "three repeats of each sweep's one point");
+}
+
+/// A client given as a share of capacity (`capacity = 0.5`) runs at that share of the
+/// rate the server answered in a closed loop measured when it started: the load's rate is
+/// the share times the capacity the record keeps, per repeat, and the note says so.
+#[test]
+fn a_capacity_share_runs_at_that_share_of_the_measured_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("exps");
+    std::fs::create_dir(&exps).unwrap();
+    let client = |x: f64| {
+        format!("{{ c = 1, duration = \"200ms\", capacity = {x}, keepalive = false, model = \"per_request\" }}")
+    };
+    let text = format!(
+        "id = \"900-share\"\ntitle = \"share\"\nseed = \"none\"\nquestion = \"share?\"\n\
+         workloads = [{{ name = \"file\", kind = \"file\", size = \"1KB\" }}]\n\
+         [[sweeps]]\nname = \"scaled\"\ntitle = \"scaled\"\n\
+         servers = [{{ label = \"single\", mode = \"single\" }}]\nworkloads = [\"file\"]\n\
+         clients = [{}, {}]\ntable.dims = [\"share\", \"server\"]\n\
+         table.columns = [{{ header = \"req/s\", metric = \"rps\" }}]\n",
+        client(0.25),
+        client(0.5)
+    );
+    std::fs::write(exps.join("900-share.toml"), text).unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out)
+        .arg("900")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut capacities = std::collections::BTreeMap::new();
+    for point in lines(&out.join("results.jsonl")) {
+        assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
+        let share = point["client"]["capacity"].as_f64().unwrap();
+        let capacity = point["measurement"]["capacity_rps"].as_f64().unwrap();
+        assert!(capacity > 50.0, "{}: a single server on loopback answers more than {capacity} req/s", id(&point));
+        let rate = point["raw"]["rate"].as_f64().unwrap();
+        assert!((rate - share * capacity).abs() < 1e-6 * rate, "{}: rate {rate} for {share} × {capacity}", id(&point));
+        let note = point["note"].as_str().unwrap();
+        assert!(note.starts_with(&format!("offered {share} × {capacity:.0} req/s")), "{}: {note}", id(&point));
+        // The capacity is the server run's: both points of a repeat share it.
+        let repeat = point["repeat"].as_u64().unwrap();
+        assert_eq!(*capacities.entry(repeat).or_insert(capacity), capacity, "{}", id(&point));
+    }
+    assert_eq!(capacities.len(), 3, "three repeats");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Rate (× capacity)") && md.contains("| 0.25× |"), "the table's share column:\n{md}");
+}
+
+/// A sweep with `fresh_clients = true` sends each point's requests from fresh `spidey
+/// bench` processes, one per connection (their results merged: two processes of one
+/// thread each), as one batch; `one_batch = true` alone keeps the load in-process (one
+/// thread) and also measures one batch.
+#[test]
+fn fresh_clients_are_processes_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("exps");
+    std::fs::create_dir(&exps).unwrap();
+    let sweep = |name: &str, key: &str| {
+        format!(
+            "[[sweeps]]\nname = \"{name}\"\ntitle = \"{name}\"\n{key} = true\nwarmup = 0\n\
+             servers = [{{ label = \"single\", mode = \"single\" }}]\nworkloads = [\"file\"]\n\
+             clients = [{{ c = 2, n = 4, keepalive = false }}]\n\
+             table.dims = [\"server\"]\ntable.columns = [{{ header = \"ms\", metric = \"mean_ms\" }}]\n"
+        )
+    };
+    let text = format!(
+        "id = \"900-fresh\"\ntitle = \"fresh\"\nseed = \"none\"\nquestion = \"fresh?\"\n\
+         workloads = [{{ name = \"file\", kind = \"file\", size = \"1KB\" }}]\n{}{}",
+        sweep("fresh", "fresh_clients"),
+        sweep("in-process", "one_batch")
+    );
+    std::fs::write(exps.join("900-fresh.toml"), text).unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out)
+        .arg("900")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut seen = [0, 0];
+    for point in lines(&out.join("results.jsonl")) {
+        assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
+        let (m, raw) = (&point["measurement"], &point["raw"]);
+        assert_eq!((m["responses"].as_u64(), m["errors"].as_u64()), (Some(4), Some(0)), "{}: {m}", id(&point));
+        assert_eq!(m["batches"], 1, "{}: one batch", id(&point));
+        let fresh = point["sweep"] == "fresh";
+        assert_eq!(
+            raw["threads"],
+            if fresh { 2 } else { 1 },
+            "{}: the load's threads, summed over processes",
+            id(&point)
+        );
+        let note = point["note"].as_str().unwrap_or_default();
+        assert_eq!(note.starts_with("fresh clients: 2 spidey bench processes"), fresh, "{}: {note:?}", id(&point));
+        seen[usize::from(fresh)] += 1;
+    }
+    assert_eq!(seen, [3, 3], "three repeats of each sweep's one point");
+}

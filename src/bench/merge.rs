@@ -122,6 +122,7 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
     }
     let mut urls: Vec<String> = Vec::new();
     let mut status: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut latency_sum_by_class_us: BTreeMap<String, u64> = BTreeMap::new();
     let mut errors = ErrorCounts::default();
     let mut handshakes = first.handshakes.map(|_| HandshakeCounts::default());
     for p in parts {
@@ -131,6 +132,10 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         urls.extend(p.urls.iter().filter(|u| !urls.contains(u)).cloned().collect::<Vec<_>>());
         for (code, n) in &p.status {
             *status.entry(*code).or_default() += n;
+        }
+        for (class, us) in &p.latency_sum_by_class_us {
+            let sum = latency_sum_by_class_us.entry(class.clone()).or_default();
+            *sum = sum.saturating_add(*us);
         }
         errors.merge(&p.errors);
     }
@@ -166,6 +171,7 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         connect_error: parts.iter().find_map(|p| p.connect_error.clone()),
         tls_negotiated: parts.iter().find_map(|p| p.tls_negotiated.clone()),
         status,
+        latency_sum_by_class_us,
         errors,
         backlog: sum(|p| p.backlog),
         series: series(parts, &offsets)?,

@@ -53,6 +53,7 @@ fn run_of(values: &[u64], start_ms: u64, duration_s: f64, per_second: &[&[u64]])
         connect_error: None,
         tls_negotiated: None,
         status: BTreeMap::from([(200, n)]),
+        latency_sum_by_class_us: BTreeMap::from([("2xx".to_string(), values.iter().sum())]),
         errors: ErrorCounts { timeout: 1, ..ErrorCounts::default() },
         backlog: 0,
         series,
@@ -95,6 +96,7 @@ fn counts_bytes_statuses_and_errors_add() {
     let got = (m.requests, m.responses, m.body_bytes, m.wire_bytes, m.status[&200], m.errors.timeout, m.connections);
     assert_eq!(got, (7, 5, 500, 1000, 5, 2, 20));
     assert_eq!(m.requests_per_sec, 5.0);
+    assert_eq!(m.latency_sum_by_class_us, BTreeMap::from([("2xx".to_string(), 1500)]), "latency sums by class add");
 }
 
 #[test]

@@ -67,6 +67,11 @@ pub struct BenchResult {
     pub connect_error: Option<String>,
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
+    /// The latencies of the responses (as `latency` counts them) summed by status class
+    /// (`"2xx"`, `"5xx"`), in microseconds: a class's mean latency is its sum over its
+    /// count in `status` (a 503 answered at once and a 200 after a queue tell apart).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency_sum_by_class_us: BTreeMap<String, u64>,
     pub errors: ErrorCounts,
     /// Open loop: scheduled requests never sent before the end; the same as `errors.unsent`
     /// (kept for older readers).
@@ -104,6 +109,7 @@ pub(crate) fn result(
     let tls = cfg.targets.iter().any(|t| t.tls_host().is_some());
     let handshake = tls.then(|| all.handshake.take().unwrap_or_else(|| stats::histogram(3)));
     let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
+    let latency_sum_by_class_us = class_sums(&all.status, &all.class_latency_us);
     BenchResult {
         urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
         method: cfg.method.clone(),
@@ -133,6 +139,7 @@ pub(crate) fn result(
         connect_error: all.connect_error,
         tls_negotiated: all.tls_negotiated,
         status,
+        latency_sum_by_class_us,
         errors: all.errors,
         backlog: all.backlog,
         series,
@@ -142,4 +149,12 @@ pub(crate) fn result(
                 .with_handshake(handshake.as_ref()),
         ),
     }
+}
+
+/// The classes that had responses, `"2xx"` → their summed latency (µs).
+fn class_sums(status: &[u64], sums: &[u64; 10]) -> BTreeMap<String, u64> {
+    (0..10)
+        .filter(|&c| status.iter().skip(c * 100).take(100).any(|&n| n > 0))
+        .map(|c| (format!("{c}xx"), sums[c]))
+        .collect()
 }

@@ -167,6 +167,9 @@ pub(crate) struct Recorder {
     pub tls_negotiated: Option<String>,
     /// Responses by status code (index = code; 0..=999).
     pub status: Vec<u64>,
+    /// The latencies of those responses summed by status class (index = code / 100, 0..=9),
+    /// in microseconds: each class's mean is its sum over its count.
+    pub class_latency_us: [u64; 10],
     pub errors: ErrorCounts,
     pub responses: u64,
     pub body_bytes: u64,
@@ -191,6 +194,7 @@ impl Recorder {
             connect_error: None,
             tls_negotiated: None,
             status: vec![0; 1000],
+            class_latency_us: [0; 10],
             errors: ErrorCounts::default(),
             responses: 0,
             body_bytes: 0,
@@ -225,7 +229,9 @@ impl Recorder {
         if sent.late {
             return self.error(now, ErrorClass::Late);
         }
-        self.status[usize::from(status).min(999)] += 1;
+        let code = usize::from(status).min(999);
+        self.status[code] += 1;
+        self.class_latency_us[code / 100] = self.class_latency_us[code / 100].saturating_add(corrected);
         self.responses += 1;
         self.second.responses += 1;
         self.last_event = Some(now);
@@ -316,6 +322,9 @@ impl Recorder {
         }
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;
+        }
+        for (a, b) in self.class_latency_us.iter_mut().zip(&o.class_latency_us) {
+            *a = a.saturating_add(*b);
         }
         self.errors.merge(&o.errors);
         self.responses += o.responses;

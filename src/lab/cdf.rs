@@ -28,7 +28,7 @@ pub(crate) fn wanted(exp: &Experiment, sweep: &str) -> bool {
 }
 
 fn is_latency(m: Metric) -> bool {
-    matches!(m, Metric::MeanS | Metric::MeanMs | Metric::P50Ms | Metric::P99Ms)
+    matches!(m, Metric::MeanS | Metric::MeanMs | Metric::P50Ms | Metric::P99Ms | Metric::OkMs)
 }
 
 /// The client setting with the most load: the most connections, then the highest rate,

@@ -92,6 +92,18 @@ pub(crate) struct Sweep {
     /// are skipped with a note. Without `rtt`, a sweep runs on loopback (or where the
     /// host flags say).
     pub rtt: Option<String>,
+    /// Measure each point as one batch from cold caches (`cold.rs`): `"machine"`
+    /// drops the kernel's caches (root; else the sweep is skipped with a note), `"files"`
+    /// evicts the document root's files from the page cache.
+    pub cold: Option<crate::lab::cold::Cold>,
+    /// Each point's load comes from fresh `spidey bench` processes, one per connection,
+    /// started for it and gone after it, as seed 002's client processes were (plain HTTP).
+    #[serde(default)]
+    pub fresh_clients: bool,
+    /// Each point is one batch of its requests, not batches repeated until the lab's
+    /// minimum point duration (as `cold` and `fresh_clients` points always are).
+    #[serde(default)]
+    pub one_batch: bool,
     #[serde(default)]
     pub quick: QuickOverride,
     pub table: TableSpec,
@@ -133,6 +145,7 @@ pub(crate) struct ServerSpec {
     pub cpus: Option<usize>,
     pub mode: Option<String>,
     pub peer: Option<String>,
+    /// `--workers`: `N`, `MIN-MAX`, or `{cores_plus_2}` (seed 004's fixed pool).
     pub workers: Option<String>,
     pub delay: Option<String>,
     pub cpu_work: Option<String>,
@@ -179,6 +192,11 @@ pub(crate) struct ClientSpec {
     pub n: Option<u64>,
     pub duration: Option<String>,
     pub rate: Option<f64>,
+    /// A fixed rate given as a share of the server's capacity (`1.5`: one and a half
+    /// times it), measured when the server starts (`runner.rs`), so a grid can straddle
+    /// the capacity of whatever machine runs it. With `duration`, in place of `rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<f64>,
     #[serde(default = "yes")]
     pub keepalive: bool,
     /// With a rate: wrk2's pool of `c` connections, or httperf's connection per request.
@@ -208,10 +226,20 @@ impl Model {
 impl ClientSpec {
     /// A closed loop of `c` keep-alive connections sending `n` requests in all.
     pub fn closed(c: u32, n: u64) -> ClientSpec {
-        ClientSpec { c, n: Some(n), duration: None, rate: None, keepalive: true, model: Model::default(), resume: true }
+        ClientSpec {
+            c,
+            n: Some(n),
+            duration: None,
+            rate: None,
+            capacity: None,
+            keepalive: true,
+            model: Model::default(),
+            resume: true,
+        }
     }
 
-    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`, `c1-d1s-r500-close-per-request`.
+    /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`, `c1-d1s-r500-close-per-request`,
+    /// `c1-d3s-x1.5-close-per-request` (1.5 times the server's capacity).
     pub fn label(&self) -> String {
         let mut s = format!("c{}", self.c);
         if let Some(n) = self.n {
@@ -222,6 +250,9 @@ impl ClientSpec {
         }
         if let Some(r) = self.rate {
             s += &format!("-r{r}");
+        }
+        if let Some(x) = self.capacity {
+            s += &format!("-x{x}");
         }
         if !self.keepalive {
             s += "-close";
@@ -287,6 +318,8 @@ pub(crate) enum Dim {
     Connections,
     Requests,
     Rate,
+    /// The offered rate as a share of the server's capacity (`ClientSpec::capacity`).
+    Share,
     Clients,
     /// How the client uses connections: keep-alive, or a new one per request (over TLS
     /// with or without session resumption).
@@ -400,6 +433,22 @@ impl Experiment {
             }
             if let Some(b) = &sweep.table.baseline {
                 anyhow::ensure!(b.column < sweep.table.columns.len(), "sweep {}: baseline column", sweep.name);
+            }
+            let https = sweep.servers.iter().any(|s| s.scheme == Scheme::Https);
+            anyhow::ensure!(
+                !(sweep.fresh_clients && https),
+                "sweep {}: fresh client processes speak plain HTTP only",
+                sweep.name
+            );
+            for c in sweep.clients.iter().chain(sweep.quick.clients.iter().flatten()) {
+                if let Some(x) = c.capacity {
+                    let ok = x > 0.0 && c.rate.is_none() && c.n.is_none() && c.duration.is_some();
+                    anyhow::ensure!(
+                        ok,
+                        "sweep {}: a capacity share ({x}) is above 0, with a duration, without rate or n",
+                        sweep.name
+                    );
+                }
             }
             for row in &sweep.seed_rows {
                 anyhow::ensure!(row.values.len() == sweep.table.columns.len(), "sweep {}: seed row width", sweep.name);

@@ -179,6 +179,7 @@ fn dim_name(d: Dim) -> &'static str {
         Dim::Connections | Dim::Clients => "connections",
         Dim::Requests => "requests",
         Dim::Rate => "offered rate",
+        Dim::Share => "offered share of capacity",
         Dim::Server => "servers",
         Dim::Workload => "workloads",
         Dim::Connection => "connection uses",

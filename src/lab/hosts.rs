@@ -262,6 +262,14 @@ impl Hosts {
         }
     }
 
+    /// These hosts with the load from `n` fresh `spidey bench` processes, started for each
+    /// batch and gone after it (seed 002's "10 client processes were spawned to send N
+    /// requests then exit"): through the first client host's prefix, or here (`env`).
+    pub fn with_fresh_clients(&self, n: usize) -> Hosts {
+        let via = self.clients.first().cloned().unwrap_or_else(|| Via(vec!["env".into()]));
+        Hosts { clients: vec![via; n.max(1)], ..self.clone() }
+    }
+
     /// Whether plain-HTTP load runs in this process (no client hosts).
     pub fn load_runs_here(&self) -> bool {
         self.clients.is_empty()

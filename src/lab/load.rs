@@ -45,9 +45,19 @@ pub(crate) fn measure_for(
     load: &Load<'_>,
     floor: Duration,
 ) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
+    measure_for_with(load, floor, &mut || Ok(()))
+}
+
+/// [`measure_for`], calling `before` ahead of each batch (outside its time: `cold.rs`).
+pub(crate) fn measure_for_with(
+    load: &Load<'_>,
+    floor: Duration,
+    before: &mut dyn FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<(Measurement, Option<serde_json::Value>)> {
     let cfg = config(load)?;
     let (mut parts, mut lasted) = (Vec::new(), 0.0);
     while parts.is_empty() || (lasted < floor.as_secs_f64() && parts.len() < MAX_BATCHES) {
+        before()?;
         let part = once(load, &cfg)?;
         lasted += part.duration_s;
         parts.push(part);
@@ -91,6 +101,7 @@ fn back_to_back(mut parts: Vec<BenchResult>) -> anyhow::Result<(BenchResult, u32
 
 fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
     let c = load.client;
+    anyhow::ensure!(c.capacity.is_none(), "client {}: a share of capacity not turned into a rate", c.label());
     let stop = match (c.n, &c.duration) {
         (Some(n), _) => Stop::Requests(n),
         (None, Some(d)) => Stop::Duration(crate::config::duration(d).map_err(anyhow::Error::msg)?),
@@ -143,6 +154,12 @@ pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usiz
     }
 }
 
+/// The responses' latencies summed over the error classes (4xx and above), or the others.
+fn class_sum(r: &BenchResult, errors: bool) -> u64 {
+    let is_error = |class: &str| class.as_bytes().first().is_some_and(|d| *d >= b'4');
+    r.latency_sum_by_class_us.iter().filter(|(class, _)| is_error(class) == errors).map(|(_, us)| *us).sum()
+}
+
 fn measurement(r: &BenchResult) -> Measurement {
     // JSON has no NaN (serde_json writes null, which would not read back): zero instead.
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
@@ -168,6 +185,9 @@ fn measurement(r: &BenchResult) -> Measurement {
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
         server: None,
+        ok_latency_sum_us: class_sum(r, false),
+        error_answer_latency_sum_us: class_sum(r, true),
+        capacity_rps: None,
         repeat: None,
     }
 }

@@ -47,6 +47,17 @@ pub(crate) struct Measurement {
     /// peers, or if a scrape failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::lab::server_counts::ServerCounts>,
+    /// The latencies of the successful answers (1xx to 3xx) summed, µs: with
+    /// [`Metric::OkMs`], the mean latency by status class.
+    #[serde(default)]
+    pub ok_latency_sum_us: u64,
+    /// The latencies of the error answers (4xx, 5xx) summed, µs ([`Metric::ErrorAnswerMs`]).
+    #[serde(default)]
+    pub error_answer_latency_sum_us: u64,
+    /// The server's capacity the point's rate was a share of (`capacity.rs`), in
+    /// successful answers per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_rps: Option<f64>,
     /// The repeat this run was, filled in when a sample gathers its runs from the records
     /// (which carry it), so two samples' repeats pair up by round.
     #[serde(skip)]
@@ -82,9 +93,20 @@ pub(crate) enum Metric {
     SeedErrorPct,
     /// Requests sent late or never sent, % of those scheduled.
     LatePct,
+    /// Of [`Metric::SeedErrorPct`], the answers with an error status (a 503 from an
+    /// admission limit, a 504): % of the requests sent on time.
+    RefusedPct,
+    /// Of [`Metric::SeedErrorPct`], the requests that got no answer (timeouts, resets,
+    /// failed connects): % of the requests sent on time.
+    UnansweredPct,
     /// The load generator's CPU time as a share of one CPU during the point (its one
     /// thread saturated near 100).
     ClientBusyPct,
+    /// The mean latency of the successful answers (1xx to 3xx), ms.
+    OkMs,
+    /// The mean latency of the error answers (4xx, 5xx: a 503 from an admission limit),
+    /// ms. Requests without an answer have none ([`Metric::UnansweredPct`] counts them).
+    ErrorAnswerMs,
 }
 
 /// Whether larger values of a metric are better.
@@ -109,9 +131,13 @@ impl Metric {
             Metric::ErrorPct => error_pct(m),
             Metric::SeedErrorPct => seed_error_pct(m),
             Metric::LatePct => pct(m.late_or_unsent, m),
+            Metric::RefusedPct => on_time_pct(m.non_success, m),
+            Metric::UnansweredPct => on_time_pct(m.errors.saturating_sub(m.late_or_unsent), m),
             Metric::CpuUs if m.responses == 0 => f64::NAN,
             Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
             Metric::ClientBusyPct => m.cpu.client_busy_pct(),
+            Metric::OkMs => mean_ms(m.ok_latency_sum_us, m.responses.saturating_sub(m.non_success)),
+            Metric::ErrorAnswerMs => mean_ms(m.error_answer_latency_sum_us, m.non_success),
         }
     }
 
@@ -138,9 +164,21 @@ impl Metric {
             Metric::CpuUs => "server CPU per request (µs)",
             Metric::SeedErrorPct => "errors as the seed counted them (%)",
             Metric::LatePct => "late or unsent (%)",
+            Metric::RefusedPct => "error answers (%)",
+            Metric::UnansweredPct => "no answer (%)",
             Metric::ClientBusyPct => "load generator busy (% of a CPU)",
+            Metric::OkMs => "mean latency of successful answers (ms)",
+            Metric::ErrorAnswerMs => "mean latency of error answers (ms)",
         }
     }
+}
+
+/// A latency sum over its count, in ms (NaN without a count: left out of medians).
+fn mean_ms(sum_us: u64, count: u64) -> f64 {
+    if count == 0 {
+        return f64::NAN;
+    }
+    sum_us as f64 / count as f64 / 1e3
 }
 
 /// `n` as a share of the requests attempted (answered or failed).
@@ -153,12 +191,16 @@ fn pct(n: u64, m: &Measurement) -> f64 {
 }
 
 fn seed_error_pct(m: &Measurement) -> f64 {
-    let failed = m.errors.saturating_sub(m.late_or_unsent) + m.non_success;
+    on_time_pct(m.errors.saturating_sub(m.late_or_unsent) + m.non_success, m)
+}
+
+/// `n` as a share of the requests sent on time (NaN when none was).
+fn on_time_pct(n: u64, m: &Measurement) -> f64 {
     let on_time = (m.responses + m.errors).saturating_sub(m.late_or_unsent);
     if on_time == 0 {
         return f64::NAN; // nothing sent on time: no rate (left out of medians, as CpuUs)
     }
-    100.0 * failed as f64 / on_time as f64
+    100.0 * n as f64 / on_time as f64
 }
 
 fn error_pct(m: &Measurement) -> f64 {
@@ -239,6 +281,14 @@ mod tests {
         let m = Measurement { late_or_unsent: 4, ..m };
         assert_eq!(Metric::SeedErrorPct.value(&m), 1100.0 / 96.0);
         assert_eq!(Metric::LatePct.value(&m), 4.0);
+        // The seed's errors split into error answers (5) and no answer (6 of the 10 failures).
+        assert_eq!(Metric::RefusedPct.value(&m), 500.0 / 96.0);
+        assert_eq!(Metric::UnansweredPct.value(&m), 600.0 / 96.0);
+        // Latency by status class: 85 successful answers in 170 ms, 5 error answers in 1 ms.
+        let m = Measurement { ok_latency_sum_us: 170_000, error_answer_latency_sum_us: 1_000, ..m };
+        assert_eq!((Metric::OkMs.value(&m), Metric::ErrorAnswerMs.value(&m)), (2.0, 0.2));
+        let none = Measurement { responses: 3, ..Default::default() };
+        assert!(Metric::ErrorAnswerMs.value(&none).is_nan(), "no error answer: no mean");
     }
 
     /// Regression: seed 003's CGI collapse (503s beyond --max-cgi) read as 19% errors when

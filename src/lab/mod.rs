@@ -9,9 +9,11 @@
 //! the machine's description ([`machine`]).
 
 mod adversary;
+mod capacity;
 mod cdf;
 mod chart;
 mod claim;
+mod cold;
 mod cpu;
 mod delay_line;
 mod docroot;

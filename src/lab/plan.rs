@@ -31,6 +31,13 @@ pub(crate) struct ServerRun {
     pub warmup: u64,
     /// The round trip its sweep runs across (`Sweep::rtt`), if any.
     pub rtt: Option<std::time::Duration>,
+    /// How its sweep's caches are made cold before each point (`Sweep::cold`), if they are.
+    pub cold: Option<crate::lab::cold::Cold>,
+    /// Its load comes from fresh client processes (`Sweep::fresh_clients`).
+    pub fresh_clients: bool,
+    /// Each point is one batch (`Sweep::one_batch`, and always with `cold` or
+    /// `fresh_clients`).
+    pub one_batch: bool,
     pub points: Vec<Point>,
 }
 
@@ -79,7 +86,10 @@ pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {
                 let points = points_of(exp, &a, server, quick, repeat);
                 if !points.is_empty() {
                     let rtt = a.sweep.rtt().ok().flatten();
-                    runs.push(ServerRun { server: server.clone(), warmup: a.sweep.warmup, rtt, points });
+                    let (warmup, cold, fresh_clients) = (a.sweep.warmup, a.sweep.cold, a.sweep.fresh_clients);
+                    let one_batch = a.sweep.one_batch || cold.is_some() || fresh_clients;
+                    let server = server.clone();
+                    runs.push(ServerRun { server, warmup, rtt, cold, fresh_clients, one_batch, points });
                 }
             }
         }

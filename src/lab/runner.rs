@@ -8,12 +8,13 @@
 //! [`EXTRA_TRIES`] more times; one still disturbed is kept in the journal marked
 //! `excluded`, and left out of intervals and verdicts (`table::Sample`).
 
+use crate::lab::capacity;
 use crate::lab::cpu;
 use crate::lab::delay_line::DelayLine;
 use crate::lab::docroot::DocRoot;
 use crate::lab::experiment::{ClientSpec, Experiment, ServerSpec};
 use crate::lab::hosts::Hosts;
-use crate::lab::load::{measure, measure_for, Load};
+use crate::lab::load::{measure, measure_for_with, Load};
 use crate::lab::metric::Measurement;
 use crate::lab::plan::{self, Point, ServerRun};
 use crate::lab::results::{Journal, Outcome, Record};
@@ -84,6 +85,10 @@ fn run_server(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut Run<'_
         }
         _ => {}
     }
+    if let Some(why) = sr.cold.and_then(|c| c.unavailable(run.hosts)) {
+        run.hosts = default;
+        return record_all(exp, sr, Outcome::Skipped, why, run);
+    }
     let result = run_server_here(exp, sr, root, run);
     run.hosts = default;
     result
@@ -100,12 +105,27 @@ fn run_server_here(exp: &Experiment, sr: &ServerRun, root: &DocRoot, run: &mut R
     };
     warm_up(&server, sr, root, run.hosts);
     let mut checked: BTreeMap<&str, Result<(), String>> = BTreeMap::new();
+    let mut capacities: BTreeMap<&str, Result<f64, String>> = BTreeMap::new();
     for point in &sr.points {
         run.bar.set_message(point.id.clone());
         let check = checked.entry(&point.workload).or_insert_with(|| probe(&server, root, &point.workload, run.hosts));
-        let record = match check {
-            Ok(()) => measure_point(exp, point, &server, root, run),
-            Err(why) => {
+        let measured = match (&check, point.client.capacity) {
+            (Ok(()), Some(_)) => Some(capacities.entry(&point.workload).or_insert_with(|| {
+                capacity::measure_capacity(&server, root, &point.workload, &point.client, run.hosts, run.quick)
+            })),
+            _ => None,
+        };
+        let record = match (check, measured) {
+            (Ok(()), Some(Err(why))) => {
+                let mut r = Record::new(&exp.id, point, Outcome::Failed);
+                r.note = Some(why.clone());
+                r
+            }
+            (Ok(()), cap) => {
+                let cap = cap.and_then(|c| c.as_ref().ok().copied());
+                measure_point(exp, point, &server, root, run, sr, cap)
+            }
+            (Err(why), _) => {
                 let mut r = Record::new(&exp.id, point, Outcome::Skipped);
                 r.note = Some(format!("{}: does not serve {} here ({why})", sr.server.label, point.workload));
                 r
@@ -195,23 +215,44 @@ pub(crate) const MIN_QUICK_POINT: Duration = Duration::from_millis(100);
 pub(crate) const EXTRA_TRIES: u32 = 2;
 
 /// One point, with the server tree's CPU time and the machine's state around it, measured
-/// again while disturbed ([`until_clean`]).
-fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root: &DocRoot, run: &Run<'_>) -> Record {
+/// again while disturbed ([`until_clean`]); one batch when its sweep asks (from cold
+/// caches with `cold`, `cold.rs`; from fresh client processes with `fresh_clients`); with
+/// a share of capacity, at that share of `measured_capacity`.
+fn measure_point(
+    exp: &Experiment,
+    point: &Point,
+    server: &server::Running,
+    root: &DocRoot,
+    run: &Run<'_>,
+    sr: &ServerRun,
+    measured_capacity: Option<f64>,
+) -> Record {
     let paths = root.urls.get(&point.workload).cloned().unwrap_or_default();
-    let floor = if run.quick { MIN_QUICK_POINT } else { MIN_POINT };
-    let hosts = run.hosts;
+    let client = capacity::offered(&point.client, measured_capacity);
+    // A cold point is one batch, the seed's N from cold caches: stretching it to the
+    // minimum duration would need the caches made cold again for every batch.
+    let floor = match (sr.one_batch, run.quick) {
+        (true, _) => Duration::ZERO,
+        (false, true) => MIN_QUICK_POINT,
+        (false, false) => MIN_POINT,
+    };
+    let cold = sr.cold;
+    let fresh = sr.fresh_clients.then(|| run.hosts.with_fresh_clients(point.client.c as usize));
+    let hosts = fresh.as_ref().unwrap_or(run.hosts);
     let client_here = server.tls.is_some() || hosts.load_runs_here();
+    let mut make_cold = || cold.map_or(Ok(()), |c| c.apply(&root.root(), hosts));
     let attempt = || {
         let load1 = cpu::load1();
         let counts_before = server.counts.then(|| server_counts::scrape(server.addr())).flatten();
         let before = cpu::Snapshot::take(server.pid(), cpu::Edge::Start);
-        let load = Load { port: server.port, paths: &paths, client: &point.client, hosts, tls: server.tls.as_deref() };
-        let measured = measure_for(&load, floor);
+        let load = Load { port: server.port, paths: &paths, client: &client, hosts, tls: server.tls.as_deref() };
+        let measured = measure_for_with(&load, floor, &mut make_cold);
         let after = cpu::Snapshot::take(server.pid(), cpu::Edge::End);
         let counts_after = counts_before.as_ref().and_then(|_| server_counts::scrape(server.addr()));
         let (mut m, raw) = measured?;
         m.cpu = before.until(&after, load1, client_here);
         m.server = counts_before.zip(counts_after).map(|(b, a)| server_counts::between(&b, &a));
+        m.capacity_rps = measured_capacity;
         Ok((m, raw))
     };
     match until_clean(run.keep_disturbed, attempt) {
@@ -219,6 +260,12 @@ fn measure_point(exp: &Experiment, point: &Point, server: &server::Running, root
             let mut r = Record::new(&exp.id, point, Outcome::Measured);
             r.measurement = Some(m);
             r.raw = raw;
+            let share = point.client.capacity.zip(measured_capacity).map(|(x, cap)| capacity::note(x, cap));
+            let fresh = sr
+                .fresh_clients
+                .then(|| format!("fresh clients: {} spidey bench processes started for the point", point.client.c));
+            let notes: Vec<String> = share.into_iter().chain(cold.map(|c| c.note().to_string())).chain(fresh).collect();
+            r.note = (!notes.is_empty()).then(|| notes.join("; "));
             r
         }
         Err(e) => {

@@ -106,10 +106,10 @@ fn prepare(spec: &ServerSpec, root: &DocRoot) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `spidey serve` command line for a spec, on a host that sees the scratch directory at `at`.
-fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot, at: &Path) -> Vec<String> {
-    let vars = vars(root, at, spec.cpus);
-    let mut args: Vec<String> = vec!["serve".into(), fill_all("{root}", &vars)];
+/// The `spidey serve` command line for a spec, its placeholders filled from `vars` (the
+/// paths as the server's host sees them).
+fn spidey_args(spec: &ServerSpec, mode: &str, vars: &[(&'static str, String)]) -> Vec<String> {
+    let mut args: Vec<String> = vec!["serve".into(), fill_all("{root}", vars)];
     args.extend(["--port", "0", "--quiet", "--mode", mode].map(String::from));
     // The document root is the lab's own, generated: its scripts are the workloads.
     args.push("--cgi".into());
@@ -118,17 +118,17 @@ fn spidey_args(spec: &ServerSpec, mode: &str, root: &DocRoot, at: &Path) -> Vec<
     let flags = [("--workers", &spec.workers), ("--delay", &spec.delay), ("--cpu-work", &spec.cpu_work)];
     for (flag, value) in flags {
         if let Some(v) = value {
-            args.extend([flag.to_string(), v.clone()]);
+            args.extend([flag.to_string(), fill_all(v, vars)]);
         }
     }
-    args.extend(spec.args.iter().map(|a| fill_all(a, &vars)));
+    args.extend(spec.args.iter().map(|a| fill_all(a, vars)));
     args
 }
 
 fn start_spidey(spec: &ServerSpec, mode: &str, root: &DocRoot, hosts: &Hosts) -> anyhow::Result<Started> {
     let stderr_path = root.scratch().join(format!("{}.stderr", safe(&spec.label)));
     let at = hosts.place(root, !spec.prepare.is_empty())?;
-    let mut args = spidey_args(spec, mode, root, &at);
+    let mut args = spidey_args(spec, mode, &vars(root, &at, spec.cpus));
     let tls = match spec.scheme {
         Scheme::Http => None,
         Scheme::Https => {
@@ -360,7 +360,7 @@ fn safe(label: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill, spawn_server, Running};
+    use super::{fill, spawn_server, spidey_args, Running};
     use std::io::BufRead;
     use std::net::{IpAddr, Ipv4Addr};
     use std::process::{Command, Stdio};
@@ -401,5 +401,41 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(fill(input, &vars), want);
         }
+    }
+
+    /// Every spidey server of every built-in experiment is a command line `spidey serve`
+    /// takes (flags, values, and the combinations it checks before binding), its
+    /// placeholders filled: a misspelt or misplaced seed option fails here, not hours into
+    /// a run as "not available in this build".
+    #[test]
+    fn every_experiment_server_is_a_valid_serve_command() {
+        use clap::Parser;
+        let vars: Vec<(&'static str, String)> = ["root", "repo", "dir"]
+            .into_iter()
+            .map(|k| (k, format!("/{k}")))
+            .chain([("cores_plus_2", "3".into())])
+            .collect();
+        let mut checked = 0;
+        for source in crate::lab::sources::find(None, &[]).unwrap() {
+            let exp = crate::lab::experiment::Experiment::parse(&source).unwrap();
+            let robust = exp.robustness.iter().flat_map(|r| r.servers.iter());
+            for spec in exp.sweeps.iter().flat_map(|s| s.servers.iter()).chain(robust) {
+                let Some(mode) = &spec.mode else { continue };
+                let mut args = spidey_args(spec, mode, &vars);
+                if spec.scheme == crate::lab::experiment::Scheme::Https {
+                    args.extend(["--tls-cert", "/c.pem", "--tls-key", "/k.pem"].map(String::from));
+                }
+                assert!(!args.iter().any(|a| a.contains('{')), "{}: a placeholder left in {args:?}", spec.label);
+                let cli = crate::cli::Cli::try_parse_from(std::iter::once("spidey".to_string()).chain(args.clone()));
+                let serve = match cli {
+                    Ok(crate::cli::Cli { command: crate::cli::Command::Serve(serve) }) => serve,
+                    Ok(_) => panic!("{}: not a serve command", spec.label),
+                    Err(e) => panic!("{}: {args:?}: {e}", spec.label),
+                };
+                crate::flags::check(&serve).unwrap_or_else(|e| panic!("{}: {e}", spec.label));
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "only {checked} servers found");
     }
 }

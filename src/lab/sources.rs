@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The experiment files built into the binary, so `spidey lab` runs from any directory
 /// (`--experiments-dir` reads a directory instead).
-const BUILT_IN: [(&str, &str); 10] = [
+const BUILT_IN: [(&str, &str); 14] = [
     ("000-fork.toml", include_str!("../../experiments/000-fork.toml")),
     ("001-delay.toml", include_str!("../../experiments/001-delay.toml")),
     ("002-threads.toml", include_str!("../../experiments/002-threads.toml")),
@@ -17,6 +17,10 @@ const BUILT_IN: [(&str, &str); 10] = [
     ("007-tls.toml", include_str!("../../experiments/007-tls.toml")),
     ("008-explain-000-rtt.toml", include_str!("../../experiments/008-explain-000-rtt.toml")),
     ("009-explain-002-cpus.toml", include_str!("../../experiments/009-explain-002-cpus.toml")),
+    ("010-explain-002-n-cold.toml", include_str!("../../experiments/010-explain-002-n-cold.toml")),
+    ("011-explain-003-cgi.toml", include_str!("../../experiments/011-explain-003-cgi.toml")),
+    ("012-explain-004-seed-servers.toml", include_str!("../../experiments/012-explain-004-seed-servers.toml")),
+    ("013-explain-000-parse-cpus.toml", include_str!("../../experiments/013-explain-000-parse-cpus.toml")),
 ];
 
 /// The source files experiments compile (`{repo}` in a server's `prepare`), built in for
@@ -94,5 +98,20 @@ mod tests {
         for source in &all {
             Experiment::parse(source).unwrap_or_else(|e| panic!("{}: {e:#}", source.name));
         }
+    }
+
+    /// Every file in `experiments/` is built in (a new one left out of the list would be
+    /// neither run nor checked).
+    #[test]
+    fn every_experiment_file_is_built_in() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".toml"))
+            .collect();
+        files.sort();
+        let built_in: Vec<&str> = BUILT_IN.iter().map(|(name, _)| *name).collect();
+        assert_eq!(files, built_in);
     }
 }

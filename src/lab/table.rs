@@ -106,6 +106,7 @@ impl Sample {
             Dim::Connections | Dim::Clients => f64::from(self.client.c),
             Dim::Requests => self.client.n.map(|n| n as f64).unwrap_or(f64::NAN),
             Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
+            Dim::Share => self.client.capacity.unwrap_or(f64::NAN),
             Dim::Connection => CONNECTION_USES.iter().position(|u| u.0 == (c.keepalive, c.resume)).unwrap_or(0) as f64,
             Dim::Server | Dim::Workload => f64::NAN,
         }
@@ -121,6 +122,9 @@ impl Sample {
         if let Some(r) = c.rate {
             parts.push(phrase(Dim::Rate, r));
         }
+        if let Some(x) = c.capacity {
+            parts.push(phrase(Dim::Share, x));
+        }
         parts.join(", ")
     }
 
@@ -132,6 +136,7 @@ impl Sample {
             Dim::Connections => self.client.c.to_string(),
             Dim::Requests => self.client.n.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
             Dim::Rate => self.client.rate.map(|r| format!("{r}")).unwrap_or_else(|| "–".into()),
+            Dim::Share => self.client.capacity.map(|x| format!("{x}×")).unwrap_or_else(|| "–".into()),
             Dim::Clients => match self.client.n {
                 Some(n) => format!("{} × {}", self.client.c, n / u64::from(self.client.c.max(1))),
                 None => self.client.c.to_string(),
@@ -315,6 +320,7 @@ pub(crate) fn dim_header(d: Dim) -> &'static str {
         Dim::Connections => "Connections",
         Dim::Requests => "Requests",
         Dim::Rate => "Rate (req/s)",
+        Dim::Share => "Rate (× capacity)",
         Dim::Clients => "Clients × requests",
         Dim::Connection => "Connection",
     }
@@ -335,6 +341,7 @@ pub(crate) fn phrase(d: Dim, x: f64) -> String {
         Dim::Connections | Dim::Clients => format!("{x} connection{}", if x == 1.0 { "" } else { "s" }),
         Dim::Requests => format!("N = {x}"),
         Dim::Rate => format!("{x} req/s"),
+        Dim::Share => format!("{x}× capacity"),
         Dim::Connection => CONNECTION_USES.get(x as usize).map_or("?", |u| u.1).to_string(),
         Dim::Server | Dim::Workload => format!("{x}"),
     }

@@ -21,7 +21,7 @@
 //! reaps the script.
 
 use super::send::{self, Outgoing, Sent};
-use super::session::{Pool, Session};
+use super::session::{Pool, Session, RECV_ROOM};
 use super::tls::{Inflow, Tls};
 use crate::exchange::{Answer, Exchanger};
 use crate::exchange::{Body, CgiResponse, CgiStep};
@@ -37,6 +37,19 @@ use std::time::{Duration, Instant};
 /// Serves one connection until it closes, times out, or shutdown is asked between
 /// requests. Returns when the connection is done; the stream is closed on drop.
 pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
+    serve_from(stream, peer, server, shutdown, None);
+}
+
+/// [`serve`] for a connection whose first bytes were already read (`fork
+/// --fork-after-parse`): `read` holds them and when the first came (the head deadline runs
+/// from then).
+pub(crate) fn serve_from(
+    stream: TcpStream,
+    peer: SocketAddr,
+    server: &Server,
+    shutdown: &Shutdown,
+    read: Option<(&[u8], Instant)>,
+) {
     // An open connection and a busy worker, until it ends. TCP_NODELAY and TCP_NOTSENT_LOWAT
     // come from the listener (`Listener::tune`): no setsockopt here.
     let _counted = crate::metrics::serving();
@@ -48,6 +61,13 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
     let mut pool = Pool::new(server);
     let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
+    if let Some((bytes, started)) = read {
+        // At most max_head + RECV_ROOM bytes: the receive buffer's size.
+        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &mut pool)) {
+            return;
+        }
+        since = Since::Head(started);
+    }
     loop {
         if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
             if let Some(delay) = session.take_delay() {

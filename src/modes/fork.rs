@@ -13,12 +13,16 @@
 //! reaps, backs off and tries again. The child closes the listener, serves, flushes its
 //! access log and leaves with _exit(2), so it can never return into the accept loop.
 //!
+//! With `--fork-after-parse` (seed 000's design, `fork_parse.rs`) the parent reads and
+//! parses each connection's first head before it forks, and the child answers it.
+//!
 //! Shutdown: SIGTERM writes the shutdown pipe, which every child inherited and nobody
 //! drains, so the parent and every child wake together: the parent stops accepting and
 //! closes the listeners, children finish their in-flight response and exit, and the
 //! parent reaps them all (killing any still running after the grace period).
 
 use super::children::{first_readable, Children};
+use super::fork_parse::Head;
 use super::{accept, ModeContext};
 use crate::net::Shutdown;
 use crate::server::Server;
@@ -33,7 +37,7 @@ use std::time::Duration;
 const FORK_BACKOFF: Duration = Duration::from_millis(100);
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listeners, shutdown, max_conns, .. } = ctx;
+    let ModeContext { server, listeners, shutdown, max_conns, fork_after_parse, .. } = ctx;
     let mut children = Children::watch().context("cannot watch SIGCHLD")?;
     let mut listener = Some(accept::Acceptor::new(listeners));
     loop {
@@ -53,10 +57,18 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
             _ => {}
         }
         let Some((stream, peer)) = acceptor.next(&shutdown) else { break };
+        let head = if fork_after_parse {
+            match super::fork_parse::read_head(&stream, &server, &shutdown) {
+                Some(head) => Some(head),
+                None => continue, // closed before a byte came: no child
+            }
+        } else {
+            None
+        };
         match fork_child(&mut children, &shutdown)? {
             Some(Fork::Child) => {
                 drop(listener.take());
-                serve_and_exit(stream, peer, &server, &shutdown);
+                serve_and_exit(stream, peer, head, &server, &shutdown);
             }
             // The parent's copy of the stream closes here; the child owns the connection.
             Some(Fork::Parent { .. }) | None => drop(stream),
@@ -97,9 +109,13 @@ fn fork_child(children: &mut Children, shutdown: &Shutdown) -> std::io::Result<O
     }
 }
 
-/// The child's whole life: serve the connection, flush the log, _exit. Never returns.
-fn serve_and_exit(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) -> ! {
-    let served = std::panic::catch_unwind(AssertUnwindSafe(|| super::blocking::serve(stream, peer, server, shutdown)));
+/// The child's whole life: serve the connection (from the `head` the parent read, if it
+/// did), flush the log, _exit. Never returns.
+fn serve_and_exit(stream: TcpStream, peer: SocketAddr, head: Option<Head>, server: &Server, shutdown: &Shutdown) -> ! {
+    let read = head.as_ref().map(|h| (&h.bytes[..], h.started));
+    let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        super::blocking::serve_from(stream, peer, server, shutdown, read)
+    }));
     crate::log::flush();
     spidey_sys::exit_immediately(if served.is_ok() { 0 } else { 1 })
 }

@@ -29,6 +29,7 @@ mod children;
 pub mod event;
 mod evloop;
 pub mod fork;
+mod fork_parse;
 pub mod hybrid;
 mod limit;
 mod loops;
@@ -46,6 +47,7 @@ pub(crate) mod tls;
 pub mod uring;
 
 pub(crate) use evloop::conns::{MAX_LISTENERS, MAX_SLOTS};
+pub(crate) use send::use_copy_loop;
 
 use crate::net::{Listener, Shutdown};
 use crate::server::Server;
@@ -149,6 +151,9 @@ pub struct ModeContext {
     pub max_conns: usize,
     /// `hybrid`'s worker pool threads (`--pool-threads`), if given.
     pub pool_threads: Option<usize>,
+    /// `fork`: the parent reads and parses each connection's first head before it forks
+    /// (`--fork-after-parse`, `fork_parse.rs`).
+    pub fork_after_parse: bool,
 }
 
 /// The most workers `pool` and `prefork` grow to by default (Apache prefork's

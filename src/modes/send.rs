@@ -12,6 +12,12 @@
 //! response ([`send_body`]). The sockets are non-blocking: how a driver waits for room
 //! (poll(2), epoll, a ring poll) is its own business.
 //!
+//! With `--copy-loop BYTES` ([`use_copy_loop`], seed 004's 5000-byte loop) a file body
+//! instead goes through a user-space buffer of BYTES, a pread(2) and a send per buffer,
+//! in every driver. A send that takes only part of a buffer advances the offset by what
+//! it took, and the next round reads from there (the seed's blocking send waited
+//! instead; here the socket is non-blocking and the driver waits for room).
+//!
 //! [`send_bytes`] is the one place buffer bytes are written to a client socket by a system
 //! call and [`send_body`] the one place file bytes are; `uring`'s ring send
 //! (`spidey_sys::uring::Ring::send`) is the one other kind of write, of the same out bytes.
@@ -23,13 +29,29 @@ use super::tls::Tls;
 use crate::exchange::{Body, CgiResponse};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::AsFd;
+use std::sync::OnceLock;
 
 /// Shared in-memory bodies up to this size are copied after the head (head and body then
 /// leave in one send); larger ones are sent from the shared buffer, so a slow reader pins
 /// no copy of its own.
 pub(crate) const COPY_MAX: usize = 16 << 10;
+
+/// `--copy-loop`: the buffer size file bodies are copied through instead of sendfile(2).
+static COPY_LOOP: OnceLock<usize> = OnceLock::new();
+
+thread_local! {
+    /// This thread's copy-loop buffer, made at its first file body.
+    static COPY_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Sends every file body through a buffer of `bytes` (at least 1) from now on: call once
+/// at startup, before any worker starts (forked workers inherit it).
+pub(crate) fn use_copy_loop(bytes: usize) {
+    let _ = COPY_LOOP.set(bytes.max(1));
+}
 
 /// A body still to be moved after the out bytes.
 #[derive(Debug)]
@@ -140,9 +162,9 @@ pub(crate) fn send_bytes<Fd: AsFd>(fd: &Fd, bytes: &[u8], more: bool) -> Result<
     rustix::net::send(fd, bytes, flags | SendFlags::NOSIGNAL)
 }
 
-/// Moves a file body with sendfile(2) (a shared one with [`send_bytes`]) on the
-/// non-blocking socket `fd` until it is all out (the body becomes `None`), the socket is
-/// full, or it fails: the peer left, or the file shrank under us (sendfile moves nothing
+/// Moves a file body with sendfile(2) (through the copy loop with `--copy-loop`; a shared
+/// one with [`send_bytes`]) on the non-blocking socket `fd` until it is all out (the body
+/// becomes `None`), the socket is full, or it fails: the peer left, or the file shrank under us (sendfile moves nothing
 /// before the end we framed). Any other body (none, or a CGI one, which the session pumps)
 /// is [`Sent::Done`] at once.
 pub(crate) fn send_body<Fd: AsFd>(fd: &Fd, body: &mut Option<Outgoing>) -> Sent {
@@ -167,8 +189,14 @@ pub(crate) fn send_body<Fd: AsFd>(fd: &Fd, body: &mut Option<Outgoing>) -> Sent 
             *body = None;
             return Sent::Done;
         }
-        let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
-        match rustix::fs::sendfile(fd, &*file, Some(offset), chunk) {
+        let left = usize::try_from(*end - *offset).unwrap_or(usize::MAX);
+        if let Some(&size) = COPY_LOOP.get() {
+            match copy_round(fd, file, offset, left.min(size)) {
+                Sent::Done => continue,
+                other => return other,
+            }
+        }
+        match rustix::fs::sendfile(fd, &*file, Some(offset), left.min(1 << 30)) {
             Ok(0) => return Sent::Failed, // the file shrank under us
             Ok(_) => {}
             Err(Errno::AGAIN) => return Sent::Blocked,
@@ -176,4 +204,34 @@ pub(crate) fn send_body<Fd: AsFd>(fd: &Fd, body: &mut Option<Outgoing>) -> Sent 
             Err(_) => return Sent::Failed,
         }
     }
+}
+
+/// One round of the copy loop: reads up to `want` bytes of `file` at `offset` into this
+/// thread's buffer and sends them; advances `offset` by what the socket took.
+/// [`Sent::Done`]: a round went out (whole or in part), go on.
+fn copy_round<Fd: AsFd>(fd: &Fd, file: &File, offset: &mut u64, want: usize) -> Sent {
+    COPY_BUF.with_borrow_mut(|buf| {
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let read = loop {
+            match rustix::io::pread(file, &mut buf[..want], *offset) {
+                Ok(0) => return Sent::Failed, // the file shrank under us
+                Ok(n) => break n,
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+        };
+        loop {
+            match send_bytes(fd, &buf[..read], false) {
+                Ok(n) => {
+                    *offset += n as u64;
+                    return Sent::Done;
+                }
+                Err(Errno::AGAIN) => return Sent::Blocked,
+                Err(Errno::INTR) => {}
+                Err(_) => return Sent::Failed,
+            }
+        }
+    })
 }

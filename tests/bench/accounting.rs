@@ -106,6 +106,28 @@ fn status_codes_from_spidey_are_counted_apart() {
     assert!(report.contains(&format!("200: {ok}, 404: {missing}")), "{report}");
 }
 
+/// The latencies are summed by status class: a slow 200 (a script that sleeps 30 ms) and a
+/// quick 404 have means of their own, not one mean of both.
+#[test]
+fn latency_is_summed_by_status_class() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let dir = fx.dir.path().join("cgi-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("slow.sh");
+    std::fs::write(&script, "#!/bin/sh\nsleep 0.03\nprintf 'Content-Type: text/plain\\n\\nslow\\n'\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = Spidey::start("single", &fx.root(), &["-q", "--cgi"]);
+    let (r, _) = bench(&["-c1", "-t1", "-n", "60", &s.url("/cgi-bin/slow.sh"), &s.url("/missing")]);
+    let (ok, missing) = (r.status[&200], r.status[&404]);
+    assert!(ok > 0 && missing > 0, "200: {ok}, 404: {missing}");
+    let sums = &r.latency_sum_by_class_us;
+    assert_eq!(sums.keys().map(String::as_str).collect::<Vec<_>>(), ["2xx", "4xx"], "{sums:?}");
+    let (slow, quick) = (sums["2xx"] / ok, sums["4xx"] / missing);
+    assert!(slow >= 30_000, "a 200 after a 30 ms script took {slow} µs on average");
+    assert!(quick < 15_000, "a 404 took {quick} µs on average");
+}
+
 #[test]
 fn no_keepalive_against_spidey_opens_a_connection_per_request() {
     let fx = Fixture::new();
