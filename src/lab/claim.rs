@@ -220,6 +220,19 @@ impl Claim {
         &self.sweep
     }
 
+    /// The metric the claim is about (none for a claim not testable here).
+    pub fn metric(&self) -> Option<Metric> {
+        match &self.kind {
+            Kind::Beats { metric, .. }
+            | Kind::Level { metric, .. }
+            | Kind::LargerGain { metric, .. }
+            | Kind::Trend { metric, .. }
+            | Kind::AtMost { metric, .. }
+            | Kind::Best { metric, .. } => Some(*metric),
+            Kind::NotTestable { .. } => None,
+        }
+    }
+
     /// The servers a claim names, for the experiment file's check.
     pub fn servers(&self) -> Vec<&str> {
         fn sel(s: &Select) -> Vec<&str> {

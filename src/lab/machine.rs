@@ -1,15 +1,17 @@
 //! The machine a run happened on, for the report: numbers mean little without it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::process::Command;
 
-#[derive(Debug, Clone, Serialize)]
+/// Saved beside the results as `machine.json`, so a report re-rendered later
+/// (`spidey lab --report`) describes the machine the run happened on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Machine {
     pub cores: usize,
     pub cpu: String,
     pub memory: String,
     pub kernel: String,
-    pub build: &'static str,
+    pub build: String,
     pub spidey: String,
     pub rustc: String,
     pub nginx: String,
@@ -22,6 +24,48 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
+    /// The machine a run's results were measured on: `machine.json` in `dir`; else the
+    /// machine table of the `report.md` the run wrote there; else every field "not recorded"
+    /// (never the machine rendering the report, which may not be the one that measured).
+    pub fn of_results(dir: &std::path::Path) -> Machine {
+        if let Some(m) = std::fs::read(dir.join(FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+            return m;
+        }
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap_or_default();
+        Machine::from_report(&report)
+    }
+
+    /// The machine as a report's machine table (the rows of [`Machine::rows`]) gives it;
+    /// "not recorded" where a row is missing.
+    pub fn from_report(md: &str) -> Machine {
+        let cell = |label: &str| {
+            md.lines()
+                .filter_map(|l| l.strip_prefix("| ")?.strip_suffix(" |")?.split_once(" | "))
+                .find(|(k, _)| *k == label)
+                .map(|(_, v)| v.replace("\\|", "|"))
+                .unwrap_or_else(|| NOT_RECORDED.into())
+        };
+        Machine {
+            cores: cell("Cores").parse().unwrap_or(0),
+            cpu: cell("CPU"),
+            memory: cell("Memory"),
+            kernel: cell("Kernel"),
+            build: cell("Build profile"),
+            spidey: cell("spidey"),
+            rustc: cell("rustc"),
+            nginx: cell("nginx"),
+            load: cell(LOAD),
+            pinning: cell("Pinning"),
+            network: cell("Network"),
+        }
+    }
+
+    /// Writes `machine.json` into `dir`.
+    pub fn save(&self, dir: &std::path::Path) -> anyhow::Result<()> {
+        std::fs::write(dir.join(FILE), serde_json::to_vec_pretty(self)?)?;
+        Ok(())
+    }
+
     pub fn describe(pinning: &crate::lab::cpu::Pinning) -> Machine {
         Machine {
             // All the machine's CPUs: the lab's own thread is pinned to some of them.
@@ -29,7 +73,7 @@ impl Machine {
             cpu: cpu_model().unwrap_or_else(unknown),
             memory: memory().unwrap_or_else(unknown),
             kernel: kernel().unwrap_or_else(unknown),
-            build: if cfg!(debug_assertions) { "debug (numbers are not representative)" } else { "release" },
+            build: if cfg!(debug_assertions) { "debug (numbers are not representative)" } else { "release" }.into(),
             spidey: spidey_version(),
             rustc: first_line("rustc", &["--version"]).unwrap_or_else(unknown),
             nginx: first_line("nginx", &["-v"]).unwrap_or_else(|| "not installed".into()),
@@ -42,20 +86,27 @@ impl Machine {
     /// (name, value) rows for the report's machine table.
     pub fn rows(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("Cores", self.cores.to_string()),
+            ("Cores", if self.cores == 0 { NOT_RECORDED.into() } else { self.cores.to_string() }),
             ("CPU", self.cpu.clone()),
             ("Memory", self.memory.clone()),
             ("Kernel", self.kernel.clone()),
-            ("Build profile", self.build.to_string()),
+            ("Build profile", self.build.clone()),
             ("spidey", self.spidey.clone()),
             ("rustc", self.rustc.clone()),
             ("nginx", self.nginx.clone()),
-            ("Load average (1, 5, 15 min) at report time", self.load.clone()),
+            (LOAD, self.load.clone()),
             ("Pinning", self.pinning.clone()),
             ("Network", self.network.clone()),
         ]
     }
 }
+
+/// The machine's description beside the results.
+const FILE: &str = "machine.json";
+
+const NOT_RECORDED: &str = "not recorded with the results";
+
+const LOAD: &str = "Load average (1, 5, 15 min) at report time";
 
 fn unknown() -> String {
     "unknown".into()
@@ -105,4 +156,34 @@ fn first_line(program: &str, args: &[&str]) -> Option<String> {
     }
     let text = if out.stdout.is_empty() { out.stderr } else { out.stdout };
     String::from_utf8_lossy(&text).lines().next().map(|l| l.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report's machine table gives back the machine it was written from; a report
+    /// without one gives "not recorded", never the machine reading it.
+    #[test]
+    fn machine_round_trips_through_a_reports_table() {
+        let m = Machine {
+            cores: 2,
+            cpu: "AMD EPYC".into(),
+            memory: "23.5 GiB".into(),
+            kernel: "Linux 6.18".into(),
+            build: "release".into(),
+            spidey: "0.1.0".into(),
+            rustc: "rustc 1.95.0".into(),
+            nginx: "nginx/1.22.1".into(),
+            load: "2.54, 4.21, 7.51".into(),
+            pinning: "server on CPUs 1 | load on 0".into(),
+            network: "loopback".into(),
+        };
+        let md: String =
+            m.rows().iter().map(|(k, v)| format!("| {k} | {} |\n", v.replace('|', "\\|"))).collect::<String>();
+        let back = Machine::from_report(&format!("## Appendix: machine\n\n|  |  |\n|---|---|\n{md}"));
+        assert_eq!(back.rows(), m.rows());
+        let none = Machine::from_report("# a report without a machine table\n");
+        assert!(none.rows().iter().all(|(_, v)| v == NOT_RECORDED), "{:?}", none.rows());
+    }
 }

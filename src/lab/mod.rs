@@ -10,6 +10,8 @@
 
 mod adversary;
 mod capacity;
+mod cdf;
+mod chart;
 mod claim;
 mod cold;
 mod cpu;
@@ -25,6 +27,7 @@ mod metric;
 mod plan;
 mod plot;
 mod remote_server;
+mod render;
 mod report;
 mod results;
 mod robustness;
@@ -35,8 +38,10 @@ mod runner;
 mod server;
 mod server_counts;
 mod shape;
+mod sizes;
 mod sources;
 mod stats;
+mod summary;
 mod table;
 mod tls;
 mod verdict;
@@ -96,6 +101,12 @@ pub struct LabArgs {
     /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
     #[arg(long, value_name = "RESULTS")]
     pub verdicts: Option<PathBuf>,
+    /// Measure nothing: write the report (report.md, report.html, plots/) of a results file
+    /// (`results.jsonl` or `results.jsonl.gz`) into --out, with the robustness section from
+    /// the `robustness.jsonl` and the machine from the `machine.json` (or `report.md`)
+    /// beside it.
+    #[arg(long, value_name = "RESULTS", conflicts_with = "verdicts")]
+    pub report: Option<PathBuf>,
     /// Where the server and the load run (default: here, on loopback).
     #[command(flatten)]
     pub hosts: HostArgs,
@@ -108,6 +119,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     if let Some(results) = &args.verdicts {
         print!("{}", verdicts(&exps, results)?);
         return Ok(());
+    }
+    if let Some(results) = &args.report {
+        return rerender(&exps, results, &args.out);
     }
     let results_path = args.out.join("results.jsonl");
     if args.list {
@@ -159,7 +173,8 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         let set = pinning.server_set(Some(usize::from(n)));
         machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
     }
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed)?;
+    machine.save(&args.out)?;
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, None)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {
@@ -168,8 +183,16 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
             }
             let points = robustness::run(exp, spec, args.quick, &args.out, &hosts)
                 .with_context(|| format!("experiment {}", exp.id))?;
-            let md = robustness_report::write(&args.out, &spec.attacks, &points)?;
-            append_to_report(&args.out.join("report.md"), &md)?;
+            let section = robustness_section(&args.out, &spec.attacks, &points)?;
+            report::write(
+                &args.out,
+                &exps,
+                args.quick,
+                &journal.records,
+                &machine,
+                args.keep_disturbed,
+                Some(section),
+            )?;
         }
     }
     println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
@@ -185,14 +208,53 @@ fn verdicts(exps: &[Experiment], results: &std::path::Path) -> anyhow::Result<St
     Ok(report::verdicts_markdown(exps, quick, &records))
 }
 
-/// Adds a section the robustness experiment wrote to the end of `report.md`.
-fn append_to_report(report: &std::path::Path, section: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(report)
-        .with_context(|| format!("cannot open {}", report.display()))?;
-    writeln!(f, "\n{section}")?;
+/// The robustness experiment's report section (it also writes `robustness.md` and its SVGs
+/// into `out`).
+fn robustness_section(
+    out: &std::path::Path,
+    attacks: &[robustness::AttackName],
+    points: &[robustness::Point],
+) -> anyhow::Result<report::Section> {
+    let markdown = robustness_report::write(out, attacks, points)?;
+    let mut svgs = Vec::new();
+    for entry in std::fs::read_dir(out)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.starts_with("robustness-") && name.ends_with(".svg") && markdown.contains(&name) {
+            svgs.push((name.clone(), std::fs::read_to_string(out.join(&name))?));
+        }
+    }
+    Ok(report::Section { markdown, svgs })
+}
+
+/// `--report`: the report of a results file, measuring nothing. The experiments are those
+/// with points in it (and the robustness experiment when a `robustness.jsonl` is beside it).
+fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::ensure!(results.is_file(), "no results file {}", results.display());
+    let records = results::read(results)?;
+    let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
+    let dir = results.parent().unwrap_or(std::path::Path::new("."));
+    let journal = dir.join("robustness.jsonl");
+    let ran: Vec<Experiment> = exps
+        .iter()
+        .filter(|e| records.values().any(|r| r.experiment == e.id) || (e.robustness.is_some() && journal.is_file()))
+        .cloned()
+        .collect();
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut extra = None;
+    for exp in &ran {
+        if let Some(spec) = &exp.robustness {
+            if journal.is_file() {
+                extra = Some(robustness_section(out, &spec.attacks, &robustness::read(&journal)?)?);
+            }
+        }
+    }
+    let machine = machine::Machine::of_results(dir);
+    // A repeat kept though disturbed is what --keep-disturbed leaves (without it, one still
+    // disturbed after its tries is marked excluded).
+    let keep_disturbed =
+        records.values().filter_map(|r| r.measurement.as_ref()).any(|m| m.cpu.disturbed && !m.excluded);
+    report::write(out, &ran, quick, &records, &machine, keep_disturbed, extra)?;
+    println!("spidey lab: the report of {} in {}", results.display(), out.join("report.html").display());
     Ok(())
 }
 

@@ -1,28 +1,25 @@
-//! The report: one document model rendered twice, as `report.md` (plots as SVG files
-//! beside it) and as a self-contained `report.html` (the same SVGs inlined).
+//! The report: one document model ([`crate::lab::render`]) rendered twice, as `report.md`
+//! (plots as SVG files beside it) and as a self-contained `report.html`. It opens with a
+//! summary of the verdicts and the verdict table, then each experiment's tables, findings
+//! and plots, then the robustness experiment, and ends with the method and the machine.
 
 use crate::lab::experiment::Experiment;
 use crate::lab::machine::Machine;
 use crate::lab::plan;
+use crate::lab::render::{self, slug, Block, Table};
 use crate::lab::results::{Outcome, Record};
-use crate::lab::{finding, plot, runner, table, verdict, versus};
+use crate::lab::sizes::{self, fill};
+use crate::lab::summary::{self, Category};
+use crate::lab::{cdf, finding, plot, runner, table, verdict, versus};
 use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::Path;
 
-/// A block of the report.
-enum Block {
-    Heading(u8, String),
-    Para(String),
-    Table(Vec<String>, Vec<Vec<String>>),
-    /// `file` is relative to the output directory.
-    Plot {
-        file: String,
-        title: String,
-        svg: String,
-    },
-    Bullets(Vec<String>),
+/// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
+pub(crate) struct Section {
+    pub markdown: String,
+    /// (file name in the output directory, SVG document).
+    pub svgs: Vec<(String, String)>,
 }
 
 /// Writes `out/report.md`, `out/report.html` and `out/plots/*.svg`.
@@ -33,21 +30,46 @@ pub(crate) fn write(
     records: &HashMap<String, Record>,
     machine: &Machine,
     keep_disturbed: bool,
+    extra: Option<Section>,
 ) -> anyhow::Result<()> {
     clear_plots(&out.join("plots"))?;
-    let mut doc = intro(quick, machine, keep_disturbed);
-    doc.extend(verdicts(exps, quick, records));
-    for exp in exps {
-        doc.extend(experiment(exp, quick, records));
-    }
+    let doc = document(exps, quick, records, machine, keep_disturbed, extra);
     for block in &doc {
         if let Block::Plot { file, svg, .. } = block {
             std::fs::write(out.join(file), svg).with_context(|| format!("cannot write {file}"))?;
         }
     }
-    std::fs::write(out.join("report.md"), markdown(&doc))?;
-    std::fs::write(out.join("report.html"), html(&doc))?;
+    std::fs::write(out.join("report.md"), render::markdown(&doc))?;
+    std::fs::write(out.join("report.html"), render::html(&doc))?;
     Ok(())
+}
+
+fn document(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+    extra: Option<Section>,
+) -> Vec<Block> {
+    let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
+    doc.extend(opening(exps, quick, records));
+    let mut extra = extra.map(|s| Block::Markdown { text: demote(&s.markdown), svgs: s.svgs });
+    for exp in exps {
+        doc.extend(experiment(exp, quick, records));
+        // The robustness experiment's own section goes under its heading.
+        if exp.robustness.is_some() {
+            doc.extend(extra.take());
+        }
+    }
+    doc.extend(extra);
+    doc.extend(appendix(exps, quick, records, machine, keep_disturbed));
+    doc
+}
+
+/// Markdown with each heading one level down, to sit under an experiment's heading.
+fn demote(md: &str) -> String {
+    md.lines().map(|l| if l.starts_with('#') { format!("#{l}\n") } else { format!("{l}\n") }).collect()
 }
 
 /// Removes the SVGs of an earlier report, so none outlives its data.
@@ -62,12 +84,114 @@ fn clear_plots(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn intro(quick: bool, machine: &Machine, keep_disturbed: bool) -> Vec<Block> {
-    let kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" };
-    vec![
-        Block::Heading(1, "Spidey lab report".into()),
+/// The heading of an experiment's section (the verdict table links to it).
+fn experiment_heading(exp: &Experiment) -> String {
+    format!("{}: {}", exp.id, exp.title)
+}
+
+/// The summary paragraph and the verdict table, each claim linked to its experiment.
+fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records);
+    if rows.is_empty() {
+        return vec![Block::Para(format!(
+            "A {}: no seed claims are checked in it.",
+            if quick { "quick run" } else { "run" }
+        ))];
+    }
+    let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).collect();
+    let anchor =
+        |id: &str| exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)));
+    let link = |id: &str| anchor(id).map_or_else(|| id.to_string(), |a| format!("[{id}](#{a})"));
+    let by_seed: Vec<(String, &verdict::Verdict)> = rows.iter().map(|(id, v)| (id.clone(), v)).collect();
+    let mut doc = vec![
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every table adds the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of one CPU (its one thread: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does.",
+            "{} {} {}",
+            summary::text(&verdicts, quick),
+            summary::per_seed(&by_seed, link),
+            summary::READ_ON
+        )),
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+    ];
+    let sections = claim_sections(exps, quick, records);
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .zip(sections)
+        .map(|((id, v), section)| {
+            let seed = link(id);
+            let line = v.source.split(' ').next().unwrap_or_default();
+            // The claim's words link to the sweep it is measured in.
+            let words = match section {
+                Some(anchor) => format!("[{}](#{anchor})", v.claim),
+                None => v.claim.clone(),
+            };
+            let claim = format!("{} ({line})", claim_cell(v).replacen(&v.claim, &words, 1));
+            vec![seed, claim, v.seed_brief.clone(), v.here_brief.clone(), v.label()]
+        })
+        .collect();
+    doc.push(Block::Table(Table {
+        headers: [
+            "Seed",
+            "Claim (the seed's file:line)",
+            "Seed's number",
+            "Here (pooled ratio [95% interval])",
+            "Verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: cells,
+        classes: Some((4, classes(&rows))),
+    }));
+    doc.push(Block::Para(
+        "The seed's words, each point's numbers and the stated sizes are in the appendix's full table; how a verdict is reached is in the appendix too.".into(),
+    ));
+    doc.extend(contradictions(&rows));
+    doc
+}
+
+/// The claim as the verdict table states it.
+fn claim_cell(v: &verdict::Verdict) -> String {
+    let mut claim = v.claim.clone();
+    if let Some(why) = &v.by_construction {
+        claim += &format!(" (true by construction: {why})");
+    }
+    if v.contradicts.is_some() {
+        claim += " (the seed contradicts itself here: see below)";
+    }
+    claim
+}
+
+/// Each verdict's CSS class, for the verdict column.
+fn classes(rows: &[(String, verdict::Verdict)]) -> Vec<&'static str> {
+    rows.iter().map(|(_, v)| Category::of(v).class()).collect()
+}
+
+fn contradictions(rows: &[(String, verdict::Verdict)]) -> Vec<Block> {
+    let items: Vec<String> = rows
+        .iter()
+        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
+        .collect();
+    if items.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        Block::Para("The seeds' internal contradictions (both statements are checked above):".into()),
+        Block::Bullets(items),
+    ]
+}
+
+/// How the numbers were made and how verdicts are reached, and the machine.
+fn appendix(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, "Appendix: method".into()),
+        Block::Para(format!(
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of one CPU (its one thread: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
+            kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
             other = crate::lab::cpu::OTHER_BUSY_LIMIT_PCT,
             floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
             extra = runner::EXTRA_TRIES,
@@ -76,21 +200,45 @@ fn intro(quick: bool, machine: &Machine, keep_disturbed: bool) -> Vec<Block> {
             steal = crate::lab::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
         )),
-        Block::Heading(2, "Machine".into()),
-        Block::Table(vec!["".into(), "".into()], machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect()),
-    ]
+        Block::Para(RULE.into()),
+    ];
+    let rows = verdict_rows(exps, quick, records);
+    if !rows.is_empty() {
+        doc.push(Block::Heading(2, "Appendix: the verdicts in full".into()));
+        let mut table = full_table(&rows);
+        table.classes = Some((6, classes(&rows)));
+        doc.push(Block::Table(table));
+    }
+    doc.push(Block::Heading(2, "Appendix: machine".into()));
+    doc.push(Block::Table(Table::new(
+        vec!["".into(), "".into()],
+        machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
+    )));
+    doc
+}
+
+/// How a verdict is reached.
+const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
+
+/// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
+/// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
+fn seed_line(seed: &str) -> String {
+    match seed.strip_prefix("seeds/") {
+        Some(rest) => format!("Seed {rest}"),
+        None => format!("Seed: {seed}"),
+    }
 }
 
 fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
     let mut doc = vec![
-        Block::Heading(2, format!("{}: {}", exp.id, exp.title)),
-        Block::Para(format!("Seed: {}. Question: {}", exp.seed, exp.question)),
+        Block::Heading(2, experiment_heading(exp)),
+        Block::Para(format!("{}. Question: {}", seed_line(&exp.seed), exp.question)),
     ];
     for a in plan::active(exp, quick) {
         let samples = table::samples(&exp.id, &a, quick, records);
-        doc.push(Block::Heading(3, a.sweep.title.clone()));
-        let (headers, rows) = table::build(&a, &samples);
-        doc.push(Block::Table(headers, rows));
+        let ran = sizes::measured(&a, &samples);
+        doc.push(Block::Heading(3, fill(&a.sweep.title, &ran)));
+        doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
         if let Some(v) = &a.sweep.table.versus {
             doc.push(Block::Para(format!(
                 "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name}: the ratio per round (repeat r of one against repeat r of the other), the median of those ratios and its order-statistic interval, labelled with its coverage.",
@@ -98,10 +246,11 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
                 name = v.name
             )));
             let (headers, rows) = versus::build(v, &samples);
-            doc.push(Block::Table(headers, rows));
+            let groups: Vec<usize> = v.metrics.iter().map(|_| 3).chain([1]).collect();
+            doc.extend(table::fit(Table::new(headers, rows), 3, &groups).into_iter().map(Block::Table));
         }
         if let Some(note) = &a.sweep.seed_note {
-            doc.push(Block::Para(format!("About the seed's numbers: {note}")));
+            doc.push(Block::Para(format!("About the seed's numbers: {}", fill(note, &ran))));
         }
         let findings: Vec<String> =
             a.sweep.findings.iter().map(|f| format!("Finding: {}", finding::compute(f, &samples))).collect();
@@ -109,10 +258,15 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
             doc.push(Block::Bullets(findings));
         }
         for (i, spec) in a.sweep.plots.iter().enumerate() {
-            if let Some(svg) = plot::svg(spec, &samples, a.sweep) {
+            let title = fill(&spec.title, &ran);
+            if let Some(svg) = plot::svg(spec, &title, &samples, a.sweep) {
                 let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
-                doc.push(Block::Plot { file, title: spec.title.clone(), svg });
+                doc.push(Block::Plot { file, title, svg });
             }
+        }
+        for (i, c) in cdf::plots(exp, &a, quick, records).into_iter().enumerate() {
+            let file = format!("plots/{}-{}-cdf-{}.svg", exp.id, a.sweep.name, i + 1);
+            doc.push(Block::Plot { file, title: c.title, svg: c.svg });
         }
         let notes = notes(&exp.id, &a.sweep.name, quick, records);
         if !notes.is_empty() {
@@ -136,15 +290,35 @@ pub(crate) fn verdict_rows(
         for claim in &exp.claims {
             let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
             let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
-            rows.push((id, verdict::check(claim, sweep)));
+            let mut v = verdict::check(claim, sweep);
+            if let Some((a, s)) = sweep {
+                v.claim = fill(&v.claim, &sizes::measured(a, s));
+            }
+            rows.push((id, v));
         }
     }
     rows
 }
 
-/// The verdict section as Markdown (what `spidey lab --verdicts` prints, and the report's).
+/// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
+/// the sweep does not run in this kind of run).
+fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        for claim in &exp.claims {
+            out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| {
+                let samples = table::samples(&exp.id, a, quick, records);
+                slug(&fill(&a.sweep.title, &sizes::measured(a, &samples)))
+            }));
+        }
+    }
+    out
+}
+
+/// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints.
 pub(crate) fn verdicts_markdown(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> String {
-    markdown(&verdicts(exps, quick, records))
+    render::markdown(&verdicts(exps, quick, records))
 }
 
 fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
@@ -152,28 +326,6 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     if rows.is_empty() {
         return Vec::new();
     }
-    let headers = [
-        "Seed",
-        "Claim",
-        "Where the seed says it",
-        "Seed's number",
-        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
-        "Stated size",
-        "Verdict",
-    ];
-    let table: Vec<Vec<String>> = rows
-        .iter()
-        .map(|(id, v)| {
-            let mut claim = v.claim.clone();
-            if let Some(why) = &v.by_construction {
-                claim += &format!(" (true by construction: {why})");
-            }
-            if v.contradicts.is_some() {
-                claim += " (the seed contradicts itself here: see below)";
-            }
-            vec![id.clone(), claim, v.source.clone(), v.seed.clone(), v.here.clone(), v.size_text.clone(), v.label()]
-        })
-        .collect();
     let mut counts: Vec<(String, usize)> = Vec::new();
     for (_, v) in rows.iter().filter(|(_, v)| v.is_evidence()) {
         match counts.iter_mut().find(|(l, _)| *l == v.label()) {
@@ -192,19 +344,40 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     );
     let mut doc = vec![
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
-        Block::Para("Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).".into()),
-        Block::Table(headers.map(String::from).to_vec(), table),
+        Block::Para(RULE.into()),
+        Block::Table(full_table(&rows)),
         Block::Para(summary),
     ];
-    let contradictions: Vec<String> = rows
-        .iter()
-        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
-        .collect();
-    if !contradictions.is_empty() {
-        doc.push(Block::Para("The seeds' internal contradictions (both statements are checked above):".into()));
-        doc.push(Block::Bullets(contradictions));
-    }
+    doc.extend(contradictions(&rows));
     doc
+}
+
+/// The verdict table with every column: the seed's words, and each point's numbers.
+fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
+    let headers = [
+        "Seed",
+        "Claim",
+        "Where the seed says it",
+        "Seed's number",
+        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
+        "Stated size",
+        "Verdict",
+    ];
+    let cells = rows
+        .iter()
+        .map(|(id, v)| {
+            vec![
+                id.clone(),
+                claim_cell(v),
+                v.source.clone(),
+                v.seed.clone(),
+                v.here.clone(),
+                v.size_text.clone(),
+                v.label(),
+            ]
+        })
+        .collect();
+    Table::new(headers.map(String::from).to_vec(), cells)
 }
 
 /// Why points are missing: skipped servers and failures, each reason once.
@@ -221,79 +394,22 @@ fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>)
     reasons.into_iter().collect()
 }
 
-fn markdown(doc: &[Block]) -> String {
-    let mut s = String::new();
-    for block in doc {
-        match block {
-            Block::Heading(level, text) => _ = writeln!(s, "{} {text}\n", "#".repeat(usize::from(*level))),
-            Block::Para(text) => _ = writeln!(s, "{text}\n"),
-            Block::Table(headers, rows) => {
-                let line = |cells: &[String]| {
-                    format!("| {} |", cells.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | "))
-                };
-                _ = writeln!(s, "{}", line(headers));
-                _ = writeln!(s, "|{}", "---|".repeat(headers.len()));
-                for row in rows {
-                    _ = writeln!(s, "{}", line(row));
-                }
-                s.push('\n');
-            }
-            Block::Plot { file, title, .. } => _ = writeln!(s, "![{title}]({file})\n"),
-            Block::Bullets(items) => {
-                for item in items {
-                    _ = writeln!(s, "- {item}");
-                }
-                s.push('\n');
-            }
-        }
-    }
-    s
-}
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}\
-table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:right}\
-td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}figure{margin:1rem 0}svg{max-width:100%;height:auto}";
-
-fn html(doc: &[Block]) -> String {
-    let mut s = format!("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Spidey lab report</title><style>{STYLE}</style></head><body>\n");
-    for block in doc {
-        match block {
-            Block::Heading(level, text) => _ = writeln!(s, "<h{level}>{}</h{level}>", esc(text)),
-            Block::Para(text) => _ = writeln!(s, "<p>{}</p>", esc(text)),
-            Block::Table(headers, rows) => {
-                s.push_str("<table><thead><tr>");
-                headers.iter().for_each(|h| _ = write!(s, "<th>{}</th>", esc(h)));
-                s.push_str("</tr></thead><tbody>\n");
-                for row in rows {
-                    s.push_str("<tr>");
-                    row.iter().for_each(|c| _ = write!(s, "<td>{}</td>", esc(c)));
-                    s.push_str("</tr>\n");
-                }
-                s.push_str("</tbody></table>\n");
-            }
-            Block::Plot { title, svg, .. } => {
-                let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or(svg);
-                _ = writeln!(s, "<figure>{body}<figcaption>{}</figcaption></figure>", esc(title));
-            }
-            Block::Bullets(items) => {
-                s.push_str("<ul>");
-                items.iter().for_each(|i| _ = write!(s, "<li>{}</li>", esc(i)));
-                s.push_str("</ul>\n");
-            }
-        }
-    }
-    s.push_str("</body></html>\n");
-    s
-}
-
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 #[cfg(test)]
 mod tests {
     use crate::lab::experiment::Experiment;
     use std::path::Path;
+
+    #[test]
+    fn seeds_are_named_as_the_docs_name_them() {
+        let cases = [
+            ("seeds/000 (Spidey in C, thor.py)", "Seed 000 (Spidey in C, thor.py)"),
+            ("none (Spidey's own question)", "Seed: none (Spidey's own question)"),
+            ("seed 000, explained", "Seed: seed 000, explained"),
+        ];
+        for (seed, want) in cases {
+            assert_eq!(super::seed_line(seed), want);
+        }
+    }
 
     /// The committed verdict table is the generator's output on the committed full run, not
     /// typed: regenerate it with

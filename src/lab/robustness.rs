@@ -343,3 +343,9 @@ fn append(journal: &Path, p: &Point) -> anyhow::Result<()> {
     writeln!(f, "{}", serde_json::to_string(p)?)?;
     Ok(())
 }
+
+/// The points of a `robustness.jsonl` (unreadable lines, from an interrupted write, left out).
+pub(crate) fn read(journal: &Path) -> anyhow::Result<Vec<Point>> {
+    let text = std::fs::read_to_string(journal).with_context(|| format!("cannot read {}", journal.display()))?;
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}

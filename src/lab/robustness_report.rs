@@ -2,7 +2,7 @@
 //! legitimate client at each crowd size, one row per mode) with a verdict per mode, and an
 //! SVG chart of availability against N; then the mixed load's table and its goal check.
 
-use crate::lab::plot::{svg_chart, Frame};
+use crate::lab::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
 use crate::lab::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
 use plotters::prelude::*;
 use std::fmt::Write;
@@ -190,30 +190,50 @@ fn chart(attack: AttackName, servers: &[String], points: &[Point]) -> Option<Str
     let x = |n: usize| ((n + 1) as f64).log2();
     let xmax = points.iter().filter(|p| p.attack == Some(attack)).map(|p| x(p.crowd)).fold(1.0, f64::max);
     let title = format!("Legitimate requests answered under {}", attack.attack().name());
+    let mut sizes: Vec<usize> = points.iter().filter(|p| p.attack == Some(attack)).map(|p| p.crowd).collect();
+    sizes.push(0);
+    sizes.sort_unstable();
+    sizes.dedup();
+    let ticks = sizes.iter().map(|&n| (x(n), n.to_string())).collect();
+
     let frame = Frame {
         title: &title,
         x_desc: "crowd size N",
         y_desc: "answered (%)",
-        x: 0.0..xmax,
-        y: 0.0..105.0,
-        y_label_area: 60,
-        x_label: &|v| format!("{}", (2f64.powf(*v) - 1.0).round()),
-        y_label: None,
+        x: Axis { range: -0.25..xmax + 0.25, ticks: Ticks::At(ticks) },
+        y: Axis::linear(0.0..105.0),
     };
-    svg_chart(&frame, |chart| {
-        for (i, server) in servers.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+    let color = |i: usize| PALETTE[i % PALETTE.len()].to_rgba();
+    let lines: Vec<Vec<(f64, f64)>> = servers
+        .iter()
+        .map(|server| {
             let mut line: Vec<(f64, f64)> = points
                 .iter()
                 .filter(|p| p.server == *server && p.attack.is_some() && (p.crowd == 0 || p.attack == Some(attack)))
                 .map(|p| (x(p.crowd), p.availability() * 100.0))
                 .collect();
             line.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let style = ShapeStyle { color, filled: true, stroke_width: 2 };
-            chart
-                .draw_series(LineSeries::new(line, style).point_size(3))?
-                .label(server.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            line
+        })
+        .collect();
+    // Lines that coincide hide each other: the legend says where each one ends.
+    let legend: Vec<Legend> = servers
+        .iter()
+        .zip(&lines)
+        .enumerate()
+        .map(|(i, (s, line))| {
+            let end = line.last().and_then(|(at, y)| sizes.iter().find(|&&n| x(n) == *at).map(|n| (n, y)));
+            let name = match end {
+                Some((n, y)) => format!("{s}: {y:.0}% at N = {n}"),
+                None => s.clone(),
+            };
+            Legend { name, color: color(i), width: 2, dashed: false }
+        })
+        .collect();
+    svg_chart(&frame, &legend, |chart| {
+        for (i, line) in lines.into_iter().enumerate() {
+            let style = ShapeStyle { color: color(i), filled: true, stroke_width: 2 };
+            chart.draw_series(LineSeries::new(line, style).point_size(3))?;
         }
         Ok(())
     })

@@ -1,9 +1,11 @@
 //! The numbers of a sweep gathered per point (repeats together), and the sweep's table in
-//! the seed's shape: the point's dimensions, then each metric here beside the seed's value.
+//! the seed's shape: the point's dimensions, then each metric here beside the seed's value
+//! (split to fit a laptop screen).
 
 use crate::lab::experiment::{ClientSpec, Dim, SeedRow};
 use crate::lab::metric::{self, Measurement, Metric};
 use crate::lab::plan::{point_id, Active};
+use crate::lab::render::{Table, MAX_COLUMNS};
 use crate::lab::results::{Outcome, Record};
 use crate::lab::stats::{self, Interval};
 use std::collections::HashMap;
@@ -170,16 +172,23 @@ pub(crate) fn samples(exp_id: &str, a: &Active<'_>, quick: bool, records: &HashM
     out
 }
 
-/// The table: headers and rows of text.
-pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec<String>>) {
+/// The sweep's tables: the main one (the point's dimensions, then each metric here beside
+/// the seed's, then the baseline ratios) and the detail one (the dimensions, then the
+/// server's CPU per request, the disturbed repeats and the answers counted), each split
+/// by [`fit`] to at most [`MAX_COLUMNS`] columns.
+pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
     let spec = &a.sweep.table;
     let has_seed = !a.sweep.seed_rows.is_empty();
-    let mut headers: Vec<String> = spec.dims.iter().map(|d| dim_header(*d).to_string()).collect();
+    let pair = if has_seed { 2 } else { 1 };
+    let dims: Vec<String> = spec.dims.iter().map(|d| dim_header(*d).to_string()).collect();
+    let mut headers = dims.clone();
+    let mut groups = Vec::new();
     for col in &spec.columns {
         headers.push(format!("{} (here)", col.header));
         if has_seed {
             headers.push(format!("{} (seed)", col.header));
         }
+        groups.push(pair);
     }
     if let Some(b) = &spec.baseline {
         let header = &spec.columns[b.column].header;
@@ -187,45 +196,81 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> (Vec<String>, Vec<Vec
         if has_seed {
             headers.push(format!("{header} ÷ baseline (seed)"));
         }
+        groups.push(pair);
     }
-    // In every table: the server's CPU per request (steadier than rates on a shared
-    // machine), and how many repeats ran on a disturbed machine.
-    headers.push("Server CPU/request (µs, here)".into());
-    headers.push("Load generator busy (% of a CPU, here)".into());
-    headers.push("Disturbed repeats".into());
-    headers.push("Answered: client / server (--metrics), all repeats".into());
-    let rows = samples
+    let mut rows = Vec::new();
+    let mut details = Vec::new();
+    for s in samples {
+        let seed = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
+        let place: Vec<String> = spec.dims.iter().map(|d| s.label(*d)).collect();
+        let mut row = place.clone();
+        for (i, col) in spec.columns.iter().enumerate() {
+            row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(col.metric)) });
+            if has_seed {
+                row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
+            }
+        }
+        if let Some(b) = &spec.baseline {
+            let m = spec.columns[b.column].metric;
+            let base = crate::lab::claim::twin(s, &b.at, samples);
+            let here = base.map(|t| s.value(m) / t.value(m)).filter(|_| !s.runs.is_empty());
+            row.push(here.map(ratio).unwrap_or_else(|| "–".into()));
+            if has_seed {
+                let own = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
+                let base = own.and_then(|o| a.sweep.seed_rows.iter().find(|r| seed_twin(o, r, &b.at)));
+                let v = own.zip(base).map(|(o, r)| o.values[b.column] / r.values[b.column]);
+                row.push(v.map(ratio).unwrap_or_else(|| "–".into()));
+            }
+        }
+        rows.push(row);
+        // The server's CPU per request (steadier than rates on a shared machine), the load
+        // generator's own CPU, how many repeats ran on a disturbed machine, and the answers
+        // counted on both sides.
+        let mut detail = place;
+        for m in [Metric::CpuUs, Metric::ClientBusyPct] {
+            detail.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(m)) });
+        }
+        detail.push(s.disturbance());
+        detail.push(crate::lab::server_counts::cell(&s.runs));
+        details.push(detail);
+    }
+    let mut detail_headers = dims;
+    detail_headers.extend(
+        [
+            "Server CPU/request (µs)",
+            "Load generator busy (% of a CPU)",
+            "Disturbed repeats",
+            "Answered: client / server (--metrics), all repeats",
+        ]
+        .map(String::from),
+    );
+    let mut tables = fit(Table::new(headers, rows), spec.dims.len(), &groups);
+    tables.extend(fit(Table::new(detail_headers, details), spec.dims.len(), &[1, 1, 1, 1]));
+    tables
+}
+
+/// `t` split into tables of at most [`MAX_COLUMNS`] columns, each repeating the first
+/// `dims` columns (the point) and taking whole `groups` of the rest (a metric here beside
+/// the seed's stays together), in order.
+pub(crate) fn fit(t: Table, dims: usize, groups: &[usize]) -> Vec<Table> {
+    let room = MAX_COLUMNS.saturating_sub(dims).max(groups.iter().copied().max().unwrap_or(1));
+    let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut col = dims;
+    for &g in groups {
+        if chunks.last().is_some_and(|c| c.len() + g > room) {
+            chunks.push(Vec::new());
+        }
+        chunks.last_mut().into_iter().for_each(|c| c.extend(col..col + g));
+        col += g;
+    }
+    let pick = |cells: &[String], chunk: &[usize]| -> Vec<String> {
+        cells[..dims].iter().chain(chunk.iter().map(|&i| &cells[i])).cloned().collect()
+    };
+    chunks
         .iter()
-        .map(|s| {
-            let seed = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
-            let mut row: Vec<String> = spec.dims.iter().map(|d| s.label(*d)).collect();
-            for (i, col) in spec.columns.iter().enumerate() {
-                row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(col.metric)) });
-                if has_seed {
-                    row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
-                }
-            }
-            if let Some(b) = &spec.baseline {
-                let m = spec.columns[b.column].metric;
-                let base = crate::lab::claim::twin(s, &b.at, samples);
-                let here = base.map(|t| s.value(m) / t.value(m)).filter(|_| !s.runs.is_empty());
-                row.push(here.map(ratio).unwrap_or_else(|| "–".into()));
-                if has_seed {
-                    let own = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s));
-                    let base = own.and_then(|o| a.sweep.seed_rows.iter().find(|r| seed_twin(o, r, &b.at)));
-                    let v = own.zip(base).map(|(o, r)| o.values[b.column] / r.values[b.column]);
-                    row.push(v.map(ratio).unwrap_or_else(|| "–".into()));
-                }
-            }
-            for m in [Metric::CpuUs, Metric::ClientBusyPct] {
-                row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(m)) });
-            }
-            row.push(s.disturbance());
-            row.push(crate::lab::server_counts::cell(&s.runs));
-            row
-        })
-        .collect();
-    (headers, rows)
+        .filter(|c| !c.is_empty())
+        .map(|chunk| Table::new(pick(&t.headers, chunk), t.rows.iter().map(|r| pick(r, chunk)).collect()))
+        .collect()
 }
 
 /// Whether seed row `r` is the baseline of seed row `own`: it fits `at`, and has `own`'s
@@ -299,5 +344,28 @@ pub(crate) fn phrase(d: Dim, x: f64) -> String {
         Dim::Share => format!("{x}× capacity"),
         Dim::Connection => CONNECTION_USES.get(x as usize).map_or("?", |u| u.1).to_string(),
         Dim::Server | Dim::Workload => format!("{x}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wide table is split, each part repeating the point's columns and keeping a
+    /// metric's "here" beside its "seed".
+    #[test]
+    fn fit_splits_wide_tables_keeping_pairs() {
+        let headers: Vec<String> =
+            ["D1", "D2", "a here", "a seed", "b here", "b seed", "c here", "c seed"].map(String::from).to_vec();
+        let row: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+        let parts = fit(Table::new(headers, vec![row]), 2, &[2, 2, 2]);
+        let got: Vec<Vec<String>> = parts.iter().map(|t| t.headers.clone()).collect();
+        assert_eq!(
+            got,
+            [vec!["D1", "D2", "a here", "a seed", "b here", "b seed"], vec!["D1", "D2", "c here", "c seed"]]
+        );
+        assert_eq!(parts[1].rows, [vec!["0", "1", "6", "7"]]);
+        let narrow = fit(Table::new(vec!["D".into(), "x".into()], vec![]), 1, &[1]);
+        assert_eq!(narrow.len(), 1);
     }
 }

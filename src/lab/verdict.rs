@@ -78,6 +78,10 @@ pub(crate) struct Verdict {
     pub source: String,
     pub seed: String,
     pub here: String,
+    /// The seed's number in a few words: its ratios' range over the points, not each one.
+    pub seed_brief: String,
+    /// Ours in a few words: the pooled ratio, without each point's median.
+    pub here_brief: String,
     pub outcome: Outcome,
     pub size: SizeCall,
     /// The stated size and ours: `2.00–2.24× ±25%: here 1.50× [1.46–1.61], outside`.
@@ -113,6 +117,8 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         source: format!("{} “{}”", claim.source, claim.quote),
         seed: "–".into(),
         here: String::new(),
+        seed_brief: String::new(),
+        here_brief: String::new(),
         outcome: Outcome::NotMeasured,
         size: SizeCall::NotStated,
         size_text: claim.size.as_ref().map(|s| s.text()).unwrap_or_else(|| "–".into()),
@@ -121,18 +127,24 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     };
     if let Kind::NotTestable { reason } = &claim.kind {
         v.here = reason.clone();
+        v.here_brief = reason.clone();
+        v.seed_brief = v.seed.clone();
         v.outcome = Outcome::NotTestable;
         return v;
     }
     let Some((a, samples)) = sweep else {
         v.here = "sweep not run".into();
+        v.here_brief = v.here.clone();
+        v.seed_brief = v.seed.clone();
         return v;
     };
+    let mut seed_brief = None;
     let seed = |s: &Sample, m: Metric| seed_value(a, s, m);
     let (seed_text, here, outcome, pooled) = match &claim.kind {
         Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
             let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
+            seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
             let p = pool(*metric, &pairs, 1.0);
             let outcome = match p.call() {
                 _ if p.repeats == 0 => Outcome::NotMeasured,
@@ -146,6 +158,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         Kind::Level { metric, a: sa, b, at, within, .. } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
             let p = pool(*metric, &pairs, 1.0);
+            seed_brief = Some(seed_range(&pairs));
             let (hi, lo) = (1.0 + within, 1.0 / (1.0 + within));
             let both_sides = pairs.iter().any(|x| x.median > hi) && pairs.iter().any(|x| x.median < lo);
             let outcome = match () {
@@ -247,6 +260,8 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     if let (Some(size), Some(p)) = (&claim.size, pooled) {
         (v.size, v.size_text) = size_call(size, p.lo, p.hi, &p.text());
     }
+    v.seed_brief = seed_brief.unwrap_or_else(|| seed_text.clone());
+    v.here_brief = brief(&here);
     v.seed = seed_text;
     v.here = here;
     v.outcome = outcome;
@@ -263,12 +278,34 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     };
     if let (Some(why), false) = (few, matches!(v.outcome, Outcome::NotMeasured)) {
         v.here = format!("{} ({why})", v.here);
+        v.here_brief = format!("{} ({why})", v.here_brief);
         v.outcome = Outcome::Inconclusive;
         if claim.size.is_some() {
             v.size = SizeCall::Unknown;
         }
     }
     v
+}
+
+/// A verdict's "here" without each point's median and the level band.
+fn brief(here: &str) -> String {
+    let cut = here.find(" (medians: ").map_or(here, |i| &here[..i]);
+    match (cut.find(" (level band "), cut.find(") over ")) {
+        (Some(i), Some(j)) if j > i => format!("{}{}", &cut[..i], &cut[j + 1..]),
+        _ => cut.to_string(),
+    }
+}
+
+/// The seed's ratios over a claim's points as a range: `1.08–1.12× (4 points)`.
+fn seed_range(pairs: &[Pair]) -> String {
+    let known: Vec<f64> = pairs.iter().filter_map(|p| p.seed).collect();
+    let (lo, hi) = known.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    match known.len() {
+        0 => "–".into(),
+        1 => format!("{lo:.2}×"),
+        n if (hi - lo) < 0.005 => format!("{lo:.2}× ({n} points)"),
+        n => format!("{lo:.2}–{hi:.2}× ({n} points)"),
+    }
 }
 
 /// Whether an interval `[lo, hi]` meets the stated size's band.

@@ -1,0 +1,291 @@
+//! `spidey lab --report RESULTS`: the report of a committed run, rendered without measuring.
+//!
+//! - Over the committed full run: the report opens with a summary whose counts are those of
+//!   its own verdict table, every table fits a laptop screen (at most 7 columns), titles say
+//!   the run's sizes, latency distributions are drawn, the machine is the run's, and the
+//!   HTML has no literal Markdown left in it.
+//! - Change a result (swap two servers' numbers in one experiment) and the summary and the
+//!   verdicts change with it: the text comes from the data.
+//! - Headless Chromium parses the HTML into the same tables, figures and anchors, and
+//!   photographs each kind of plot (a sweep, a latency distribution, the robustness chart).
+//!
+//! Chromium as in tests/browser.rs: with SPIDEY_REQUIRE_CHROMIUM=1 (scripts/test.sh) a
+//! missing browser fails the test; otherwise that test prints SKIPPED and passes.
+
+use flate2::read::GzDecoder;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const RUN: &str = "docs/runs/lab-full-c69ce8d";
+const CHROMIUM: &str = "/usr/bin/chromium";
+static ONE_BROWSER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The committed run's records, one JSON value a line.
+fn committed_records() -> Vec<serde_json::Value> {
+    let mut text = String::new();
+    GzDecoder::new(std::fs::File::open(repo().join(RUN).join("results.jsonl.gz")).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// `spidey lab --report results --out out`; its report.md.
+fn report(results: &Path, out: &Path) -> String {
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .args(["lab", "--report"])
+        .arg(results)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "spidey lab --report: {}", String::from_utf8_lossy(&run.stderr));
+    assert!(out.join("report.html").is_file(), "report.html written");
+    std::fs::read_to_string(out.join("report.md")).unwrap()
+}
+
+/// The cells of a Markdown table line (`\|` inside a cell is not a separator).
+fn cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.replace("\\|", "\u{1}").split('|').map(|c| c.trim().replace('\u{1}', "|")).collect()
+}
+
+/// The Markdown tables of a document: each as its lines.
+fn tables(md: &str) -> Vec<Vec<&str>> {
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    let mut open = false;
+    for line in md.lines() {
+        if line.starts_with('|') {
+            if !open {
+                out.push(Vec::new());
+            }
+            out.last_mut().unwrap().push(line);
+        }
+        open = line.starts_with('|');
+    }
+    out
+}
+
+/// The summary paragraph (the first after the title) and the opening verdict table's
+/// verdicts (its last column).
+fn summary_and_verdicts(md: &str) -> (String, Vec<String>) {
+    let summary = md.split("\n\n").nth(1).unwrap().to_string();
+    let at = md.find("## Verdicts on the seeds' claims").expect("the verdict table");
+    let table = &tables(&md[at..])[0];
+    let verdicts = table[2..].iter().map(|l| cells(l).last().unwrap().clone()).collect();
+    (summary, verdicts)
+}
+
+/// The summary states the verdict table's own counts.
+fn assert_summary_counts(summary: &str, verdicts: &[String]) {
+    assert!(summary.contains(&format!("checked {} claims", verdicts.len())), "{summary}");
+    let n = |pred: &dyn Fn(&str) -> bool| verdicts.iter().filter(|v| pred(v)).count();
+    let counts = [
+        (n(&|v| v == "reproduced"), "reproduced"),
+        (n(&|v| v == "direction reproduced, size not"), "reproduced in direction but not in size"),
+        (n(&|v| v == "not reproduced"), "not reproduced"),
+        (n(&|v| v == "level (no difference)"), "level (evidence of no difference)"),
+        (n(&|v| v == "inconclusive"), "inconclusive"),
+        (n(&|v| v.starts_with("by construction")), "true by construction"),
+    ];
+    for (count, words) in counts {
+        if count > 0 {
+            assert!(summary.contains(&format!(" {count} {words}")), "the summary says {count} {words}: {summary}");
+        }
+    }
+}
+
+#[test]
+fn report_of_the_committed_run_is_rendered_from_its_results() {
+    let out = tempfile::tempdir().unwrap();
+    let md = report(&repo().join(RUN).join("results.jsonl.gz"), out.path());
+    assert!(md.starts_with("# Spidey lab report\n\nThis run checked "), "opens with the summary:\n{}", &md[..300]);
+    let (summary, verdicts) = summary_and_verdicts(&md);
+    assert!(verdicts.len() >= 30, "a verdict per claim: {verdicts:?}");
+    assert_summary_counts(&summary, &verdicts);
+    assert!(summary.contains("Seed by seed: [000](#000-fork-"), "each seed linked to its section: {summary}");
+
+    for table in tables(&md) {
+        let width = cells(table[0]).len();
+        assert!(width <= 7, "a table of {width} columns: {}", table[0]);
+    }
+    // The titles say the full run's sizes.
+    for title in [
+        "### Average latency, 100 requests per client",
+        "### 100 requests against the iterative server",
+        "### Average response time (ms), 10 clients, N = 10 to 100,000 requests",
+    ] {
+        assert!(md.contains(title), "report.md lacks {title}");
+    }
+    // Latency distributions, where a claim is about latency.
+    assert!(md.contains("![Latency distribution"), "a latency distribution");
+    let cdfs = std::fs::read_dir(out.path().join("plots")).unwrap().flatten();
+    assert!(cdfs.map(|e| e.file_name().to_string_lossy().into_owned()).any(|n| n.contains("-cdf-")));
+    // The method comes after the experiments; the machine is the run's (its report.md).
+    let (method, first) = (md.find("## Appendix: method").unwrap(), md.find("## 000-fork").unwrap());
+    assert!(method > first, "the method is an appendix");
+    assert!(md.contains("| CPU | AMD EPYC |"), "the run's machine");
+    // The robustness section (from robustness.jsonl) under experiment 006's heading.
+    let section = md.find("### What breaks each architecture").expect("the robustness section");
+    assert!(md.find("## 006-robustness").unwrap() < section && section < md.find("## 007-tls").unwrap());
+
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(!html.contains('`'), "Markdown code spans are rendered, not left as backticks");
+    assert!(html.contains("<code>--metrics</code>"), "as <code>");
+    for external in ["<img", "<link", "<script", "src=\""] {
+        assert!(!html.contains(external), "report.html refers to something outside it: {external}");
+    }
+    // Each verdict coloured, in the opening table and in the appendix's.
+    assert_eq!(html.matches("<td class=\"v-").count(), 2 * verdicts.len());
+
+    let missing = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .args(["lab", "--report", "/nonexistent/results.jsonl", "--out"])
+        .arg(out.path().join("none"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success() && !out.path().join("none").exists());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no results file /nonexistent/results.jsonl"));
+}
+
+/// Swapping fork's and single's numbers in 000 turns "fork beats single" around: the
+/// verdict, its numbers and the summary's counts all follow the data.
+#[test]
+fn changing_a_result_changes_the_summary_and_the_verdicts() {
+    let swap = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        let other = |s: &str| match s {
+            "single" => "fork".to_string(),
+            "fork" => "single".to_string(),
+            s => s.to_string(),
+        };
+        let server = other(v["server"].as_str().unwrap());
+        let mut id: Vec<String> = v["id"].as_str().unwrap().split('/').map(String::from).collect();
+        id[2] = other(&id[2]);
+        v["server"] = server.into();
+        v["id"] = id.join("/").into();
+        v
+    };
+    let fork: Vec<serde_json::Value> =
+        committed_records().into_iter().filter(|v| v["experiment"] == "000-fork").collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut reports = Vec::new();
+    for (name, records) in [("asis", fork.clone()), ("swapped", fork.iter().map(swap).collect())] {
+        let results: PathBuf = dir.path().join(format!("{name}.jsonl"));
+        let lines: Vec<String> = records.iter().map(|v| v.to_string()).collect();
+        std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+        reports.push(report(&results, &dir.path().join(name)));
+    }
+    let claim = "fork beats single on mean latency at 2 and 4 clients for a directory and a static file";
+    let row = |md: &str| {
+        let at = md.find("## Verdicts on the seeds' claims").unwrap();
+        tables(&md[at..])[0].iter().find(|l| l.contains(claim)).map(|l| cells(l)).expect("the claim's row")
+    };
+    let (asis, swapped) = (row(&reports[0]), row(&reports[1]));
+    assert_eq!(asis.last().unwrap(), "not reproduced", "{asis:?}");
+    let turned = ["reproduced", "direction reproduced, size not"];
+    assert!(turned.contains(&swapped.last().unwrap().as_str()), "{swapped:?}");
+    assert_ne!(asis[3], swapped[3], "this run's number follows the data");
+    let (s0, v0) = summary_and_verdicts(&reports[0]);
+    let (s1, v1) = summary_and_verdicts(&reports[1]);
+    assert_summary_counts(&s0, &v0);
+    assert_summary_counts(&s1, &v1);
+    assert_ne!(s0, s1, "the summary follows the data");
+}
+
+/// The browser, or None (with a SKIPPED line) where it is missing and not required.
+fn chromium(test: &str) -> Option<PathBuf> {
+    let browser = PathBuf::from(std::env::var_os("SPIDEY_CHROMIUM").unwrap_or_else(|| CHROMIUM.into()));
+    if browser.exists() {
+        return Some(browser);
+    }
+    let required = std::env::var("SPIDEY_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
+    assert!(!required, "SPIDEY_REQUIRE_CHROMIUM=1 but {} is missing", browser.display());
+    eprintln!("SKIPPED {test}: {} not found", browser.display());
+    None
+}
+
+/// Headless Chromium on a file with `action` (`--dump-dom`, `--screenshot=PNG`), in a fresh
+/// profile; its stdout.
+fn browse(browser: &Path, action: &str, file: &Path) -> String {
+    // One browser at a time, as in tests/browser.rs: a small machine runs these tests.
+    let _one = ONE_BROWSER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let profile = tempfile::tempdir().unwrap();
+    let run = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--hide-scrollbars", "--window-size=960,460"])
+        .args(["--timeout=20000", action])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "chromium {action}: {}", String::from_utf8_lossy(&run.stderr));
+    String::from_utf8_lossy(&run.stdout).into_owned()
+}
+
+/// The report of experiments 000 and 001 of the committed run, with its robustness
+/// journal beside the results (so 006's section too): its output directory.
+fn small_report(dir: &Path) -> PathBuf {
+    let some: Vec<String> = committed_records()
+        .into_iter()
+        .filter(|v| v["experiment"] == "000-fork" || v["experiment"] == "001-delay")
+        .map(|v| v.to_string())
+        .collect();
+    let results = dir.join("results.jsonl");
+    std::fs::write(&results, some.join("\n") + "\n").unwrap();
+    std::fs::copy(repo().join(RUN).join("robustness.jsonl"), dir.join("robustness.jsonl")).unwrap();
+    let out = dir.join("out");
+    report(&results, &out);
+    out
+}
+
+/// The browser's DOM of the report: the tables and figures it was written with, every
+/// in-page link landing on an element with that id.
+#[test]
+fn the_report_opens_in_a_browser() {
+    let Some(browser) = chromium("the_report_opens_in_a_browser") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = small_report(dir.path());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let dom = browse(&browser, "--dump-dom", &out.join("report.html"));
+    for tag in ["<table", "<figure", "<svg", "<h2", "<h3", "<ul"] {
+        assert_eq!(dom.matches(tag).count(), html.matches(tag).count(), "the browser kept every {tag}");
+    }
+    assert!(dom.matches("<table").count() >= 5 && dom.matches("<svg").count() >= 3, "tables and plots");
+    assert!(dom.contains("<table class=\"verdicts\">") && dom.contains("class=\"v-"), "coloured verdicts");
+    let mut links = 0;
+    for (at, _) in dom.match_indices("href=\"#") {
+        let id = &dom[at + 7..at + 7 + dom[at + 7..].find('"').unwrap()];
+        assert!(dom.contains(&format!("id=\"{id}\"")), "a link to #{id} lands nowhere");
+        links += 1;
+    }
+    assert!(links >= 2, "the verdict table links each claim to its experiment");
+}
+
+/// Each kind of plot, photographed by the browser: a PNG of the chart's size with
+/// something drawn on it (a blank 960×460 page compresses to a few KB).
+#[test]
+fn each_kind_of_plot_renders_in_a_browser() {
+    let Some(browser) = chromium("each_kind_of_plot_renders_in_a_browser") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = small_report(dir.path());
+    let kinds = [
+        ("a sweep with the seed's series", out.join("plots/000-fork-latency-1.svg")),
+        ("a latency distribution", out.join("plots/000-fork-latency-cdf-1.svg")),
+        ("the robustness chart", out.join("robustness-idle.svg")),
+    ];
+    for (kind, svg) in kinds {
+        assert!(svg.is_file(), "{kind}: {} written", svg.display());
+        let png = dir.path().join("shot.png");
+        browse(&browser, &format!("--screenshot={}", png.display()), &svg);
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG", "{kind}: a PNG");
+        let size = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((size(16), size(20)), (960, 460), "{kind}: the IHDR's width and height");
+        assert!(bytes.len() > 15_000, "{kind}: {} bytes, a blank page?", bytes.len());
+        std::fs::remove_file(&png).unwrap();
+    }
+}
