@@ -230,7 +230,7 @@ impl Exchanger {
                 let headers = server.site.options().response_headers.iter().cloned();
                 let extra = own.chain(response.extra_fields).chain(headers).collect();
                 let may_redirect = redirect == Redirect::Allowed;
-                let cgi = CgiResponse::new(run, &meta, req.host, !close, server.quiet, may_redirect, extra);
+                let cgi = CgiResponse::new(run, &meta, req, !close, server.quiet, may_redirect, extra);
                 let body = Body::Cgi(Box::new(cgi));
                 Answer { head: Cow::Borrowed(&[]), body, keep_alive: !close, consumed, delay: None }
             }

@@ -81,7 +81,7 @@ fn write_out(text: &mut String) {
 
 /// Escapes client bytes for a quoted log field: `"` and `\` are backslashed, control
 /// and non-ASCII bytes become `\xHH`, so a request can never forge a log line.
-fn escape_into(out: &mut String, bytes: &[u8]) {
+pub(crate) fn escape_into(out: &mut String, bytes: &[u8]) {
     for &b in bytes {
         match b {
             b'"' | b'\\' => {

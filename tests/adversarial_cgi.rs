@@ -48,6 +48,14 @@ fn cgi_fixture() -> Fixture {
     script(&root, "cgi-bin/hang", "#!/bin/sh\nsleep 60\n");
     script(&root, "cgi-bin/late", "#!/bin/sh\nprintf 'X-'\nsleep 0.2\nprintf 'not a header line\\n'\n");
     script(&root, "cgi-bin/noread", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n");
+    script(&root, "cgi-bin/dies", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\npartial'\nexit 3\n");
+    script(&root, "cgi-bin/killed", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\npartial'\nkill -KILL $$\n");
+    script(&root, "cgi-bin/lives", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\npartial'\nexit 0\n");
+    script(
+        &root,
+        "cgi-bin/noisy",
+        "#!/bin/sh\nprintf '127.0.0.1 - - [01/Jan/2000:00:00:00 +0000] \"GET /forged HTTP/1.1\" 200 0 \"-\" \"-\"\\nspidey: forged \\033[31mred\\n' >&2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n",
+    );
     std::fs::write(root.join("info.php"), "<?php echo 'PHP-RAN'; /* PHP-SOURCE-MARKER */ ?>\n").unwrap();
     fx
 }
@@ -320,7 +328,99 @@ fn no_zombies(mode: &str) {
     assert!(zombies.is_empty(), "zombies: {zombies:?}");
 }
 
+/// Reads from `s` until the server closes it or `limit` passes: what came, and whether
+/// it closed.
+fn read_until_close(s: &mut common::Conn, limit: Duration) -> (Vec<u8>, bool) {
+    let end = Instant::now() + limit;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let Some(left) = end.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
+            return (out, false);
+        };
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return (out, true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (out, true),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return (out, false),
+        }
+    }
+}
+
+/// A script that fails after its head (exits non-zero, or is killed) gets no last chunk:
+/// the body ends with the connection, so the client knows it was cut short (as nginx ends
+/// a response whose upstream failed). Before, a clean `0\r\n\r\n` made it look whole and
+/// the connection stayed open. One that exits 0 still ends with the last chunk.
+fn script_failing_after_its_head_gets_no_last_chunk(mode: &str) {
+    let fx = cgi_fixture();
+    let server = start_cgi(mode, &fx.root(), &["--cgi-timeout", "5s"]);
+    // (script, whether its body is whole)
+    for (target, whole) in [("/cgi-bin/dies", false), ("/cgi-bin/killed", false), ("/cgi-bin/lives", true)] {
+        let mut s = server.connect();
+        s.write_all(format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+        let wait = if whole { Duration::from_millis(500) } else { Duration::from_secs(4) };
+        let (raw, closed) = read_until_close(&mut s, wait);
+        let text = String::from_utf8_lossy(&raw);
+        assert_eq!(status_of(&text), 200, "{target}: {text}");
+        assert_eq!(head_field(&text, "transfer-encoding"), Some("chunked"), "{target}: {text}");
+        assert!(text.contains("partial"), "{target}: {text}");
+        assert_eq!(text.ends_with("\r\n0\r\n\r\n"), whole, "{target}: the last chunk: {text:?}");
+        assert_eq!(closed, !whole, "{target}: closed: {text:?}");
+    }
+    assert_eq!(get(&server, "/hello.txt", "").0, 200);
+}
+
+/// A script's stderr reaches the server's stderr a line at a time, each prefixed with the
+/// script's name and pid, control bytes escaped: a script cannot write a line that passes
+/// for an access-log line or one of the server's own. Before, stderr was inherited raw.
+fn script_stderr_is_prefixed_and_escaped(mode: &str) {
+    let fx = cgi_fixture();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_spidey"));
+    command
+        .arg("serve")
+        .arg(fx.root())
+        .args(["--port", "0", "--mode", mode, "--quiet", "--cgi"])
+        .stderr(std::process::Stdio::piped());
+    let mut server = Spidey::spawn(command, mode);
+    let stderr = std::io::BufReader::new(server.child.stderr.take().unwrap());
+    let (lines, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::split(stderr, b'\n').map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // A kept-alive connection: a `fork` child lives on while the lines are read.
+    let mut s = server.connect();
+    s.write_all(b"GET /cgi-bin/noisy HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut forged: Vec<Vec<u8>> = Vec::new();
+    while forged.len() < 2 {
+        let Ok(line) = heard.recv_timeout(end.saturating_duration_since(Instant::now())) else { break };
+        if line.windows(6).any(|w| w == b"forged") {
+            forged.push(line);
+        }
+    }
+    drop(s);
+    let shown: Vec<String> = forged.iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect();
+    assert_eq!(shown.len(), 2, "the script's two lines: {shown:?}");
+    for line in &forged {
+        let text = String::from_utf8_lossy(line);
+        assert!(text.starts_with("spidey: cgi /cgi-bin/noisy["), "not prefixed: {text:?}");
+        assert!(!line.iter().any(|&b| b < 0x20 || b == 0x7f), "a control byte reached stderr: {text:?}");
+    }
+    assert!(shown[1].ends_with("]: spidey: forged \\x1b[31mred"), "escaped: {:?}", shown[1]);
+}
+
 crate::for_each_mode!(
+    script_failing_after_its_head_gets_no_last_chunk,
+    script_stderr_is_prefixed_and_escaped,
     output_and_eof_in_one_wakeup_are_both_seen,
     traversal_into_an_interpreter,
     environment_is_clean,

@@ -148,6 +148,31 @@ fn scripts_beyond_max_cgi_are_503(mode: &str) {
     }
 }
 
+/// `--max-cgi 1`: a request body still on its way holds no slot, so a slow upload cannot
+/// lock others out of CGI: another script runs meanwhile (before, the slot was taken at
+/// the request head and held while the body trickled: 503 for everyone, for as long as
+/// `--body-timeout` and `--body-min-rate` let the body take). The upload's script runs
+/// once its body is whole. `single` serves one connection at a time: only the upload.
+fn a_body_on_its_way_holds_no_cgi_slot(mode: &str) {
+    let fx = Fixture::new();
+    let root = fx.root();
+    script(&root, "cgi-bin/echo", "#!/bin/sh\ncat >/dev/null\nprintf 'Content-Type: text/plain\\r\\n\\r\\nread'\n");
+    script(&root, "cgi-bin/fast", "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nfast'\n");
+    let server = start(mode, &root, &[&["--max-cgi", "1"], &common::workers(mode, "4")[..]].concat());
+    let mut upload = server.connect();
+    upload.write_all(b"POST /cgi-bin/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n012").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    if mode != "single" {
+        for _ in 0..3 {
+            let reply = get(&server, "/cgi-bin/fast");
+            assert!(status_of(&reply) == 200 && reply.contains("fast"), "while a body trickles: {reply}");
+        }
+    }
+    upload.write_all(b"3456789").unwrap();
+    let (head, _) = common::read_response(&mut upload);
+    assert_eq!(status_of(&head), 200, "the upload, once whole: {head}");
+}
+
 /// Whether process `pid` is gone (neither running nor a zombie) within about 5 s.
 fn gone(pid: &str) -> bool {
     let proc = format!("/proc/{}", pid.trim());
@@ -212,4 +237,9 @@ for _ in range(600):
     assert_eq!(server.get("/hello.txt", &[]).status, 200);
 }
 
-crate::for_each_mode!(trickled_cgi_body_is_408, scripts_beyond_max_cgi_are_503, script_that_leaves_its_group_is_killed);
+crate::for_each_mode!(
+    trickled_cgi_body_is_408,
+    scripts_beyond_max_cgi_are_503,
+    a_body_on_its_way_holds_no_cgi_slot,
+    script_that_leaves_its_group_is_killed
+);

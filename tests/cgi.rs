@@ -332,7 +332,59 @@ fn no_zombies_after_many(mode: &str) {
     assert!(s.stop().success());
 }
 
+/// A script's local redirect (`Location: /path` alone) under `--basic-auth`: the internal
+/// GET carries the client's credentials, so an authenticated client gets the target (it
+/// was 401 before: the internal GET had no `Authorization`); a client without them never
+/// gets as far as the script.
+fn local_redirect_under_basic_auth_keeps_the_credentials(mode: &str) {
+    use base64::Engine as _;
+    let fx = cgi_fixture();
+    // 1000 rounds: a debug build checks it quickly.
+    let hash = sha_crypt::sha512_simple("secret", &sha_crypt::Sha512Params::new(1000).unwrap()).unwrap();
+    let s = Spidey::start(mode, &fx.root(), &["--cgi", "--basic-auth", &format!("ann:{hash}")]);
+    let good = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("ann:secret"));
+    // (credentials, path) → (status, body)
+    let cases: [(&str, &str, u16, &str); 4] = [
+        (&good, "/cgi-bin/local.sh", 200, HELLO),
+        (&good, "/hello.txt", 200, HELLO),
+        ("", "/cgi-bin/local.sh", 401, ""),
+        ("Basic YW5uOndyb25n", "/cgi-bin/local.sh", 401, ""),
+    ];
+    for (credentials, path, status, body) in cases {
+        let headers: Vec<(&str, &str)> =
+            [("Authorization", credentials)].into_iter().filter(|h| !h.1.is_empty()).collect();
+        let reply = s.get(path, &headers);
+        assert_eq!(reply.status, status, "{path} {credentials:?}: {}", reply.text());
+        assert!(reply.text().contains(body), "{path} {credentials:?}: {}", reply.text());
+    }
+}
+
+/// For an absolute-form target the Host field is ignored (RFC 9112 §3.2.2): `HTTP_HOST`
+/// is the target's authority, as `SERVER_NAME` is. Before, `SERVER_NAME` came from the
+/// target and `HTTP_HOST` from the field, and they disagreed.
+fn absolute_form_host_is_http_host_too(mode: &str) {
+    let fx = cgi_fixture();
+    let s = start(mode, &fx);
+    // (request target, Host field) → (SERVER_NAME, HTTP_HOST)
+    let cases = [
+        ("http://a.example:8080/cgi-bin/env.sh", "b.example", "a.example", "a.example:8080"),
+        ("/cgi-bin/env.sh", "b.example:81", "b.example", "b.example:81"),
+    ];
+    for (target, host, server_name, http_host) in cases {
+        let mut c = s.connect();
+        c.write_all(format!("GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).unwrap();
+        let (head, body) = read_framed(&mut c);
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status_of(&head), 200, "{target}: {head}");
+        let vars: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("SERVER_NAME=") || l.starts_with("HTTP_HOST=")).collect();
+        assert_eq!(vars, [format!("HTTP_HOST={http_host}"), format!("SERVER_NAME={server_name}")], "{target}:\n{text}");
+    }
+}
+
 for_each_mode!(
+    local_redirect_under_basic_auth_keeps_the_credentials,
+    absolute_form_host_is_http_host_too,
     statuses_table,
     meta_variables,
     only_std_fds_and_the_script,

@@ -208,7 +208,8 @@ pub(crate) fn script(
     Some(Ok(Script { filename, interpreter, file, script_name, path_info }))
 }
 
-/// The answer for a request to a script: a [`CgiRun`] that will run it.
+/// The answer for a request to a script: a [`CgiRun`] that will run it (and take its
+/// `--max-cgi` slot then, once the request body is whole).
 pub(crate) fn respond(
     opts: &CgiOptions,
     document_root: &std::path::Path,
@@ -222,18 +223,8 @@ pub(crate) fn respond(
         r.fields.push(("Allow", "GET, HEAD, POST".into()));
         return r;
     }
-    let slot = match &opts.slots {
-        None => None,
-        Some(slots) => match slots.try_take() {
-            Some(slot) => Some(slot),
-            None => {
-                let mut r = Response::error(StatusCode::SERVICE_UNAVAILABLE, "Too many scripts are running.");
-                r.fields.push(("Retry-After", "1".into()));
-                return r;
-            }
-        },
-    };
     let env = cgi_env::build(req, &script, peer, opts, document_root);
+    let name = script.script_name.clone();
     let command = match command(script, env) {
         Ok(command) => command,
         Err(e) => {
@@ -241,7 +232,7 @@ pub(crate) fn respond(
             return Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The script could not be started.");
         }
     };
-    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiRun::new(command, req, opts, slot))))
+    Response::new(StatusCode::OK, Vec::new(), super::Body::Cgi(Box::new(CgiRun::new(command, name, req, opts))))
 }
 
 /// The descriptor a script's file has in the script's process.

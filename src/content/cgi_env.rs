@@ -9,6 +9,10 @@
 //! - `Content-Type` and `Content-Length` (they have their own variables), and
 //!   `Authorization` and `Proxy-Authorization` (credentials are the server's, or a
 //!   proxy's, business, as in Apache: a script never sees them).
+//!
+//! `HTTP_HOST` is the host the request is for, as `SERVER_NAME` is: the authority of an
+//! absolute-form target (`GET http://a.example/ HTTP/1.1`), whose `Host` field the server
+//! ignores (RFC 9112 §3.2.2), else the `Host` field.
 
 use super::cgi::{CgiOptions, Script};
 use crate::software::SOFTWARE;
@@ -72,9 +76,17 @@ fn host_name(host: &str) -> &str {
 }
 
 /// The request's header fields as `HTTP_*` variables; repeated fields are joined with `, `.
+/// `HTTP_HOST` is the request's host ([`Request::host`]: an absolute-form target's
+/// authority wins over the `Host` field), so it always agrees with `SERVER_NAME`.
 pub(crate) fn http_variables(req: &Request<'_, '_>) -> Vec<(String, Vec<u8>)> {
     let mut vars: Vec<(String, Vec<u8>)> = Vec::new();
+    if let Some(host) = req.host {
+        vars.push(("HTTP_HOST".to_string(), host.as_bytes().to_vec()));
+    }
     for h in req.headers {
+        if h.name.eq_ignore_ascii_case("host") {
+            continue;
+        }
         let Some(name) = variable_name(h.name) else { continue };
         match vars.iter_mut().find(|(n, _)| *n == name) {
             Some((_, v)) => {

@@ -28,13 +28,40 @@ use std::time::Duration;
 pub(crate) struct Running {
     pub stdin: Option<OwnedFd>,
     pub stdout: Option<OwnedFd>,
+    /// Once its stdout is closed: a pidfd of the script, readable when it has exited
+    /// ([`Running::watch_exit`]).
+    pub exit: Option<OwnedFd>,
     pub child: Option<Child>,
+}
+
+impl Running {
+    /// How the script ended: `Some(true)` if it exited with status 0, `Some(false)` for
+    /// any other status or a signal, `None` while it runs. The status is read without
+    /// reaping (WNOWAIT, waitid(2)), so the pid stays the script's until the drop.
+    pub(crate) fn ended(&self) -> io::Result<Option<bool>> {
+        use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+        let Some(child) = &self.child else { return Ok(Some(false)) };
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        let status = waitid(WaitId::Pid(Pid::from_child(child)), options)?;
+        Ok(status.map(|s| s.exit_status() == Some(0)))
+    }
+
+    /// Opens [`Running::exit`] (pidfd_open(2); close-on-exec), to wait on for the exit.
+    pub(crate) fn watch_exit(&mut self) -> io::Result<()> {
+        use rustix::process::{pidfd_open, Pid, PidfdFlags};
+        let Some(child) = &self.child else { return Err(io::ErrorKind::NotFound.into()) };
+        if self.exit.is_none() {
+            self.exit = Some(pidfd_open(Pid::from_child(child), PidfdFlags::NONBLOCK)?);
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         self.stdin = None;
         self.stdout = None;
+        self.exit = None;
         if let Some(mut child) = self.child.take() {
             crate::metrics::sub(crate::metrics::Counter::CgiRunning);
             // The pid and the group outlive the script while it is unreaped, so neither
@@ -79,7 +106,8 @@ fn reap_later(child: Child) {
     }
 }
 
-/// `--max-cgi`: the scripts that may run (or take their request body) at once.
+/// `--max-cgi`: the scripts that may run at once (a slot is taken when the script is to
+/// start, its request body whole).
 #[derive(Debug)]
 pub struct CgiSlots {
     take: OwnedFd,

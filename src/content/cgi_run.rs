@@ -2,29 +2,38 @@
 //! without blocking by whatever drives the connection.
 //!
 //! ```text
-//! Intake ──body whole: spawn──▶ Head ──header block──▶ Body ──EOF──▶ Over
-//!   │ 413/400/408, 500            │ 502, 504, local redirect │ 504 (cut short)
-//!   └─────────────────────────────┴──────────────────────────┴──────▶ Over
+//! Intake ──body whole: slot, spawn──▶ Head ──header block──▶ Body ──EOF, exit 0──▶ Over
+//!   │ 413/400/408, 503, 500             │ 502, 504, local redirect │ timeout, failed exit: cut short
+//!   └───────────────────────────────────┴──────────────────────────┴──────▶ Over
 //! ```
 //! [`CgiRun::advance`] never blocks: it takes the request body in ([`super::cgi_intake`]),
 //! spawns the script once the body is whole, writes what it can of the body to the script's
 //! stdin, reads the script's stdout, and says what happened as a [`CgiEvent`]: the parsed
-//! head, body bytes, the end, or a failure status. It frames nothing and logs nothing:
+//! head, body bytes, the end, or a failure status. A body is whole only when the script
+//! closes its stdout and exits with status 0: after a closed stdout the run waits for the
+//! exit (a pidfd, until the script's deadline), and a script that exits otherwise or is
+//! killed cuts its body short ([`CgiEvent::Cut`]: the client sees no last chunk), as nginx
+//! does when an upstream fails mid-body. Its stderr is relayed, a line at a time,
+//! prefixed and escaped ([`super::cgi_stderr`]). It frames nothing and logs nothing:
 //! the exchanger (`crate::exchange`'s `CgiResponse`) turns events into the bytes the
 //! client gets and the access-log line. Both pipes are non-blocking and close-on-exec.
 //!
 //! No zombie, ever: the child runs in its own process group, and every way out (EOF,
 //! timeout, error, a client gone, drop) kills the child and that group and reaps the child
-//! without blocking ([`super::cgi_process::Running`]). The run holds its `--max-cgi`
-//! [`Slot`] from the request head until it is over.
+//! without blocking ([`super::cgi_process::Running`]). The run takes its `--max-cgi`
+//! [`Slot`] when the script is to start, the request body whole (none free: 503 with
+//! `Retry-After`), and holds it until it is over: a client trickling a body holds no slot,
+//! so slow uploads cannot lock everyone else out of CGI.
 
 use super::cgi::CgiOptions;
 use super::cgi_intake::{Intake, Progress};
-use super::cgi_process::{Running, Slot};
+use super::cgi_process::{CgiSlots, Running, Slot};
+use super::cgi_stderr::Stderr;
 use spidey_http::cgi::{parse_cgi_head, CgiHead};
 use spidey_http::{Parsed, Request, StatusCode};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What the script did since the last [`CgiRun::advance`].
@@ -48,7 +57,8 @@ pub enum CgiEvent<'a> {
     LocalRedirect(String),
     /// No answer from the script: answer this instead, before any head.
     Fail(Failure),
-    /// The script ran out of time after its head: only closing can end the body.
+    /// The script ran out of time, or exited with a failure or was killed, after its
+    /// head: only closing can end the body (no last chunk: the client sees it cut short).
     Cut,
 }
 
@@ -60,6 +70,8 @@ pub struct Failure {
     pub detail: &'static str,
     /// The request body was not read whole: the connection must close.
     pub close: bool,
+    /// The failure is a passing one (no `--max-cgi` slot free): say `Retry-After: 1`.
+    pub retry: bool,
 }
 
 /// Where the run is. Every way into `Over` drops the process (kill and reap).
@@ -82,13 +94,17 @@ enum Phase {
 #[derive(Debug)]
 pub struct CgiRun {
     phase: Phase,
+    /// The script's `SCRIPT_NAME`, for its stderr lines.
+    name: String,
     intake: Intake,
     /// How much of the body the script's stdin has taken.
     stdin_pos: usize,
     timeout: Duration,
     /// When the script is killed if it has not finished (counted from the spawn).
     deadline: Instant,
-    /// INVARIANT: `Some` (with `--max-cgi`) until the phase is `Over`.
+    /// `--max-cgi`'s slots, if there is a cap.
+    slots: Option<Arc<CgiSlots>>,
+    /// INVARIANT: `Some` (with `--max-cgi`) exactly while the script runs (`Head`, `Body`).
     slot: Option<Slot>,
     /// What the script wrote of its header block (and the body bytes that came with it).
     raw: Vec<u8>,
@@ -99,14 +115,16 @@ pub struct CgiRun {
 const READ_SIZE: usize = 64 * 1024;
 
 impl CgiRun {
-    pub(crate) fn new(command: Command, req: &Request<'_, '_>, opts: &CgiOptions, slot: Option<Slot>) -> Self {
+    pub(crate) fn new(command: Command, name: String, req: &Request<'_, '_>, opts: &CgiOptions) -> Self {
         CgiRun {
             phase: Phase::Intake(command),
+            name,
             intake: Intake::new(req, opts),
             stdin_pos: 0,
             timeout: opts.timeout,
             deadline: Instant::now() + opts.timeout,
-            slot,
+            slots: opts.slots.clone(),
+            slot: None,
             raw: Vec::new(),
             buf: Vec::new(),
         }
@@ -126,6 +144,12 @@ impl CgiRun {
                 Progress::NeedBody => return CgiEvent::NeedBody,
                 Progress::Failed(status, detail) => return self.fail(status, detail, true),
                 Progress::Whole => {
+                    if let Some(slots) = &self.slots {
+                        match slots.try_take() {
+                            Some(slot) => self.slot = Some(slot),
+                            None => return self.busy(),
+                        }
+                    }
                     if let Err(e) = self.spawn() {
                         eprintln!("spidey: cannot run CGI script: {e}");
                         return self.fail(StatusCode::INTERNAL_SERVER_ERROR, "The script could not be started.", false);
@@ -143,9 +167,10 @@ impl CgiRun {
         self.read_stdout()
     }
 
-    /// The script's stdout, to wait on for reading (non-blocking, close-on-exec).
+    /// What to wait on for reading (non-blocking, close-on-exec): the script's stdout, or
+    /// once it is closed, the script's pidfd, readable when it has exited.
     pub fn stdout_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.running().and_then(|p| p.stdout.as_ref()).map(|fd| fd.as_fd())
+        self.running().and_then(|p| p.stdout.as_ref().or(p.exit.as_ref())).map(|fd| fd.as_fd())
     }
 
     /// The script's stdin while request-body bytes are still to be written to it.
@@ -181,8 +206,11 @@ impl CgiRun {
             command.env("CONTENT_LENGTH", n.to_string());
         }
         let stdin = if self.intake.body().is_empty() { Stdio::null() } else { Stdio::piped() };
-        let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
-        let mut running = Running { stdin: None, stdout: None, child: None };
+        let (relay, stderr) = Stderr::pipe();
+        let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(stderr).spawn()?;
+        drop(command); // closes the server's copy of the stderr pipe's write end
+        relay.relay(&self.name, child.id());
+        let mut running = Running { stdin: None, stdout: None, exit: None, child: None };
         crate::metrics::add(crate::metrics::Counter::CgiRunning, 1); // taken back when `Running` drops
         let stdin = child.stdin.take().map(OwnedFd::from);
         let stdout = child.stdout.take().map(OwnedFd::from);
@@ -260,9 +288,31 @@ impl CgiRun {
         CgiEvent::Head(head, &self.raw[len..])
     }
 
-    /// The script closed its stdout: the end after a head, else a 502.
+    /// The script closed its stdout: before its head, a 502; after it, the end once the
+    /// script has exited with status 0, the body cut short if it exited otherwise (or
+    /// cannot be watched), and meanwhile a wait for its exit ([`Running::exit`]).
     fn end(&mut self) -> CgiEvent<'_> {
-        self.stop(CgiEvent::End, StatusCode::BAD_GATEWAY, "The script ended without a valid answer.")
+        let Phase::Body(proc) = &mut self.phase else {
+            return self.fail(StatusCode::BAD_GATEWAY, "The script ended without a valid answer.", false);
+        };
+        (proc.stdout, proc.stdin) = (None, None);
+        let mut ended = proc.ended();
+        if let Ok(None) = ended {
+            // Readable once it exits; it may have exited just now, so ask once more.
+            ended = proc.watch_exit().and_then(|()| proc.ended());
+        }
+        match ended {
+            Ok(None) => CgiEvent::Wait,
+            Ok(Some(true)) => {
+                self.over();
+                CgiEvent::End
+            }
+            Ok(Some(false)) | Err(_) => {
+                eprintln!("spidey: CGI script {} failed after its head: its body is cut short", self.name);
+                self.over();
+                CgiEvent::Cut
+            }
+        }
     }
 
     /// Past the deadline: the body cut short after a head, else a 504.
@@ -284,7 +334,15 @@ impl CgiRun {
 
     fn fail(&mut self, status: StatusCode, detail: &'static str, close: bool) -> CgiEvent<'_> {
         self.over();
-        CgiEvent::Fail(Failure { status, detail, close })
+        CgiEvent::Fail(Failure { status, detail, close, retry: false })
+    }
+
+    /// Intake → Over: every `--max-cgi` slot is taken (the body was read whole: the
+    /// connection may stay open).
+    fn busy(&mut self) -> CgiEvent<'_> {
+        self.over();
+        let detail = "Too many scripts are running.";
+        CgiEvent::Fail(Failure { status: StatusCode::SERVICE_UNAVAILABLE, detail, close: false, retry: true })
     }
 
     /// Any phase → Over: kills and reaps the script, gives the slot back.

@@ -12,8 +12,8 @@
 //! - [`access`]: `--basic-auth` and `--cors`; [`headers`]: `--header`, `--cache-control`.
 //! - [`page`]: the small HTML bodies of error responses.
 //! - [`serving`]: `--index`, `--fallback`, `--error-page`, and one file as the root.
-//! - [`cgi`], [`cgi_env`], [`cgi_intake`], [`cgi_run`], [`cgi_process`]: CGI/1.1 scripts,
-//!   a body source ([`Body::Cgi`]) whose events the exchanger frames.
+//! - [`cgi`], [`cgi_env`], [`cgi_intake`], [`cgi_run`], [`cgi_process`], `cgi_stderr`:
+//!   CGI/1.1 scripts, a body source ([`Body::Cgi`]) whose events the exchanger frames.
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod access;
@@ -23,6 +23,7 @@ pub mod cgi_env;
 pub mod cgi_intake;
 pub mod cgi_process;
 pub mod cgi_run;
+mod cgi_stderr;
 pub mod compress;
 mod encoded_cache;
 mod file_cache;

@@ -67,6 +67,9 @@ struct Request {
     referer: Option<Vec<u8>>,
     user_agent: Option<Vec<u8>>,
     host: Option<String>,
+    /// The request's credentials, which the internal GET of a local redirect carries (it
+    /// is the same client's request, and `--basic-auth` guards its target too).
+    authorization: Option<Vec<u8>>,
     head_only: bool,
     http10: bool,
     /// Whether the connection may persist (the client's wish and the server's limits).
@@ -97,7 +100,7 @@ impl CgiResponse {
     pub(super) fn new(
         run: Box<CgiRun>,
         meta: &Meta<'_>,
-        host: Option<&str>,
+        req: &spidey_http::Request<'_, '_>,
         keep_alive: bool,
         quiet: bool,
         may_redirect: bool,
@@ -108,7 +111,8 @@ impl CgiResponse {
             request_line: meta.request_line.to_vec(),
             referer: meta.referer.map(<[u8]>::to_vec),
             user_agent: meta.user_agent.map(<[u8]>::to_vec),
-            host: host.map(str::to_string),
+            host: req.host.map(str::to_string),
+            authorization: req.header("authorization").filter(|_| may_redirect).map(<[u8]>::to_vec),
             head_only: meta.head_only,
             http10: meta.http10,
             keep_alive,
@@ -153,7 +157,9 @@ impl CgiResponse {
                 }
                 CgiEvent::LocalRedirect(_) => {
                     let twice = "The script redirected twice.";
-                    return self.fail(Failure { status: StatusCode::BAD_GATEWAY, detail: twice, close: false }, out);
+                    let failure =
+                        Failure { status: StatusCode::BAD_GATEWAY, detail: twice, close: false, retry: false };
+                    return self.fail(failure, out);
                 }
             }
         }
@@ -165,7 +171,8 @@ impl CgiResponse {
         self.run.feed_body(bytes)
     }
 
-    /// The script's stdout, to wait on for reading.
+    /// What to wait on for reading: the script's stdout, or once it is closed, a pidfd
+    /// readable when the script has exited.
     pub fn stdout_fd(&self) -> Option<BorrowedFd<'_>> {
         self.run.stdout_fd()
     }
@@ -191,21 +198,30 @@ impl CgiResponse {
         matches!(self.output, Output::Done { keep_alive: true })
     }
 
-    /// The request line of the internal GET for a local redirect to `path`.
+    /// The head of the internal GET for a local redirect to `path`: the client's host,
+    /// connection wish and credentials, nothing else of the request.
     pub fn redirect_request(&self, path: &str) -> Vec<u8> {
         let r = &self.request;
         let method = if r.head_only { "HEAD" } else { "GET" };
         let version = if r.http10 { "1.0" } else { "1.1" };
         let host = r.host.as_deref().unwrap_or("localhost");
         let connection = if r.keep_alive { "keep-alive" } else { "close" };
-        format!("{method} {path} HTTP/{version}\r\nHost: {host}\r\nConnection: {connection}\r\n\r\n").into_bytes()
+        let mut head =
+            format!("{method} {path} HTTP/{version}\r\nHost: {host}\r\nConnection: {connection}\r\n").into_bytes();
+        if let Some(credentials) = &r.authorization {
+            head.extend_from_slice(b"Authorization: ");
+            head.extend_from_slice(credentials);
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
+        head
     }
 
     /// The script's output ended: the last chunk, and done.
     fn end(&mut self, out: &mut Vec<u8>) -> CgiStep {
         let keep_alive = match &mut self.output {
             Output::Body { encoder, keep_alive, .. } => {
-                // A chunked or close-delimited body is whole whenever the script says so.
+                // Whole: the script closed its output and exited with status 0.
                 let _ = encoder.as_mut().map(|e| e.finish(out));
                 *keep_alive
             }
@@ -227,7 +243,10 @@ impl CgiResponse {
     fn fail(&mut self, failure: Failure, out: &mut Vec<u8>) -> CgiStep {
         let keep_alive = self.request.keep_alive && !failure.close;
         let date = spidey_http::date::format(SystemTime::now());
-        let response = Response::error(failure.status, failure.detail);
+        let mut response = Response::error(failure.status, failure.detail);
+        if failure.retry {
+            response.fields.push(("Retry-After", "1".into()));
+        }
         let body = frame(out, &date, self.request.quiet, response, &self.request.extra, &self.meta(), keep_alive);
         if let Body::Bytes(page) = body {
             out.extend_from_slice(&page);
@@ -317,6 +336,7 @@ mod tests {
             referer: None,
             user_agent: None,
             host: None,
+            authorization: None,
             head_only,
             http10,
             keep_alive: true,

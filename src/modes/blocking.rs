@@ -13,25 +13,23 @@
 //! shutdown grace period for the whole response. EPIPE and ECONNRESET are how clients
 //! leave, not errors: the connection just ends.
 //!
-//! `--delay` is a sleep before the answer is written. A CGI answer ([`Body::Cgi`]) is
-//! driven here by [`serve_cgi`]: request-body bytes come from the same buffer (those that
-//! followed the head) and then from the socket until the body's deadline (`--body-timeout`,
-//! then 408), and the script's pipes are waited on with
-//! poll(2) until the script's deadline; a write error drops the output, which kills and
-//! reaps the script.
+//! `--delay` is a sleep before the answer is written. A CGI answer is driven by the
+//! session as in the loops ([`respond`]): when it needs request-body bytes the socket is
+//! waited on until the body's deadline (`--body-timeout`, then 408), and while the script
+//! runs its pipes are waited on with poll(2) until the script's deadline; a write error
+//! drops the output, which kills and reaps the script.
 
-use super::send::{self, Outgoing, Sent};
+use super::send::Sent;
 use super::session::{Pool, Session, RECV_ROOM};
-use super::tls::{Inflow, Tls};
-use crate::exchange::{Answer, Exchanger};
-use crate::exchange::{Body, CgiResponse, CgiStep};
+use super::tls::Inflow;
+use crate::exchange::Exchanger;
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 /// Serves one connection until it closes, times out, or shutdown is asked between
@@ -56,7 +54,7 @@ pub(crate) fn serve_from(
     if stream.set_nonblocking(true).is_err() {
         return;
     }
-    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown, tls: None };
+    let client = Client { stream, send_timeout: server.timeouts.send, shutdown };
     let mut exchanger = Exchanger::new();
     let mut pool = Pool::new(server);
     let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
@@ -74,18 +72,7 @@ pub(crate) fn serve_from(
                 std::thread::sleep(delay);
                 session.end_delay();
             }
-            let sent = match session.take_cgi() {
-                Some(cgi) => {
-                    client.tls = session.take_tls(); // serve_cgi reads and writes through the client
-                    let (buf, start, end) = session.input(&mut pool);
-                    let mut pending = Pending { buf, start, end };
-                    let keep = serve_cgi(&mut client, &mut pending, cgi, server, shutdown, &mut exchanger, peer);
-                    session.received(0, &mut pool); // gives an emptied buffer back
-                    session.return_tls(client.tls.take());
-                    keep.map(|keep| session.end_cgi(keep))
-                }
-                None => client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)),
-            };
+            let sent = respond(&client, &mut session, &mut exchanger, server, &mut pool);
             since =
                 if session.has_partial_request() { Since::Head(Instant::now()) } else { Since::Idle(Instant::now()) };
             if finish(&client, &mut session, &mut pool, server, sent) {
@@ -95,7 +82,7 @@ pub(crate) fn serve_from(
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)).is_err() {
+            if client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool)).is_err() {
                 break;
             }
             continue;
@@ -116,7 +103,7 @@ pub(crate) fn serve_from(
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
                 session.answer_timeout(&mut exchanger, server, &mut pool);
-                let sent = client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool));
+                let sent = client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool));
                 finish(&client, &mut session, &mut pool, server, sent);
             }
             break;
@@ -192,25 +179,60 @@ fn linger(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &
 
 /// The client socket: non-blocking underneath, blocking for its users. Every write goes
 /// through `send.rs` and waits for room at most the send timeout at a time, and not past
-/// the shutdown grace period. Reads are meant to follow a wait that said readable.
-pub(crate) struct Client<'s> {
+/// the shutdown grace period.
+struct Client<'s> {
     stream: TcpStream,
     send_timeout: Duration,
     shutdown: &'s Shutdown,
-    /// A TLS connection's state while `serve_cgi` reads and writes through the client
-    /// (the session holds it otherwise).
-    tls: Option<Box<Tls>>,
+}
+
+/// Sends the response the session has framed, a script's included: waits for room, for
+/// request-body bytes (until the body's deadline, then the session answers 408) and for
+/// the script (its pipes, until its deadline), as the session asks.
+fn respond(
+    client: &Client<'_>,
+    session: &mut Session,
+    ex: &mut Exchanger,
+    server: &Server,
+    pool: &mut Pool,
+) -> io::Result<()> {
+    loop {
+        match session.send(&client.stream, ex, server, pool) {
+            Sent::Done => return Ok(()),
+            Sent::Blocked => client.wait_room()?,
+            Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
+            Sent::NeedRead => {
+                // The whole body is bounded (`Session::body_deadline`), not each read: past
+                // it, the next send answers 408.
+                let deadline = session.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
+                if !session.has_buffered_plaintext() {
+                    match wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline))? {
+                        Wake::Ready => {}
+                        Wake::Timeout => continue,
+                        Wake::Shutdown => return Err(io::ErrorKind::Interrupted.into()),
+                    }
+                }
+                if let Inflow::Closed = session.read_from(&client.stream, pool) {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+            Sent::WaitScript => wait_script(session, client.shutdown)?,
+        }
+    }
 }
 
 impl Client<'_> {
-    /// Repeats a non-blocking send `step` until it is done, waiting for room in between.
-    fn until_sent(&mut self, mut step: impl FnMut(&TcpStream, Option<&mut Tls>) -> Sent) -> io::Result<()> {
+    /// Repeats a non-blocking send `step` until it is done, waiting for room in between
+    /// (for answers without a script: [`respond`] drives those).
+    fn until_sent(&self, mut step: impl FnMut(&TcpStream) -> Sent) -> io::Result<()> {
         loop {
-            match step(&self.stream, self.tls.as_deref_mut()) {
+            match step(&self.stream) {
                 Sent::Done => return Ok(()),
                 Sent::Blocked => self.wait_room()?,
                 Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
-                Sent::NeedRead | Sent::WaitScript => return Err(io::Error::other("a CGI body is driven by serve_cgi")),
+                Sent::NeedRead | Sent::WaitScript => {
+                    return Err(io::Error::other("a script's answer is sent by respond"))
+                }
             }
         }
     }
@@ -228,148 +250,29 @@ impl Client<'_> {
     }
 }
 
-impl Write for Client<'_> {
-    /// Writes all of `buf` by `send.rs`'s rules (encrypted over TLS).
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let (mut pos, mut body) = (0, None);
-        self.until_sent(|fd, tls| send::send_response(&fd, tls, buf, &mut pos, &mut body, false))?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Read for Client<'_> {
-    /// Over TLS, WouldBlock when the ciphertext read held no whole record: wait again.
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some(tls) = self.tls.as_mut() else { return (&self.stream).read(buf) };
-        loop {
-            if tls.has_plaintext() {
-                return Ok(tls.take_plaintext(buf));
-            }
-            match tls.read_from(&self.stream) {
-                Inflow::Bytes { .. } => {}
-                Inflow::Again => return Err(io::ErrorKind::WouldBlock.into()),
-                Inflow::Closed => return Ok(0),
-            }
-        }
-    }
-}
-
-impl Client<'_> {
-    /// Over TLS, whether decrypted bytes wait in rustls (read them before waiting).
-    fn has_plaintext(&mut self) -> bool {
-        self.tls.as_mut().is_some_and(|t| t.has_plaintext())
-    }
-}
-
-impl AsFd for Client<'_> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.stream.as_fd()
-    }
-}
-
 /// Waits until `stream` is ready for `events` or `deadline` passes; returns whether it is.
 fn wait_socket(stream: &TcpStream, events: PollFlags, deadline: Instant) -> bool {
     matches!(poll_until(&mut [PollFd::new(stream, events)], Some(deadline)), Ok(true))
 }
 
-/// The receive buffer and the unparsed bytes in it, `buf[start..end]`.
-struct Pending<'a> {
-    buf: &'a mut Vec<u8>,
-    start: &'a mut usize,
-    end: &'a mut usize,
-}
-
-/// Runs a CGI answer to its end (see `exchange`'s module docs for the protocol); returns
-/// whether the connection may be kept.
-fn serve_cgi(
-    stream: &mut Client<'_>,
-    pending: &mut Pending<'_>,
-    mut cgi: Box<CgiResponse>,
-    server: &Server,
-    shutdown: &Shutdown,
-    exchanger: &mut Exchanger,
-    peer: SocketAddr,
-) -> io::Result<bool> {
-    let mut out = Vec::new();
-    loop {
-        let step = cgi.pump(&mut out);
-        if !out.is_empty() {
-            stream.write_all(&out)?;
-            out.clear();
-        }
-        match step {
-            CgiStep::NeedBody if *pending.start < *pending.end => {
-                *pending.start += cgi.feed_body(&pending.buf[*pending.start..*pending.end]);
-            }
-            CgiStep::NeedBody => {
-                (*pending.start, *pending.end) = (0, 0);
-                // The whole body is bounded (`CgiResponse::body_deadline`), not each read:
-                // past it, the next pump answers 408.
-                let deadline = cgi.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
-                if !stream.has_plaintext() {
-                    match wait_readable(stream.as_fd(), shutdown, Some(deadline))? {
-                        Wake::Ready => {}
-                        Wake::Timeout => continue,
-                        Wake::Shutdown => return Ok(false),
-                    }
-                }
-                match stream.read(&mut pending.buf[..]) {
-                    Ok(0) => return Ok(false),
-                    Ok(n) => *pending.end = n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // a partial TLS record
-                    Err(e) => return Err(e),
-                }
-            }
-            CgiStep::Wait => wait_script(&cgi, shutdown)?,
-            CgiStep::LocalRedirect(path) => {
-                let request = cgi.redirect_request(&path);
-                drop(cgi);
-                let answer = exchanger.local_redirect(server, &request, peer);
-                let keep = answer.keep_alive;
-                return match answer.body {
-                    Body::Cgi(next) => {
-                        drop(answer.head); // empty (the script frames its own); frees `exchanger`
-                        serve_cgi(stream, pending, next, server, shutdown, exchanger, peer)
-                    }
-                    _ => send(stream, answer, server, shutdown).map(|()| keep),
-                };
-            }
-            CgiStep::Done => return Ok(cgi.keep_alive()),
-        }
-    }
-}
-
-/// Waits until the script's stdout is readable or its stdin writable, or its deadline.
-/// Fails once shutdown's grace period is over (the caller drops the script).
-fn wait_script(cgi: &CgiResponse, shutdown: &Shutdown) -> io::Result<()> {
+/// Waits until the script's stdout is readable or its stdin writable, or its deadline
+/// (`Session::script_fds`). Fails once shutdown's grace period is over (the caller drops
+/// the script).
+fn wait_script(session: &Session, shutdown: &Shutdown) -> io::Result<()> {
+    let Some((stdout, stdin, at)) = session.script_fds() else { return Ok(()) };
     let grace = if shutdown.requested() { shutdown.deadline() } else { None };
     if grace.is_some_and(|d| Instant::now() >= d) {
         return Err(io::ErrorKind::TimedOut.into());
     }
-    let deadline = grace.map_or(cgi.deadline(), |g| g.min(cgi.deadline()));
+    let deadline = grace.map_or(at, |g| g.min(at));
     let mut fds = Vec::with_capacity(2);
-    if let Some(fd) = cgi.stdout_fd() {
+    if let Some(fd) = stdout {
         fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
     }
-    if let Some(fd) = cgi.stdin_fd() {
+    if let Some(fd) = stdin {
         fds.push(PollFd::from_borrowed_fd(fd, PollFlags::OUT));
     }
     // Wake at least once a second to notice shutdown.
     poll_until(&mut fds, Some(deadline.min(Instant::now() + Duration::from_secs(1))))?;
     Ok(())
-}
-
-/// Sends an answer no session framed (a script's local redirect) by the same rules.
-fn send(stream: &mut Client<'_>, answer: Answer<'_>, _server: &Server, _shutdown: &Shutdown) -> io::Result<()> {
-    let mut out = Vec::new();
-    let mut body = send::frame(&mut out, &answer.head, answer.body);
-    if matches!(body, Some(Outgoing::Cgi(_))) {
-        return Err(io::Error::other("a CGI body is driven by serve_cgi"));
-    }
-    let mut pos = 0;
-    stream.until_sent(|fd, tls| send::send_response(&fd, tls, &out, &mut pos, &mut body, !answer.keep_alive))
 }

@@ -22,7 +22,7 @@
 
 use super::send::{self, Outgoing, Sent};
 use super::tls::Tls;
-use crate::exchange::{Answer, Body, CgiResponse, Exchanger, Step};
+use crate::exchange::{Answer, Body, Exchanger, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -321,34 +321,6 @@ impl Session {
                 CgiFlow::Done => return Sent::Done,
             }
         }
-    }
-
-    /// For the blocking driver, which runs a script's answer itself (`blocking::serve_cgi`):
-    /// takes the CGI body just framed. The response then ends with [`Session::end_cgi`].
-    pub(crate) fn take_cgi(&mut self) -> Option<Box<CgiResponse>> {
-        match self.body.take() {
-            Some(Outgoing::Cgi(cgi)) => Some(cgi),
-            other => {
-                self.body = other;
-                None
-            }
-        }
-    }
-
-    /// The script's answer taken with [`Session::take_cgi`] is complete; `keep`: whether
-    /// it lets the connection stay open.
-    pub(crate) fn end_cgi(&mut self, keep: bool) {
-        self.keep_alive &= keep;
-    }
-
-    /// The receive buffer and the bounds of its unparsed bytes, for a driver that reads a
-    /// request body itself (`blocking::serve_cgi`); the buffer is taken from the pool if
-    /// none is held, so it is never empty. Give it back with [`Session::received`]`(0)`.
-    pub(crate) fn input(&mut self, pool: &mut Pool) -> (&mut Vec<u8>, &mut usize, &mut usize) {
-        if self.inbuf.is_empty() {
-            self.inbuf = pool.take_in();
-        }
-        (&mut self.inbuf, &mut self.start, &mut self.end)
     }
 
     /// Whether the body being sent is a CGI script's output.

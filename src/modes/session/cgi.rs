@@ -77,8 +77,9 @@ impl Session {
         }
     }
 
-    /// While a script runs: its stdout (wait readable), its stdin if body bytes are still
-    /// to be written (wait writable), and its deadline (then pump: it answers 504).
+    /// While a script runs: its stdout (wait readable; once closed, a pidfd readable at the
+    /// script's exit), its stdin if body bytes are still to be written (wait writable), and
+    /// its deadline (then pump: it answers 504).
     pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
         match &self.body {
             Some(Outgoing::Cgi(cgi)) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),

@@ -95,16 +95,6 @@ impl Session {
         }
         self.tls = Some(tls);
     }
-
-    /// For the blocking driver's CGI answer, which does its own I/O: lends the TLS state.
-    pub(crate) fn take_tls(&mut self) -> Option<Box<Tls>> {
-        self.tls.take()
-    }
-
-    /// Takes the TLS state lent with [`Session::take_tls`] back.
-    pub(crate) fn return_tls(&mut self, tls: Option<Box<Tls>>) {
-        self.tls = tls;
-    }
 }
 
 #[cfg(test)]
