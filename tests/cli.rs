@@ -192,3 +192,36 @@ fn default_mode_is_event() {
     let _ = server.wait();
     assert!(line.trim_end().ends_with("(mode event)"), "startup line: {line:?}");
 }
+
+/// `spidey lab -h` fits one screen under headings; `--help` has the examples, and each is a
+/// command line `spidey lab` accepts (`--list`, which measures nothing, is run).
+#[test]
+fn lab_short_help_fits_one_screen_under_headings() {
+    let spidey = env!("CARGO_BIN_EXE_spidey");
+    let short = Command::new(spidey).args(["lab", "-h"]).output().unwrap();
+    let short = String::from_utf8_lossy(&short.stdout);
+    assert!(short.lines().count() <= 60, "spidey lab -h: {} lines\n{short}", short.lines().count());
+    for heading in ["What to run:", "Results and reports:", "Measurement:", "Across hosts and links:"] {
+        assert!(short.contains(heading), "no {heading} in\n{short}");
+    }
+    let long = Command::new(spidey).args(["lab", "--help"]).output().unwrap();
+    let long = String::from_utf8_lossy(&long.stdout);
+    let examples: Vec<&str> = long.lines().filter_map(|l| l.trim().strip_prefix("spidey lab")).collect();
+    assert!(examples.len() >= 5, "{long}");
+    let dir = tempfile::tempdir().unwrap();
+    for example in examples {
+        let args: Vec<&str> = example.split_whitespace().collect();
+        let mut cmd = Command::new(spidey);
+        cmd.current_dir(dir.path()).arg("lab").args(&args);
+        if args == ["--list"] {
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "spidey lab --list: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(String::from_utf8_lossy(&out.stdout).contains("000"), "--list names experiment 000");
+        } else {
+            // Parsing only: an unknown flag or a missing value is exit 2 with clap's "error:"
+            // before anything runs; `--help` appended makes an accepted line print its help.
+            let out = cmd.arg("--help").output().unwrap();
+            assert!(out.status.success(), "spidey lab{example}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}

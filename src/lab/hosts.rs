@@ -25,28 +25,33 @@ use std::time::{Duration, SystemTime};
 /// The lab's flags for running the server and the clients elsewhere.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HostArgs {
-    /// Start the server through this command prefix, e.g. `ssh user@host` or `ip netns exec
-    /// NAME`; needs --server-addr. The document root is copied there unless that host sees
+    /// Start the server through this command prefix, e.g. `ssh user@host`.
+    ///
+    /// Or `ip netns exec NAME`; needs --server-addr. The document root is copied there unless that host sees
     /// it at the same path; the server is stopped there with `kill`.
-    #[arg(long, value_name = "CMD")]
+    #[arg(help_heading = "Across hosts and links", long, value_name = "CMD")]
     pub server_via: Option<String>,
-    /// Run the load from this host, a command prefix like --server-via's (repeatable: the
-    /// load is split among the hosts, which start together and whose results are merged).
-    #[arg(long, value_name = "CMD")]
+    /// Run the load from this host, a command prefix like --server-via's (repeatable).
+    ///
+    /// The load is split among the hosts, which start together and whose results are merged).
+    #[arg(help_heading = "Across hosts and links", long, value_name = "CMD")]
     pub client_via: Vec<String>,
-    /// The address the server listens on and the clients load: the server host's address as
-    /// the client hosts reach it (default 127.0.0.1, for a server and clients on this host).
-    #[arg(long, value_name = "IP")]
+    /// The address the server listens on and the clients load [default: 127.0.0.1].
+    ///
+    /// The server host's address as the client hosts reach it.
+    #[arg(help_heading = "Across hosts and links", long, value_name = "IP")]
     pub server_addr: Option<IpAddr>,
     /// The spidey binary on the other hosts [default: this binary's path].
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Across hosts and links", long, value_name = "PATH")]
     pub remote_spidey: Option<String>,
-    /// Put the server and the load in two network namespaces joined by a delay line with
-    /// this round trip (e.g. `1.5ms`; needs root and TUN); not with the flags above.
-    #[arg(long, value_name = "DURATION", value_parser = crate::config::duration)]
+    /// Put a delay line of this round trip between server and load (e.g. `1.5ms`).
+    ///
+    /// Two network namespaces joined by the line; needs root and TUN; not with the flags
+    /// above.
+    #[arg(help_heading = "Across hosts and links", long, value_name = "DURATION", value_parser = crate::config::duration)]
     pub rtt: Option<Duration>,
     /// With --rtt: limit each direction of the link to this rate (tc's syntax: `100mbit`).
-    #[arg(long, value_name = "RATE", requires = "rtt")]
+    #[arg(help_heading = "Across hosts and links", long, value_name = "RATE", requires = "rtt")]
     pub link_rate: Option<String>,
 }
 

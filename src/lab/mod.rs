@@ -56,56 +56,83 @@ use std::path::PathBuf;
 pub use delay_line::{run as delay_line, DelayLineArgs};
 pub use hosts::HostArgs;
 
+/// `spidey lab --help`'s examples; a test runs the ones that measure nothing and parses
+/// the rest.
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  spidey lab --list
+      the experiments, with their quick and full times
+  spidey lab --quick --out /tmp/lab-quick
+      every experiment, reduced: a smoke test of a few minutes
+  spidey lab 000 004 --out lab-out
+      two experiments in full
+  spidey lab --all --resume --out lab-out
+      every experiment in full, going on from an interrupted run
+  spidey lab --verdicts lab-out/results.jsonl
+      the verdict table of a run, measuring nothing
+  spidey lab --report lab-out/results.jsonl --out /tmp/report
+      the report of a run, measuring nothing";
+
 /// `spidey lab`'s flags.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Details and examples: spidey lab --help", after_long_help = EXAMPLES)]
 pub struct LabArgs {
     /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
     /// --quick.
     pub experiments: Vec<String>,
-    /// Where results.jsonl, report.md, report.html and plots/ go.
-    #[arg(long, default_value = "lab-out")]
-    pub out: PathBuf,
-    /// A reduced version of the experiments, a smoke test: about 3 minutes for all of them
-    /// on a 2-core machine (`--list` shows each one's time).
-    #[arg(long)]
+    /// A reduced version of every experiment, a smoke test (about 3 minutes).
+    ///
+    /// About 3 minutes for all of them on a 2-core machine (`--list` shows each one's time).
+    #[arg(help_heading = "What to run", long)]
     pub quick: bool,
-    /// Run every experiment in full (hours; without --all, --quick or experiment ids, the
-    /// plan is printed instead).
-    #[arg(long)]
+    /// Run every experiment in full (hours).
+    ///
+    /// Without --all, --quick or experiment ids, the plan is printed instead.
+    #[arg(help_heading = "What to run", long)]
     pub all: bool,
-    /// List the experiments with their quick and full times (the last run's in OUT, or an
-    /// estimate from the plan), and run nothing.
-    #[arg(long)]
+    /// List the experiments with their quick and full times, and run nothing.
+    ///
+    /// The times are the last run's in OUT, or an estimate from the plan.
+    #[arg(help_heading = "What to run", long)]
     pub list: bool,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(help_heading = "Results and reports", long, default_value = "lab-out")]
+    pub out: PathBuf,
     /// Keep OUT/results.jsonl and measure only the points missing from it.
-    #[arg(long)]
+    #[arg(help_heading = "Results and reports", long)]
     pub resume: bool,
-    /// Start afresh even though OUT/results.jsonl exists (it is emptied); without --force
-    /// or --resume an existing one is refused.
-    #[arg(long, conflicts_with = "resume")]
+    /// Start afresh even though OUT/results.jsonl exists (it is emptied).
+    ///
+    /// Without --force or --resume an existing one is refused.
+    #[arg(help_heading = "Results and reports", long, conflicts_with = "resume")]
     pub force: bool,
-    /// Read the experiment files from this directory instead of the built-in ones.
-    #[arg(long)]
+    /// Read the experiment files from this directory, not the built-in ones.
+    #[arg(help_heading = "What to run", long)]
     pub experiments_dir: Option<PathBuf>,
-    /// Measure each point once and use it even when the machine was disturbed (others
-    /// busy or steal above the limits). By default a disturbed point is measured again up
+    /// Use each point's first measurement even when the machine was disturbed.
+    ///
+    /// Disturbed: others busy or steal above the limits. By default a disturbed point is measured again up
     /// to twice, and one still disturbed is left out of intervals and verdicts.
-    #[arg(long)]
+    #[arg(help_heading = "Measurement", long)]
     pub keep_disturbed: bool,
-    /// Run each server on this many CPUs (the top ones; past the server's half they are
-    /// shared with the load generator, which the report says), unless its experiment arm
-    /// sets `cpus`. Default: the upper half of the CPUs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// Run each server on this many CPUs [default: the upper half].
+    ///
+    /// The top ones; past the server's half they are shared with the load generator, which
+    /// the report says. An experiment arm that sets `cpus` keeps its own.
+    #[arg(help_heading = "Measurement", long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub server_cpus: Option<u16>,
-    /// Measure nothing: print the verdict table (Markdown) of a results file
-    /// (`results.jsonl`, or `results.jsonl.gz`) on stdout.
-    #[arg(long, value_name = "RESULTS")]
+    /// Measure nothing: print the verdict table (Markdown) of a results file.
+    ///
+    /// RESULTS is a `results.jsonl` or `results.jsonl.gz`; the table goes to stdout.
+    #[arg(help_heading = "Results and reports", long, value_name = "RESULTS")]
     pub verdicts: Option<PathBuf>,
-    /// Measure nothing: write the report (report.md, report.html, plots/) of a results file
-    /// (`results.jsonl` or `results.jsonl.gz`) into --out, with the robustness section from
+    /// Measure nothing: write the report of a results file into --out.
+    ///
+    /// The report is report.md, report.html and plots/, of a `results.jsonl` or
+    /// `results.jsonl.gz`, with the robustness section from
     /// the `robustness.jsonl` and the machine from the `machine.json` (or `report.md`)
     /// beside it.
-    #[arg(long, value_name = "RESULTS", conflicts_with = "verdicts")]
+    #[arg(help_heading = "Results and reports", long, value_name = "RESULTS", conflicts_with = "verdicts")]
     pub report: Option<PathBuf>,
     /// Where the server and the load run (default: here, on loopback).
     #[command(flatten)]
