@@ -75,6 +75,8 @@ struct Entry {
     resolved: Instant,
     /// The file's bytes as of `stamp`, once [`small_contents`] has read them.
     contents: Option<Arc<[u8]>>,
+    /// Its ETag and Last-Modified as of `stamp`, once [`validators`] has formatted them.
+    validators: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +169,7 @@ pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata)
             meta: meta.clone(),
             resolved: Instant::now(),
             contents: None,
+            validators: None,
         };
         if let Some(old) = files.insert(relative.to_vec(), entry) {
             release(&mut cache.small_bytes, old);
@@ -222,6 +225,26 @@ pub(crate) fn kept_contents(root: u64, relative: &[u8], meta: &Metadata) -> Opti
     })
 }
 
+/// The ETag and Last-Modified of the file at `relative`, as of the version `meta`
+/// describes: formatted by `make` once per cached entry and kept with it, so a response
+/// from the cache copies them instead of formatting them again; `make`'s own for a file
+/// not cached at that version.
+pub(crate) fn validators(
+    root: u64,
+    relative: &[u8],
+    meta: &Metadata,
+    make: impl FnOnce() -> (String, String),
+) -> (String, String) {
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let entry = cache.roots.get_mut(&root).and_then(|files| files.get_mut(relative));
+        match entry.filter(|entry| entry.stamp == Stamp::of(meta)) {
+            Some(entry) => entry.validators.get_or_insert_with(make).clone(),
+            None => make(),
+        }
+    })
+}
+
 /// `meta`, as [`get`] returned it for `relative`, checked for a caller that sends the file
 /// from disk rather than the bytes its entry holds (a precompressed sibling): a hit the
 /// trust window answered unchecked is checked now with a statx, `None` if the file is no
@@ -273,8 +296,14 @@ pub(crate) mod tests {
 
         let (f, meta) = file_with(dir.path(), "old.txt", b"x");
         CACHE.with(|c| {
-            let entry =
-                Entry { file: f, stamp: Stamp::of(&meta), meta, resolved: Instant::now() - TTL, contents: None };
+            let entry = Entry {
+                file: f,
+                stamp: Stamp::of(&meta),
+                meta,
+                resolved: Instant::now() - TTL,
+                contents: None,
+                validators: None,
+            };
             c.borrow_mut().roots.entry(4).or_default().insert(b"old.txt".to_vec(), entry);
         });
         assert!(get(4, b"old.txt").is_none(), "older than the TTL");
@@ -389,6 +418,24 @@ pub(crate) mod tests {
         assert!(small_contents(11, b"r.txt", &meta).is_none(), "read as another version");
         assert_eq!(small_bytes(), before, "nothing held");
         assert!(get(11, b"r.txt").is_none(), "and the checked hit drops the entry");
+    }
+
+    #[test]
+    fn validators_are_made_once_per_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "v.txt", b"one");
+        put(12, b"v.txt", &f, &meta);
+        let mut made = 0;
+        let mut make = |tag: &str| {
+            made += 1;
+            (tag.to_string(), "date".to_string())
+        };
+        assert_eq!(validators(12, b"v.txt", &meta, || make("\"a\"")).0, "\"a\"");
+        assert_eq!(validators(12, b"v.txt", &meta, || make("\"b\"")).0, "\"a\"", "kept");
+        assert_eq!(validators(13, b"v.txt", &meta, || make("\"c\"")).0, "\"c\"", "not cached");
+        let other = std::fs::metadata(dir.path()).unwrap();
+        assert_eq!(validators(12, b"v.txt", &other, || make("\"d\"")).0, "\"d\"", "another version");
+        assert_eq!(made, 3);
     }
 
     /// `thread` mode's threads, one per connection, each with its own cache: together they
