@@ -6,7 +6,9 @@
 #   floor        the canned-reply floor (bench/floor/floor.c, built here with gcc -O2): one
 #                epoll thread answering every request with the same 1 KiB reply; it serves
 #                only the 1 KiB workloads (whatever the path, the same bytes);
-#   lighttpd     one process (linux-sysepoll, sendfile, stat cache);
+#   lighttpd     one process (linux-sysepoll, sendfile, stat cache; LIGHTTPD_MAX_FDS and
+#                LIGHTTPD_MAX_CONNS, default 32768 and 16384, set server.max-fds and
+#                server.max-connections, which lighttpd caps at max-fds/2);
 #   nginx:N      N worker processes (sendfile, tcp_nopush, open_file_cache);
 #   h2o          h2o with num-threads: 1 (started as root it runs as nobody: its pid file
 #                and error log are in a directory anyone may write);
@@ -127,8 +129,8 @@ server.bind = "127.0.0.1"
 server.port = $p
 server.event-handler = "linux-sysepoll"
 server.network-backend = "sendfile"
-server.max-connections = 16384
-server.max-fds = 32768
+server.max-connections = ${LIGHTTPD_MAX_CONNS:-16384}
+server.max-fds = ${LIGHTTPD_MAX_FDS:-32768}
 server.max-keep-alive-requests = 1000000
 server.max-keep-alive-idle = 60
 server.stat-cache-engine = "simple"

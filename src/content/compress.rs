@@ -122,7 +122,11 @@ fn sibling(root: &Root, relative: &[u8], coding: Coding, meta: &Metadata) -> Opt
     let mut path = relative.to_vec();
     path.extend_from_slice(coding.extension().as_bytes());
     match root.resolve_decoded(&path) {
-        Ok(Resolved::File(file, sib)) if sib.modified().ok()? >= meta.modified().ok()? => Some((file, sib)),
+        // A sibling goes out from disk, so its metadata must be checked, not trusted.
+        Ok(Resolved::File(file, sib)) => {
+            let sib = root.checked_for_disk(&path, &file, sib)?;
+            (sib.modified().ok()? >= meta.modified().ok()?).then_some((file, sib))
+        }
         _ => None,
     }
 }

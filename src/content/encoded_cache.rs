@@ -127,7 +127,13 @@ pub(crate) fn get_or_encode(
     }
     drop(cache);
     let _encoding = Encoding(k);
-    let bytes: Arc<[u8]> = super::compress::encode_file(coding, file)?.into();
+    // The bytes the open-file cache holds for this version, when it does: a hit its trust
+    // window answered unchecked is encoded as the version it answered, whatever is on disk.
+    let bytes: Arc<[u8]> = match super::file_cache::kept_contents(root, path, meta) {
+        Some(kept) => super::compress::encode(coding, &kept)?,
+        None => super::compress::encode_file(coding, file)?,
+    }
+    .into();
     // Kept only if the file is still the version that was read.
     if file.metadata().is_ok_and(|now| Stamp::of(&now) == stamp) {
         let entry = Entry { root, path: path.into(), coding, stamp, bytes: Arc::clone(&bytes) };
@@ -211,6 +217,22 @@ mod tests {
         assert!(!Arc::ptr_eq(&old, &new));
         assert!(get(root, b"v.txt", Coding::Zstd, &meta).is_none(), "the old version is gone");
         assert!(zstd::bulk::decompress(&new, 1 << 20).unwrap().ends_with(b"more\n"));
+    }
+
+    /// A hit the open-file cache's trust window answered unchecked is encoded as the
+    /// version it answered (the bytes that cache holds), not as the file on disk now.
+    #[test]
+    fn a_held_version_is_encoded_from_its_held_bytes() {
+        use crate::content::file_cache;
+        let _one = file_cache::tests::budget_tests();
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = text_file(dir.path(), "h.txt", 100);
+        let (f, root) = (Arc::new(f), 1_000_004);
+        file_cache::put(root, b"h.txt", &f, &meta);
+        let held = file_cache::small_contents(root, b"h.txt", &meta).expect("held");
+        std::fs::write(dir.path().join("h.txt"), "changed on disk\n").unwrap();
+        let bytes = get_or_encode(root, b"h.txt", Coding::Zstd, &f, &meta).unwrap();
+        assert_eq!(zstd::bulk::decompress(&bytes, 1 << 20).unwrap(), &*held);
     }
 
     #[test]

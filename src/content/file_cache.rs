@@ -6,22 +6,30 @@
 //! The rules that keep it honest:
 //! - Only what a full resolution beneath ROOT returned is ever cached, so a hit is a file
 //!   that was inside ROOT, not hidden, and regular when it was resolved.
-//! - Every hit is revalidated on the open descriptor with one statx: a file changed in
-//!   place (size, mtime, ctime: a chmod too), or removed (no links left), is dropped and
-//!   resolved again, so no response ever pairs new bytes with an old length.
+//! - A hit on a file sent from disk is revalidated on the open descriptor with one statx:
+//!   a file changed in place (size, mtime, ctime: a chmod too), or removed (no links left),
+//!   is dropped and resolved again, so no response ever pairs new bytes with an old length.
 //! - An entry is trusted for at most [`TTL`] after its resolution: a path that now names
 //!   another file (a rename over it, a swapped symlink) is served from the old file for
 //!   at most that long, as lighttpd's stat cache does (one second) and nginx's
 //!   `open_file_cache_valid` allows (60 s by default). SECURITY.md says so.
+//! - The trust window: a hit on a file whose bytes the entry holds ([`small_contents`]) is
+//!   not checked at all until its [`TTL`] ends (nginx's `open_file_cache_valid` again), so
+//!   answering it makes no system call but the send. Its response is built from those bytes
+//!   and the metadata they were read with, so a file changed, chmod-ed, replaced or removed
+//!   within the window is answered as the version it was, whole and consistent (length,
+//!   ETag, Last-Modified, ranges), for at most [`TTL`] after its resolution; then the next
+//!   hit resolves it again. The bytes are kept only if a statx after the read still shows
+//!   the version the entry was resolved as, so they are never another version's.
 //! - Per thread, so no lock is taken: event/uring loops, pool and prefork workers reuse
 //!   their entries; `fork` children and `thread` mode's short-lived threads mostly miss,
 //!   which costs one extra descriptor per miss and nothing else. At most [`CAPACITY`]
 //!   entries per thread (all dropped when full: a crawl of many files must not grow it).
 //! - A small file's bytes ([`small_contents`]: at most [`SMALL_MAX`] bytes) are kept beside
 //!   its entry, read once with pread, so its response is one send of head and body instead
-//!   of a send and a sendfile. The bytes belong to the entry's stamp: a hit whose statx
-//!   shows any change drops the entry and its bytes together, so cached bytes are never
-//!   served with another version's length, ETag or Last-Modified.
+//!   of a send and a sendfile. The bytes belong to the entry's stamp and go with the
+//!   entry, so cached bytes are never served with another version's length, ETag or
+//!   Last-Modified.
 //! - Those bytes count against one budget per process, [`SMALL_BUDGET`], shared by every
 //!   thread's cache (an atomic counter, [`SMALL_HELD`]): a thread takes its share when it
 //!   reads a file and gives it back when the entry goes, or when the thread ends and its
@@ -36,7 +44,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a resolution is trusted before the path is looked up again.
+/// How long a resolution is trusted before the path is looked up again, and how long a
+/// file held in memory is served without a check (the trust window).
 pub(crate) const TTL: Duration = Duration::from_secs(1);
 /// The most entries one thread keeps.
 pub(crate) const CAPACITY: usize = 1024;
@@ -59,11 +68,15 @@ fn reserve(len: usize) -> bool {
 
 struct Entry {
     file: Arc<File>,
-    /// The identity and state the file had when resolved; a hit must still match it.
+    /// The identity and state the file had when resolved; a checked hit must still match it.
     stamp: Stamp,
+    /// The metadata `stamp` was taken from, for the hits the trust window answers unchecked.
+    meta: Metadata,
     resolved: Instant,
     /// The file's bytes as of `stamp`, once [`small_contents`] has read them.
     contents: Option<Arc<[u8]>>,
+    /// Its ETag and Last-Modified as of `stamp`, once [`validators`] has formatted them.
+    validators: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,13 +128,18 @@ thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
 }
 
-/// The cached file for `relative` under root `root`, revalidated, with fresh metadata.
+/// The cached file for `relative` under root `root`, with its metadata: checked with a
+/// statx on the descriptor, or, for a file whose bytes the entry holds, trusted unchecked
+/// within its [`TTL`] (the module's trust window).
 pub(crate) fn get(root: u64, relative: &[u8]) -> Option<(Arc<File>, Metadata)> {
     CACHE.with(|cache| {
         let cache = &mut *cache.borrow_mut();
         let files = cache.roots.get_mut(&root)?;
         let entry = files.get(relative)?;
         let fresh = entry.resolved.elapsed() < TTL;
+        if fresh && entry.contents.is_some() {
+            return Some((Arc::clone(&entry.file), entry.meta.clone()));
+        }
         let meta = if fresh { entry.file.metadata().ok() } else { None };
         match meta {
             Some(meta) if meta.nlink() > 0 && Stamp::of(&meta) == entry.stamp => Some((Arc::clone(&entry.file), meta)),
@@ -145,7 +163,14 @@ pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata)
                 release(&mut cache.small_bytes, entry);
             }
         }
-        let entry = Entry { file: Arc::clone(file), stamp: Stamp::of(meta), resolved: Instant::now(), contents: None };
+        let entry = Entry {
+            file: Arc::clone(file),
+            stamp: Stamp::of(meta),
+            meta: meta.clone(),
+            resolved: Instant::now(),
+            contents: None,
+            validators: None,
+        };
         if let Some(old) = files.insert(relative.to_vec(), entry) {
             release(&mut cache.small_bytes, old);
         }
@@ -155,8 +180,10 @@ pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata)
 /// The bytes of the small file cached for `relative`, if its entry is the version `meta`
 /// describes (the metadata [`get`] or the resolution just returned): read once with pread
 /// and kept while the entry lives. `None` for a file over [`SMALL_MAX`], an entry of
-/// another version, a spent budget (the process's, [`SMALL_BUDGET`]), or a read that came up short (the file changed under
-/// us: it is then sent from disk, which fails the response if it shrank).
+/// another version, a spent budget (the process's, [`SMALL_BUDGET`]), or a file that
+/// changed while it was read (a short read, or a statx after the read that no longer
+/// shows the entry's version: it is then sent from disk, which fails the response if it
+/// shrank, and the next checked hit drops the entry).
 pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Option<Arc<[u8]>> {
     if meta.len() > SMALL_MAX {
         return None;
@@ -175,7 +202,9 @@ pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Opt
             return None;
         }
         let mut bytes = vec![0; len];
-        if entry.file.read_exact_at(&mut bytes, 0).is_err() {
+        let stamp = entry.stamp;
+        let unchanged = |file: &File| file.metadata().is_ok_and(|now| Stamp::of(&now) == stamp);
+        if entry.file.read_exact_at(&mut bytes, 0).is_err() || !unchanged(&entry.file) {
             SMALL_HELD.fetch_sub(len, Ordering::AcqRel);
             return None;
         }
@@ -186,8 +215,50 @@ pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Opt
     })
 }
 
+/// The bytes the entry for `relative` already holds, if they are the version `meta`
+/// describes; never reads (for `--compress`, which encodes the version a hit answered).
+pub(crate) fn kept_contents(root: u64, relative: &[u8], meta: &Metadata) -> Option<Arc<[u8]>> {
+    CACHE.with(|cache| {
+        let cache = cache.borrow();
+        let entry = cache.roots.get(&root)?.get(relative)?;
+        (entry.stamp == Stamp::of(meta)).then(|| entry.contents.clone()).flatten()
+    })
+}
+
+/// The ETag and Last-Modified of the file at `relative`, as of the version `meta`
+/// describes: formatted by `make` once per cached entry and kept with it, so a response
+/// from the cache copies them instead of formatting them again; `make`'s own for a file
+/// not cached at that version.
+pub(crate) fn validators(
+    root: u64,
+    relative: &[u8],
+    meta: &Metadata,
+    make: impl FnOnce() -> (String, String),
+) -> (String, String) {
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let entry = cache.roots.get_mut(&root).and_then(|files| files.get_mut(relative));
+        match entry.filter(|entry| entry.stamp == Stamp::of(meta)) {
+            Some(entry) => entry.validators.get_or_insert_with(make).clone(),
+            None => make(),
+        }
+    })
+}
+
+/// `meta`, as [`get`] returned it for `relative`, checked for a caller that sends the file
+/// from disk rather than the bytes its entry holds (a precompressed sibling): a hit the
+/// trust window answered unchecked is checked now with a statx, `None` if the file is no
+/// longer that version; a hit that was checked is returned as it is.
+pub(crate) fn checked_for_disk(root: u64, relative: &[u8], file: &File, meta: Metadata) -> Option<Metadata> {
+    if kept_contents(root, relative, &meta).is_none() {
+        return Some(meta);
+    }
+    let now = file.metadata().ok()?;
+    (now.nlink() > 0 && Stamp::of(&now) == Stamp::of(&meta)).then_some(now)
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Write;
 
@@ -225,7 +296,14 @@ mod tests {
 
         let (f, meta) = file_with(dir.path(), "old.txt", b"x");
         CACHE.with(|c| {
-            let entry = Entry { file: f, stamp: Stamp::of(&meta), resolved: Instant::now() - TTL, contents: None };
+            let entry = Entry {
+                file: f,
+                stamp: Stamp::of(&meta),
+                meta,
+                resolved: Instant::now() - TTL,
+                contents: None,
+                validators: None,
+            };
             c.borrow_mut().roots.entry(4).or_default().insert(b"old.txt".to_vec(), entry);
         });
         assert!(get(4, b"old.txt").is_none(), "older than the TTL");
@@ -249,7 +327,7 @@ mod tests {
     /// The tests that spend the process's small-file budget run one at a time (each expects
     /// to find room in it), and each gives its thread's share back as it ends, before the
     /// next starts (not later, when its thread's cache is dropped).
-    struct BudgetTest(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+    pub(crate) struct BudgetTest(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
 
     impl Drop for BudgetTest {
         fn drop(&mut self) {
@@ -257,7 +335,7 @@ mod tests {
         }
     }
 
-    fn budget_tests() -> BudgetTest {
+    pub(crate) fn budget_tests() -> BudgetTest {
         static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
         BudgetTest(LOCK.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -274,12 +352,15 @@ mod tests {
         assert_eq!(&*small_contents(6, b"s.txt", &meta).expect("kept"), b"small");
         assert_eq!(small_bytes(), before + 5, "kept bytes are not counted twice");
 
-        // Rewritten in place: the old bytes are never handed out with the new metadata,
-        // and the entry's bytes leave the budget with it.
+        // Rewritten in place: the old bytes are never handed out with the new metadata;
+        // within the window a hit is the old version, whole; past it the changed file
+        // misses and the entry's bytes leave the budget with it.
         std::fs::write(dir.path().join("s.txt"), b"SMALL, and longer").unwrap();
         let new_meta = std::fs::metadata(dir.path().join("s.txt")).unwrap();
         assert!(small_contents(6, b"s.txt", &new_meta).is_none(), "another version's metadata");
-        assert!(get(6, b"s.txt").is_none(), "the changed file misses");
+        assert_eq!(get(6, b"s.txt").expect("within the window").1.len(), 5, "the held version");
+        CACHE.with(|c| c.borrow_mut().roots.get_mut(&6).unwrap().get_mut(&b"s.txt"[..]).unwrap().resolved -= TTL);
+        assert!(get(6, b"s.txt").is_none(), "the changed file misses past the window");
         assert_eq!(small_bytes(), before, "its bytes left the budget");
     }
 
@@ -298,6 +379,63 @@ mod tests {
         }
         let held = (0..fits + 1).filter(|i| small_contents(8, format!("max{i}").as_bytes(), &meta).is_some()).count();
         assert!(held < fits + 1 && small_bytes() <= SMALL_BUDGET, "held {held}, {} bytes", small_bytes());
+    }
+
+    /// The trust window: a hit on a file whose bytes the entry holds is answered without a
+    /// statx, as the version those bytes are, until the entry's TTL ends; a caller that
+    /// sends from disk still gets the file checked.
+    #[test]
+    fn a_held_file_is_trusted_unchecked_within_its_window() {
+        let _one = budget_tests();
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "t.txt", b"first");
+        put(10, b"t.txt", &f, &meta);
+        assert!(small_contents(10, b"t.txt", &meta).is_some(), "held");
+        std::fs::write(dir.path().join("t.txt"), b"second, longer").unwrap();
+
+        let (hit, hit_meta) = get(10, b"t.txt").expect("trusted within the window");
+        assert_eq!(hit_meta.len(), 5, "the metadata of the version the bytes are");
+        assert_eq!(&*small_contents(10, b"t.txt", &hit_meta).expect("the held bytes"), b"first");
+        assert_eq!(&*kept_contents(10, b"t.txt", &hit_meta).expect("kept for --compress"), b"first");
+        assert!(checked_for_disk(10, b"t.txt", &hit, hit_meta).is_none(), "sent from disk, it is checked");
+
+        CACHE.with(|c| c.borrow_mut().roots.get_mut(&10).unwrap().get_mut(&b"t.txt"[..]).unwrap().resolved -= TTL);
+        assert!(get(10, b"t.txt").is_none(), "past the window the path is resolved again");
+    }
+
+    /// Bytes read after the file changed (after the resolution's statx) are not kept: the
+    /// window never serves them under the resolution's length, ETag or Last-Modified.
+    #[test]
+    fn bytes_of_another_version_are_not_kept() {
+        let _one = budget_tests();
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "r.txt", b"one");
+        // A new ctime even within one clock tick (as tests/file_cache.rs waits too).
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(dir.path().join("r.txt"), b"two").unwrap();
+        put(11, b"r.txt", &f, &meta);
+        let before = small_bytes();
+        assert!(small_contents(11, b"r.txt", &meta).is_none(), "read as another version");
+        assert_eq!(small_bytes(), before, "nothing held");
+        assert!(get(11, b"r.txt").is_none(), "and the checked hit drops the entry");
+    }
+
+    #[test]
+    fn validators_are_made_once_per_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, meta) = file_with(dir.path(), "v.txt", b"one");
+        put(12, b"v.txt", &f, &meta);
+        let mut made = 0;
+        let mut make = |tag: &str| {
+            made += 1;
+            (tag.to_string(), "date".to_string())
+        };
+        assert_eq!(validators(12, b"v.txt", &meta, || make("\"a\"")).0, "\"a\"");
+        assert_eq!(validators(12, b"v.txt", &meta, || make("\"b\"")).0, "\"a\"", "kept");
+        assert_eq!(validators(13, b"v.txt", &meta, || make("\"c\"")).0, "\"c\"", "not cached");
+        let other = std::fs::metadata(dir.path()).unwrap();
+        assert_eq!(validators(12, b"v.txt", &other, || make("\"d\"")).0, "\"d\"", "another version");
+        assert_eq!(made, 3);
     }
 
     /// `thread` mode's threads, one per connection, each with its own cache: together they

@@ -135,6 +135,12 @@ impl Root {
         file_cache::small_contents(self.id, relative, meta)
     }
 
+    /// `meta` as the file at `relative` has it now, for a caller that sends the file from
+    /// disk (see [`file_cache::checked_for_disk`]); `None` if it changed.
+    pub(crate) fn checked_for_disk(&self, relative: &[u8], file: &File, meta: Metadata) -> Option<Metadata> {
+        file_cache::checked_for_disk(self.id, relative, file, meta)
+    }
+
     /// The first of `names` in `dir` that is a regular file, looked up from ROOT: an index
     /// that is a symlink to elsewhere inside ROOT is followed, one leading outside is not.
     /// Also returns the index's path relative to ROOT (its precompressed siblings are found by it).

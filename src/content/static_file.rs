@@ -7,7 +7,7 @@
 //! symlink is typed by its own name, as nginx and Apache do.
 
 use super::compress::{self, Choice, Encoding};
-use super::{encoded_cache, Body, Response};
+use super::{encoded_cache, file_cache, Body, Response};
 use spidey_http::conditional::{etag, if_range_holds, not_modified};
 use spidey_http::range::{self, RangeOutcome};
 use spidey_http::{Method, Request, StatusCode};
@@ -52,8 +52,12 @@ pub fn respond(
     };
     let len = meta.len();
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    let tag = compress::tag_with(etag(mtime, len), coding);
-    let last_modified = spidey_http::date::format(mtime);
+    let validators = || (compress::tag_with(etag(mtime, len), coding), spidey_http::date::format(mtime));
+    // The file's own: formatted once per cached version (a sibling's are its own file's).
+    let (tag, last_modified) = match coding {
+        None => file_cache::validators(root, path, &meta, validators),
+        Some(_) => validators(),
+    };
     let now = SystemTime::now();
     let mut fields = Vec::with_capacity(8);
     if choice.vary {
