@@ -20,9 +20,10 @@
 //! poll(2) until the script's deadline; a write error drops the output, which kills and
 //! reaps the script.
 
-use super::send::{self, Outgoing, Sent};
+use super::send::{self, After, Outgoing, Response, Sent};
 use super::session::{Pool, Session};
-use super::tls::{Inflow, Tls};
+use super::tls::Inflow;
+use super::transport::Transport;
 use crate::exchange::{Answer, Exchanger};
 use crate::exchange::{Body, CgiResponse, CgiStep};
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
@@ -43,10 +44,10 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
     if stream.set_nonblocking(true).is_err() {
         return;
     }
-    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown, tls: None };
+    let mut client = Client { stream, send_timeout: server.timeouts.send, shutdown, transport: Transport::Plain };
     let mut exchanger = Exchanger::new();
     let mut pool = Pool::new(server);
-    let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
+    let Some(mut session) = Session::open(peer, server, false) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
     loop {
         if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
@@ -56,15 +57,15 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
             }
             let sent = match session.take_cgi() {
                 Some(cgi) => {
-                    client.tls = session.take_tls(); // serve_cgi reads and writes through the client
+                    client.transport = session.take_transport(); // serve_cgi reads and writes through the client
                     let (buf, start, end) = session.input(&mut pool);
                     let mut pending = Pending { buf, start, end };
                     let keep = serve_cgi(&mut client, &mut pending, cgi, server, shutdown, &mut exchanger, peer);
                     session.received(0, &mut pool); // gives an emptied buffer back
-                    session.return_tls(client.tls.take());
+                    session.return_transport(std::mem::replace(&mut client.transport, Transport::Plain));
                     keep.map(|keep| session.end_cgi(keep))
                 }
-                None => client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)),
+                None => client.until_sent(|fd, _| session.send(fd, None, &mut exchanger, server, &mut pool)),
             };
             since =
                 if session.has_partial_request() { Since::Head(Instant::now()) } else { Since::Idle(Instant::now()) };
@@ -75,7 +76,7 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool)).is_err() {
+            if client.until_sent(|fd, _| session.send(fd, None, &mut exchanger, server, &mut pool)).is_err() {
                 break;
             }
             continue;
@@ -96,7 +97,7 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
                 session.answer_timeout(&mut exchanger, server, &mut pool);
-                let sent = client.until_sent(|fd, _| session.send(fd, &mut exchanger, server, &mut pool));
+                let sent = client.until_sent(|fd, _| session.send(fd, None, &mut exchanger, server, &mut pool));
                 finish(&client, &mut session, &mut pool, server, sent);
             }
             break;
@@ -177,16 +178,16 @@ pub(crate) struct Client<'s> {
     stream: TcpStream,
     send_timeout: Duration,
     shutdown: &'s Shutdown,
-    /// A TLS connection's state while `serve_cgi` reads and writes through the client
+    /// The connection's transport while `serve_cgi` reads and writes through the client
     /// (the session holds it otherwise).
-    tls: Option<Box<Tls>>,
+    transport: Transport,
 }
 
 impl Client<'_> {
     /// Repeats a non-blocking send `step` until it is done, waiting for room in between.
-    fn until_sent(&mut self, mut step: impl FnMut(&TcpStream, Option<&mut Tls>) -> Sent) -> io::Result<()> {
+    fn until_sent(&mut self, mut step: impl FnMut(&TcpStream, &mut Transport) -> Sent) -> io::Result<()> {
         loop {
-            match step(&self.stream, self.tls.as_deref_mut()) {
+            match step(&self.stream, &mut self.transport) {
                 Sent::Done => return Ok(()),
                 Sent::Blocked => self.wait_room()?,
                 Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
@@ -211,8 +212,10 @@ impl Client<'_> {
 impl Write for Client<'_> {
     /// Writes all of `buf` by `send.rs`'s rules (encrypted over TLS).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let (mut pos, mut body) = (0, None);
-        self.until_sent(|fd, tls| send::send_response(&fd, tls, buf, &mut pos, &mut body, false))?;
+        let (mut out, mut pos, mut body) = (buf.to_vec(), 0, None);
+        self.until_sent(|fd, t| {
+            t.send(&fd, None, Response { out: &mut out, pos: &mut pos, body: &mut body, after: After::Answer })
+        })?;
         Ok(buf.len())
     }
 
@@ -224,7 +227,7 @@ impl Write for Client<'_> {
 impl Read for Client<'_> {
     /// Over TLS, WouldBlock when the ciphertext read held no whole record: wait again.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some(tls) = self.tls.as_mut() else { return (&self.stream).read(buf) };
+        let Transport::Tls(tls) = &mut self.transport else { return (&self.stream).read(buf) };
         loop {
             if tls.has_plaintext() {
                 return Ok(tls.take_plaintext(buf));
@@ -241,7 +244,7 @@ impl Read for Client<'_> {
 impl Client<'_> {
     /// Over TLS, whether decrypted bytes wait in rustls (read them before waiting).
     fn has_plaintext(&mut self) -> bool {
-        self.tls.as_mut().is_some_and(|t| t.has_plaintext())
+        self.transport.has_plaintext()
     }
 }
 
@@ -350,6 +353,6 @@ fn send(stream: &mut Client<'_>, answer: Answer<'_>, _server: &Server, _shutdown
     if matches!(body, Some(Outgoing::Cgi(_))) {
         return Err(io::Error::other("a CGI body is driven by serve_cgi"));
     }
-    let mut pos = 0;
-    stream.until_sent(|fd, tls| send::send_response(&fd, tls, &out, &mut pos, &mut body, !answer.keep_alive))
+    let (mut pos, after) = (0, if answer.keep_alive { After::Answer } else { After::Close });
+    stream.until_sent(|fd, t| t.send(&fd, None, Response { out: &mut out, pos: &mut pos, body: &mut body, after }))
 }

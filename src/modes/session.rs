@@ -7,7 +7,8 @@
 //! with [`Session::answer`] (through [`Exchanger::step`]), and the response leaves as
 //! [`Session::out`] bytes (head and any in-memory body, one write) followed by an optional
 //! [`Outgoing`] body that is moved without a copy through user space, by the rules of
-//! `send.rs`; after the last one, [`Session::linger`] decides the close.
+//! `send.rs` over the connection's [`Transport`] (plain, TLS or the ring, chosen when it
+//! is accepted); after the last one, [`Session::linger`] decides the close.
 //!
 //! ```text
 //!   Idle ──bytes──▶ Reading ──whole head──▶ Sending ──all out──▶ keep-alive? ──▶ Idle / Reading
@@ -20,8 +21,8 @@
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
-use super::send::{self, Outgoing, Sent};
-use super::tls::Tls;
+use super::send::{self, After, Outgoing, Response, Sent};
+use super::transport::{RingSend, Transport};
 use crate::exchange::{Answer, Body, CgiResponse, Exchanger, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
@@ -29,7 +30,6 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
-mod lent;
 mod pool;
 mod wire;
 pub(crate) use cgi::CgiFlow;
@@ -45,9 +45,6 @@ enum Phase {
     Delayed(Duration),
     /// The driver holds the answer on a timer until [`Session::end_delay`]: nothing is sent.
     Held,
-    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]) until
-    /// [`Session::return_out`].
-    Lent,
     /// After the last response, half-closed: client bytes are read and dropped until the
     /// client closes ([`Session::linger`]).
     Lingering,
@@ -86,8 +83,8 @@ pub(crate) struct Session {
     start: usize,
     end: usize,
     /// The framed head and in-memory body, `[out_pos..]` still to send.
-    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent (`Phase::Lent`: then
-    /// `out` is empty and `out_pos` is where the lent send started).
+    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent to a ring send
+    /// ([`Transport::Ring`]: then `out` is empty and `out_pos` is where that send started).
     out: Vec<u8>,
     out_pos: usize,
     body: Option<Outgoing>,
@@ -95,9 +92,9 @@ pub(crate) struct Session {
     keep_alive: bool,
     served: u32,
     phase: Phase,
-    /// The TLS state of an HTTPS connection (`--tls-cert`); `None`: plain, and every
-    /// byte moves as before, with sendfile for files (`session/wire.rs`).
-    tls: Option<Box<Tls>>,
+    /// How the connection's bytes move: plain, TLS (`--tls-cert`) or `uring`'s ring,
+    /// chosen once when it was accepted ([`Session::open`]).
+    transport: Transport,
 }
 
 impl Session {
@@ -113,24 +110,22 @@ impl Session {
             keep_alive: true,
             served: 0,
             phase: Phase::Open,
-            tls: None,
+            transport: Transport::Plain,
         }
     }
 
     /// Whether part of a request has arrived (the head deadline runs).
     /// Over TLS, a handshake under way counts: the head deadline bounds it.
     pub(crate) fn has_partial_request(&self) -> bool {
-        self.start < self.end || self.tls.as_ref().is_some_and(|t| t.mid_handshake())
+        self.start < self.end || self.transport.mid_handshake()
     }
 
     /// Whether a response is under way: framed and not yet finished with
     /// [`Session::finish_response`] (even if all its bytes are out).
-    /// Over TLS, ciphertext rustls wants written (a handshake flight, tickets) counts too.
+    /// Bytes the transport holds count too: TLS ciphertext rustls wants written (a
+    /// handshake flight, tickets), or the out buffer lent to a ring send.
     pub(crate) fn is_sending(&self) -> bool {
-        self.phase == Phase::Lent
-            || !self.out.is_empty()
-            || self.body.is_some()
-            || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        !self.out.is_empty() || self.body.is_some() || self.transport.pending()
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -296,18 +291,26 @@ impl Session {
         self.body = send::frame(&mut self.out, head, body);
     }
 
-    /// The head and in-memory body bytes not yet sent.
-    pub(crate) fn out(&self) -> &[u8] {
-        &self.out[self.out_pos..]
-    }
-
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
-    /// (out bytes, then a file body), until done or EAGAIN. A CGI body is pumped in
-    /// between: its output goes through the out bytes.
-    pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
+    /// (out bytes, then a file body) over the connection's transport, until done or
+    /// EAGAIN. A CGI body is pumped in between: its output goes through the out bytes.
+    /// `ring`: the loop's ring, for a ring transport (`uring`); `None` for every other.
+    pub(crate) fn send<Fd: AsFd>(
+        &mut self,
+        fd: Fd,
+        mut ring: Option<&mut RingSend<'_>>,
+        ex: &mut Exchanger,
+        server: &Server,
+        pool: &mut Pool,
+    ) -> Sent {
         loop {
-            let tls = self.tls.as_deref_mut();
-            match send::send_response(&fd, tls, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
+            let after = match (self.keep_alive, self.start < self.end) {
+                (false, _) => After::Close,
+                (true, true) => After::Answer,
+                (true, false) => After::Wait,
+            };
+            let response = Response { out: &mut self.out, pos: &mut self.out_pos, body: &mut self.body, after };
+            match self.transport.send(&fd, ring.as_deref_mut(), response) {
                 Sent::Done => {}
                 other => return other,
             }
@@ -352,8 +355,16 @@ impl Session {
     }
 
     /// Whether the body being sent is a CGI script's output.
-    pub(crate) fn is_cgi(&self) -> bool {
+    fn is_cgi(&self) -> bool {
         matches!(self.body, Some(Outgoing::Cgi(_)))
+    }
+
+    /// A ring send the out buffer was lent to (`transport/ring.rs`) has completed, having
+    /// sent `sent` bytes: the buffer is back.
+    pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
+        self.transport.returned();
+        self.out = buf;
+        self.out_pos = (self.out_pos + sent).min(self.out.len());
     }
 
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the
@@ -379,9 +390,7 @@ impl Session {
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
-        if let Some(tls) = &mut self.tls {
-            tls.close_notify(fd);
-        }
+        self.transport.close_notify(fd);
         if !unread && !self.has_partial_request() {
             return false;
         }

@@ -35,7 +35,7 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
             while session.answer(&mut ex, server, &mut pool, false) {
                 answered = true;
                 loop {
-                    match session.send(&ours, &mut ex, server, &mut pool) {
+                    match session.send(&ours, None, &mut ex, server, &mut pool) {
                         Sent::Done => break,
                         Sent::Blocked => drain(&mut theirs, &mut received),
                         Sent::Failed => break 'chunks,

@@ -24,7 +24,7 @@ pub(crate) enum CgiFlow {
 
 impl Session {
     /// Pumps the CGI body once the out bytes have drained (call only then).
-    pub(crate) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> CgiFlow {
+    pub(super) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> CgiFlow {
         self.out.clear();
         self.out_pos = 0;
         loop {
