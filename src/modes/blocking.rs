@@ -21,7 +21,7 @@
 //! reaps the script.
 
 use super::send::{self, After, Outgoing, Response, Sent};
-use super::session::{Pool, Session};
+use super::session::{Answered, Pool, Session};
 use super::tls::Inflow;
 use super::transport::Transport;
 use crate::exchange::{Answer, Exchanger};
@@ -50,10 +50,10 @@ pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdo
     let Some(mut session) = Session::open(peer, server, false) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
     loop {
-        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
+        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged(), false) == Answered::Ready {
             if let Some(delay) = session.take_delay() {
                 std::thread::sleep(delay);
-                session.end_delay();
+                session.end_hold(&mut exchanger, server, &mut pool);
             }
             let sent = match session.take_cgi() {
                 Some(cgi) => {

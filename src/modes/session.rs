@@ -5,7 +5,7 @@
 //! completions are learned: bytes come in through [`Session::recv_space`] /
 //! [`Session::received`] (one buffer size, one compaction rule), requests are answered
 //! with [`Session::answer`] (through [`Exchanger::step`]), and the response leaves as
-//! [`Session::out`] bytes (head and any in-memory body, one write) followed by an optional
+//! out bytes (head and any in-memory body, one write) followed by an optional
 //! [`Outgoing`] body that is moved without a copy through user space, by the rules of
 //! `send.rs` over the connection's [`Transport`] (plain, TLS or the ring, chosen when it
 //! is accepted); after the last one, [`Session::linger`] decides the close.
@@ -35,19 +35,20 @@ mod wire;
 pub(crate) use cgi::CgiFlow;
 pub(crate) use pool::{Pool, RECV_ROOM};
 
-/// Where a connection is, beyond its buffers: the transitions are named methods.
+/// What holds the answer to the front request back, if anything: the transitions are
+/// named methods. Whether bytes are being read or sent is the buffers' to say
+/// ([`Session::has_partial_request`], [`Session::is_sending`]), the close the
+/// `keep_alive` and `lingering` fields'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Reading requests, or sending an answer from this session's own buffer.
-    Open,
+enum Hold {
+    /// Nothing: requests are answered and answers sent as they come.
+    None,
     /// The answer framed last must wait this long (`--delay`) before it is sent; the
     /// driver takes it ([`Session::take_delay`]).
-    Delayed(Duration),
-    /// The driver holds the answer on a timer until [`Session::end_delay`]: nothing is sent.
-    Held,
-    /// After the last response, half-closed: client bytes are read and dropped until the
-    /// client closes ([`Session::linger`]).
-    Lingering,
+    Delay(Duration),
+    /// The driver holds the answer on its timer until [`Session::end_hold`]: nothing is
+    /// sent.
+    Timer,
     /// The request at the front of the buffer is being answered elsewhere (`hybrid`'s
     /// worker pool) until [`Session::offload_done`]; nothing is answered or sent meanwhile.
     Offloaded,
@@ -62,12 +63,12 @@ pub(crate) enum OffloadFailure {
     Late,
 }
 
-/// What [`Session::answer_routed`] did.
+/// What [`Session::answer`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Answered {
     /// Nothing to answer yet (no whole head, or a response still going out).
     No,
-    /// A response is ready in [`Session::out`].
+    /// A response is framed, ready to send.
     Ready,
     /// The request must be answered elsewhere: these are its bytes (from the start of the
     /// request to the end of what has arrived); the session waits in `Offloaded`.
@@ -91,7 +92,10 @@ pub(crate) struct Session {
     /// Whether the connection stays open after the response being sent.
     keep_alive: bool,
     served: u32,
-    phase: Phase,
+    hold: Hold,
+    /// After the last response, half-closed: client bytes are read and dropped until the
+    /// client closes ([`Session::linger`]).
+    lingering: bool,
     /// How the connection's bytes move: plain, TLS (`--tls-cert`) or `uring`'s ring,
     /// chosen once when it was accepted ([`Session::open`]).
     transport: Transport,
@@ -109,7 +113,8 @@ impl Session {
             body: None,
             keep_alive: true,
             served: 0,
-            phase: Phase::Open,
+            hold: Hold::None,
+            lingering: false,
             transport: Transport::Plain,
         }
     }
@@ -152,7 +157,7 @@ impl Session {
     /// Records `n` bytes written into [`Session::recv_space`].
     pub(crate) fn received(&mut self, n: usize, pool: &mut Pool) {
         self.end += n;
-        if self.phase == Phase::Lingering {
+        if self.lingering {
             self.start = self.end; // dropped: nothing more is answered
         }
         self.release_inbuf_if_empty(pool);
@@ -176,16 +181,12 @@ impl Session {
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is
-    /// still being sent. Returns whether a response is now ready in [`Session::out`].
+    /// still being sent ([`Answered::Ready`]: the response is framed, ready to send).
     ///
     /// `closing`: the server is shutting down, so the answer says `Connection: close`.
-    pub(crate) fn answer(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, closing: bool) -> bool {
-        self.answer_routed(ex, server, pool, closing, false) == Answered::Ready
-    }
-
-    /// [`Session::answer`], but with `offload` a request whose answer may block is handed
-    /// back to the driver to be answered elsewhere ([`Answered::Offload`]).
-    pub(crate) fn answer_routed(
+    /// `offload` (`hybrid`): a request whose answer may block is handed back to the driver
+    /// to be answered elsewhere ([`Answered::Offload`]).
+    pub(crate) fn answer(
         &mut self,
         ex: &mut Exchanger,
         server: &Server,
@@ -193,7 +194,7 @@ impl Session {
         closing: bool,
         offload: bool,
     ) -> Answered {
-        if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.phase == Phase::Offloaded {
+        if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.hold == Hold::Offloaded {
             return Answered::No;
         }
         let must_close = closing || self.served + 1 >= server.max_requests;
@@ -202,7 +203,7 @@ impl Session {
             Step::Partial => return Answered::No,
             Step::Respond(answer) => answer,
             Step::Offload => {
-                self.phase = Phase::Offloaded;
+                self.hold = Hold::Offloaded;
                 return Answered::Offload { bytes: bytes.to_vec(), must_close };
             }
         };
@@ -213,10 +214,10 @@ impl Session {
     /// The answer to the offloaded request came back: frame it as if answered here.
     /// False (and nothing changes) if the session no longer waits for one.
     pub(crate) fn offload_done(&mut self, answer: Answer<'_>, pool: &mut Pool) -> bool {
-        if self.phase != Phase::Offloaded {
+        if self.hold != Hold::Offloaded {
             return false;
         }
-        self.phase = Phase::Open;
+        self.hold = Hold::None;
         self.apply(answer, pool);
         true
     }
@@ -229,13 +230,8 @@ impl Session {
             OffloadFailure::Full => ex.busy(server, bytes, self.peer),
             OffloadFailure::Late => ex.late(server, bytes, self.peer),
         };
-        self.phase = Phase::Open;
+        self.hold = Hold::None;
         self.apply(answer, pool);
-    }
-
-    /// Whether the front request is being answered elsewhere.
-    pub(crate) fn is_offloaded(&self) -> bool {
-        self.phase == Phase::Offloaded
     }
 
     /// Takes in an answer to the request at the front of the buffer.
@@ -244,30 +240,35 @@ impl Session {
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
         if let Some(delay) = answer.delay {
-            self.phase = Phase::Delayed(delay);
+            self.hold = Hold::Delay(delay);
         }
         self.release_inbuf_if_empty(pool);
         self.frame(&answer.head, answer.body, pool);
     }
 
     /// The delay the last answer must wait (`--delay`), once: the session is then held
-    /// (nothing is sent) until the driver's timer ends it with [`Session::end_delay`].
+    /// (nothing is sent) until the driver's timer ends it with [`Session::end_hold`].
     pub(crate) fn take_delay(&mut self) -> Option<Duration> {
-        let Phase::Delayed(delay) = self.phase else { return None };
-        self.phase = Phase::Held;
+        let Hold::Delay(delay) = self.hold else { return None };
+        self.hold = Hold::Timer;
         Some(delay)
     }
 
     /// Whether the answer is held: by its `--delay` ([`Session::take_delay`]), or because
     /// it is being made elsewhere ([`Answered::Offload`]).
     pub(crate) fn is_held(&self) -> bool {
-        matches!(self.phase, Phase::Held | Phase::Offloaded)
+        matches!(self.hold, Hold::Timer | Hold::Offloaded)
     }
 
-    /// The delay is over: the held answer may be sent.
-    pub(crate) fn end_delay(&mut self) {
-        if self.phase == Phase::Held {
-            self.phase = Phase::Open;
+    /// The driver's timer for a held answer ended: a `--delay` is over, so the answer may
+    /// be sent; or (`hybrid`) the pool did not answer within its deadline, so a 504 is
+    /// framed instead ([`OffloadFailure::Late`]), and the pool's late answer will find the
+    /// session no longer waiting for it ([`Session::offload_done`]).
+    pub(crate) fn end_hold(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) {
+        match self.hold {
+            Hold::Timer => self.hold = Hold::None,
+            Hold::Offloaded => self.offload_failed(ex, server, pool, OffloadFailure::Late),
+            Hold::None | Hold::Delay(_) => {}
         }
     }
 
@@ -372,9 +373,7 @@ impl Session {
     pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
         self.out_pos = 0;
         self.body = None;
-        if self.phase != Phase::Lingering {
-            self.phase = Phase::Open;
-        }
+        self.hold = Hold::None;
         if self.out.capacity() > 0 {
             pool.give_out(std::mem::take(&mut self.out));
         }
@@ -397,7 +396,7 @@ impl Session {
         if rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_err() {
             return false;
         }
-        self.phase = Phase::Lingering;
+        self.lingering = true;
         self.start = self.end;
         self.release_inbuf_if_empty(pool);
         true

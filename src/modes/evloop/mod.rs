@@ -37,7 +37,7 @@ use super::limit::{Accepted, LoopLimit};
 use super::loops::LoopContext;
 use super::offload::{Done, Offload};
 use super::send::Sent;
-use super::session::{OffloadFailure, Pool, Session};
+use super::session::{Pool, Session};
 use super::timer::{At, Deadlines, Fixed, Kind};
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -336,13 +336,8 @@ impl<B: Backend> Loop<B> {
                     self.drive(slot);
                 }
                 Kind::Delay => {
-                    if conn.session.is_offloaded() {
-                        // `hybrid`'s pool did not answer in time: 504, and its late answer
-                        // will find the session no longer waiting.
-                        conn.session.offload_failed(&mut self.ex, &self.server, &mut self.pool, OffloadFailure::Late);
-                    } else {
-                        conn.session.end_delay();
-                    }
+                    // A `--delay` is over, or `hybrid`'s pool did not answer in time (504).
+                    conn.session.end_hold(&mut self.ex, &self.server, &mut self.pool);
                     self.drive(slot);
                 }
                 // The pump answers 504 once the pipes are no longer watched, or 408 for a

@@ -12,7 +12,7 @@ use std::time::Instant;
 /// What a CGI body needs next.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum CgiFlow {
-    /// [`Session::out`] has bytes for the client: send them, then pump again.
+    /// The script wrote bytes for the client (the out bytes): send them, then pump again.
     Write,
     /// The script wants request-body bytes and none are buffered: read the socket.
     NeedRead,
