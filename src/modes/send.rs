@@ -226,3 +226,108 @@ pub(crate) fn send_bytes<Fd: AsFd>(fd: &Fd, bytes: &[u8], more: bool) -> Result<
     let flags = if more { SendFlags::MORE } else { SendFlags::empty() };
     rustix::net::send(fd, bytes, flags | SendFlags::NOSIGNAL)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A transport that records what the rules ask of it: it takes `room` bytes in all,
+    /// then says EAGAIN; its file holds `file_len` bytes (fewer than framed: it shrank);
+    /// its flush answers `flush`.
+    struct Recorder {
+        log: Vec<String>,
+        room: usize,
+        file_len: u64,
+        flush: Result<(), Errno>,
+    }
+
+    impl Wire for Recorder {
+        fn cork(&mut self) {
+            self.log.push("cork".into());
+        }
+
+        fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+            let n = bytes.len().min(self.room);
+            if n == 0 {
+                return Err(Errno::AGAIN);
+            }
+            self.room -= n;
+            self.log.push(format!("send {n}{}", if more { " more" } else { "" }));
+            Ok(n)
+        }
+
+        fn send_file(&mut self, _: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+            let left = usize::try_from(self.file_len.saturating_sub(offset)).unwrap();
+            if self.room == 0 && left > 0 {
+                return Err(Errno::AGAIN);
+            }
+            let n = len.min(left).min(self.room);
+            self.room -= n;
+            self.log.push(format!("file {offset}+{n}"));
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> Result<(), Errno> {
+            self.log.push("flush".into());
+            self.flush
+        }
+    }
+
+    enum Then {
+        Nothing,
+        File(u64),
+        Shared(usize),
+    }
+
+    /// The rules, whatever the transport: the cork only before the head of a closing
+    /// response with a file, MSG_MORE on the out bytes only when a body follows, a file
+    /// that shrank fails, a full socket or an unflushed transport blocks.
+    #[test]
+    fn the_rules_over_any_wire() {
+        // (name, out bytes already sent, body, after, room, the file's real length, flush,
+        // sent, the calls made)
+        type Case = (&'static str, usize, Then, After, usize, u64, Result<(), Errno>, Sent, &'static str);
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            ("closing with a file: corked", 0, Then::File(10), After::Close, 99, 10, Ok(()), Sent::Done,
+             "cork, send 4 more, file 0+10, flush"),
+            ("keep-alive with a file: no cork", 0, Then::File(10), After::Wait, 99, 10, Ok(()), Sent::Done,
+             "send 4 more, file 0+10, flush"),
+            ("pipelined with a file: no cork", 0, Then::File(10), After::Answer, 99, 10, Ok(()), Sent::Done,
+             "send 4 more, file 0+10, flush"),
+            ("closing without a body: no cork, no MSG_MORE", 0, Then::Nothing, After::Close, 99, 0, Ok(()), Sent::Done,
+             "send 4, flush"),
+            ("resumed after part of the head: corked once only", 2, Then::File(10), After::Close, 99, 10, Ok(()),
+             Sent::Done, "send 2 more, file 0+10, flush"),
+            ("a shared body follows as a file does", 0, Then::Shared(6), After::Close, 99, 0, Ok(()), Sent::Done,
+             "cork, send 4 more, send 6, flush"),
+            ("the file shrank: failed", 0, Then::File(10), After::Wait, 99, 6, Ok(()), Sent::Failed,
+             "send 4 more, file 0+6, file 6+0"),
+            ("the socket filled: blocked", 0, Then::File(10), After::Wait, 7, 10, Ok(()), Sent::Blocked,
+             "send 4 more, file 0+3"),
+            ("the transport still holds bytes: blocked", 0, Then::Nothing, After::Wait, 99, 0, Err(Errno::AGAIN),
+             Sent::Blocked, "send 4, flush"),
+            ("the transport failed: failed", 0, Then::Nothing, After::Wait, 99, 0, Err(Errno::PIPE), Sent::Failed,
+             "send 4, flush"),
+        ];
+        for (name, sent, then, after, room, file_len, flush, want, calls) in cases {
+            let mut wire = Recorder { log: Vec::new(), room: *room, file_len: *file_len, flush: *flush };
+            let (mut out, mut pos) = (b"HEAD".to_vec(), *sent);
+            let mut body = match then {
+                Then::Nothing => None,
+                Then::File(len) => {
+                    let file = Arc::new(tempfile::tempfile().unwrap());
+                    Some(Outgoing::File { file, offset: 0, end: *len })
+                }
+                Then::Shared(len) => Some(Outgoing::Shared { bytes: vec![b'x'; *len].into(), offset: 0, end: *len }),
+            };
+            let response = Response { out: &mut out, pos: &mut pos, body: &mut body, after: *after };
+            assert_eq!(send_response(&mut wire, response), *want, "{name}");
+            assert_eq!(wire.log.join(", "), *calls, "{name}");
+            if *want == Sent::Done {
+                assert!(pos == out.len() && body.is_none(), "{name}: all out");
+            }
+        }
+    }
+}
