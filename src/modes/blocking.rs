@@ -20,7 +20,7 @@
 //! drops the output, which kills and reaps the script.
 
 use super::send::Sent;
-use super::session::{Pool, Session, RECV_ROOM};
+use super::session::{Answered, Pool, Session, RECV_ROOM};
 use super::tls::Inflow;
 use crate::exchange::Exchanger;
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
@@ -57,7 +57,7 @@ pub(crate) fn serve_from(
     let client = Client { stream, send_timeout: server.timeouts.send, shutdown };
     let mut exchanger = Exchanger::new();
     let mut pool = Pool::new(server);
-    let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
+    let Some(mut session) = Session::open(peer, server, false) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
     if let Some((bytes, started)) = read {
         // At most max_head + RECV_ROOM bytes: the receive buffer's size.
@@ -67,10 +67,10 @@ pub(crate) fn serve_from(
         since = Since::Head(started);
     }
     loop {
-        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged()) {
+        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged(), false) == Answered::Ready {
             if let Some(delay) = session.take_delay() {
                 std::thread::sleep(delay);
-                session.end_delay();
+                session.end_hold(&mut exchanger, server, &mut pool);
             }
             let sent = respond(&client, &mut session, &mut exchanger, server, &mut pool);
             since =
@@ -82,7 +82,7 @@ pub(crate) fn serve_from(
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool)).is_err() {
+            if client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut pool)).is_err() {
                 break;
             }
             continue;
@@ -103,7 +103,7 @@ pub(crate) fn serve_from(
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
                 session.answer_timeout(&mut exchanger, server, &mut pool);
-                let sent = client.until_sent(|fd| session.send(fd, &mut exchanger, server, &mut pool));
+                let sent = client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut pool));
                 finish(&client, &mut session, &mut pool, server, sent);
             }
             break;
@@ -197,7 +197,7 @@ fn respond(
     pool: &mut Pool,
 ) -> io::Result<()> {
     loop {
-        match session.send(&client.stream, ex, server, pool) {
+        match session.send(&client.stream, None, ex, server, pool) {
             Sent::Done => return Ok(()),
             Sent::Blocked => client.wait_room()?,
             Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),

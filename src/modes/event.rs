@@ -90,6 +90,7 @@ impl Io {
 impl Backend for Epoll {
     type Io = Io;
     const ONE_SHOT_LISTENER: bool = false;
+    const RING: bool = false;
 
     fn wait(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
         match self.poll.poll(&mut self.events, timeout.map(round_up_ms)) {
@@ -143,7 +144,7 @@ impl Backend for Epoll {
     }
 
     fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
-        match conn.session.send(&io.stream, shared.ex, shared.server, shared.pool) {
+        match conn.session.send(&io.stream, None, shared.ex, shared.server, shared.pool) {
             Sent::Blocked if !io.writable_interest => {
                 // Adding the interest reports the socket at once if it is writable again
                 // already, so no edge is lost.
@@ -161,7 +162,7 @@ impl Backend for Epoll {
     /// Reads until drained: a short plain read or EAGAIN. Over TLS, plaintext rustls
     /// still holds is taken even when the socket is drained.
     fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
-        if io.drained && !(conn.session.is_tls() && conn.session.has_buffered_plaintext()) {
+        if io.drained && !conn.session.has_buffered_plaintext() {
             return Received::Wait;
         }
         match conn.session.read_from(&io.stream, pool) {

@@ -11,7 +11,8 @@
 //!    [`blocking::serve`]; event-driven modes run the loop skeleton of [`evloop`] with a
 //!    backend. Both drive a `session::Session`, which feeds bytes to
 //!    [`crate::exchange::Exchanger`] and moves the [`crate::exchange::Body`] it returns by the
-//!    rules of [`send`], the one place response bytes are written. A mode
+//!    rules of [`send`], written once, over the connection's [`transport`] (plain, TLS
+//!    or the ring), the one place a response's bytes are written. A mode
 //!    never parses HTTP or decides content, so adding one never touches those layers.
 //! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
 //!    finish within `Shutdown::grace`, close idle connections, reap every child and join
@@ -44,6 +45,7 @@ pub mod single;
 pub mod thread;
 mod timer;
 pub(crate) mod tls;
+mod transport;
 pub mod uring;
 
 pub(crate) use evloop::conns::{MAX_LISTENERS, MAX_SLOTS};

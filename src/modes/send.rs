@@ -1,16 +1,19 @@
-//! Where the bytes of a response leave, for every driver: the blocking one
-//! (`blocking.rs`) and the event loops' [`Session`](super::session::Session) alike.
+//! The rules by which a response leaves, written once for every driver (the blocking one,
+//! `blocking.rs`, and the event loops' [`Session`](super::session::Session)) and every
+//! transport (`transport.rs`: plain, TLS, or the ring of `uring`), over the one [`Wire`] a
+//! connection's transport supplies.
 //!
 //! A framed response is its out bytes (the head and any small in-memory body, one buffer)
-//! and then an optional [`Outgoing`] body: a file moved without a copy through user space,
-//! or bytes shared with other responses (a kept encoding over [`COPY_MAX`]), sent from
-//! the one shared buffer rather than copied into each connection's. This module
-//! holds the rules for sending them, written once: the out bytes leave with MSG_MORE when
-//! a file follows (head and first file bytes share a segment); the connection's last
-//! response corks the socket when a file follows ([`cork_before_head`]); a file moves with
-//! sendfile(2) until done or the socket is full, and a file that shrank under us fails the
-//! response ([`send_body`]). The sockets are non-blocking: how a driver waits for room
-//! (poll(2), epoll, a ring poll) is its own business.
+//! and then an optional [`Outgoing`] body: a file moved without a copy through user space
+//! where the transport can, or bytes shared with other responses (a kept encoding over
+//! [`COPY_MAX`]), sent from the one shared buffer rather than copied into each
+//! connection's. The rules ([`send_response`]): the connection's last response corks the
+//! socket before its head when a file follows ([`Wire::cork`]); the out bytes leave with
+//! MSG_MORE when a file follows (head and first file bytes share a segment); the body moves
+//! until done or the socket is full, and a file that shrank under us fails the response;
+//! the response is done once the transport has nothing left to flush. The sockets are
+//! non-blocking: how a driver waits for room (poll(2), epoll, a ring poll) is its own
+//! business.
 //!
 //! With `--copy-loop BYTES` ([`use_copy_loop`], seed 004's 5000-byte loop) a file body
 //! instead goes through a user-space buffer of BYTES, a pread(2) and a send per buffer,
@@ -19,13 +22,10 @@
 //! instead; here the socket is non-blocking and the driver waits for room).
 //!
 //! [`send_bytes`] is the one place buffer bytes are written to a client socket by a system
-//! call and [`send_body`] the one place file bytes are; `uring`'s ring send
-//! (`spidey_sys::uring::Ring::send`) is the one other kind of write, of the same out bytes.
-//! A TLS connection (`tls.rs`) encrypts the same bytes and writes the ciphertext through
-//! [`send_bytes`] as well (file bodies read a record at a time, never with sendfile);
-//! `uring` sends a TLS connection's ciphertext that way too, not with a ring send.
+//! call (plain out bytes and shared bodies, TLS ciphertext); a plain file body moves with
+//! sendfile(2) in `transport.rs`, and `uring`'s ring send (`spidey_sys::uring::Ring::send`,
+//! `transport/ring.rs`) is the one other kind of write, of the same out bytes.
 
-use super::tls::Tls;
 use crate::exchange::{Body, CgiResponse};
 use rustix::io::Errno;
 use rustix::net::SendFlags;
@@ -56,7 +56,8 @@ pub(crate) fn use_copy_loop(bytes: usize) {
 /// A body still to be moved after the out bytes.
 #[derive(Debug)]
 pub(crate) enum Outgoing {
-    /// `end - offset` bytes of `file` from `offset` (sendfile: no copy through user space).
+    /// `end - offset` bytes of `file` from `offset` (plain: sendfile, no copy through
+    /// user space).
     /// INVARIANT: `offset <= end` once a send has run; `offset == end` means all is out.
     File { file: std::sync::Arc<File>, offset: u64, end: u64 },
     /// `bytes[offset..end]`, memory shared with other responses (a kept encoding).
@@ -72,7 +73,8 @@ pub(crate) enum Outgoing {
 pub(crate) enum Sent {
     /// The whole response is out.
     Done,
-    /// The socket is full: wait until it is writable.
+    /// The socket is full: wait until it is writable (or, on the ring transport, a ring
+    /// send holds the out bytes: wait for its completion).
     Blocked,
     /// The peer left (EPIPE, ECONNRESET) or the file shrank: close.
     Failed,
@@ -103,7 +105,7 @@ pub(crate) fn frame(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoi
 }
 
 /// Whether file (or shared) bytes are still to move after the out bytes.
-pub(crate) fn file_follows(body: &Option<Outgoing>) -> bool {
+fn file_follows(body: &Option<Outgoing>) -> bool {
     match body {
         Some(Outgoing::File { offset, end, .. }) => offset < end,
         Some(Outgoing::Shared { offset, end, .. }) => offset < end,
@@ -111,47 +113,132 @@ pub(crate) fn file_follows(body: &Option<Outgoing>) -> bool {
     }
 }
 
-/// Sends a framed response on the non-blocking socket `fd`: `out[*pos..]`, then a file
-/// body, until done, the socket is full, or the peer is gone. `last`: the connection
-/// closes after this response. A CGI body is left to the caller ([`Sent::Done`] once the
-/// out bytes are out). Over TLS (`tls`) the same bytes are encrypted and leave through
-/// [`send_bytes`] too ([`Tls::send_response`]: no sendfile, no cork).
-pub(crate) fn send_response<Fd: AsFd>(
-    fd: &Fd,
-    tls: Option<&mut Tls>,
-    out: &[u8],
-    pos: &mut usize,
-    body: &mut Option<Outgoing>,
-    last: bool,
-) -> Sent {
-    if let Some(tls) = tls {
-        return tls.send_response(fd, out, pos, body);
-    }
-    if *pos == 0 {
-        cork_before_head(fd, last, body);
-    }
-    let more = file_follows(body);
-    while *pos < out.len() {
-        match send_bytes(fd, &out[*pos..], more) {
-            Ok(n) => *pos += n,
-            Err(Errno::AGAIN) => return Sent::Blocked,
-            Err(Errno::INTR) => {}
-            Err(_) => return Sent::Failed,
-        }
-    }
-    send_body(fd, body)
+/// What follows the response being sent on its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    /// The connection closes after it: its last response.
+    Close,
+    /// Another request is buffered already and is answered next.
+    Answer,
+    /// Nothing: the connection waits for its next request.
+    Wait,
 }
 
-/// Before the head of the connection's `last` response goes out with a file body after
-/// it: corks the socket (TCP_CORK, tcp(7)), so the body's last partial segment leaves
-/// with the FIN, one packet instead of two (a loopback packet costs the sender the
-/// receiver's processing too), as nginx's `tcp_nopush` does: close(2) sends tail and FIN
-/// at once. With input left unread the driver half-closes first (`Session::linger`),
-/// since a close that resets would drop the corked tail instead of sending it. Call it
-/// once, before the head's first byte; a failure only costs the extra packet.
-pub(crate) fn cork_before_head<Fd: AsFd>(fd: &Fd, last: bool, body: &Option<Outgoing>) {
-    if last && file_follows(body) {
-        let _ = rustix::net::sockopt::set_tcp_cork(fd, true);
+/// How one transport writes a response's bytes to the client socket (`transport.rs`).
+/// Every method is non-blocking: EAGAIN is the socket full, EINTR a retry.
+pub(crate) trait Wire {
+    /// Corks the socket (TCP_CORK, tcp(7)) before the head of the connection's last
+    /// response when a file body follows ([`send_response`]); a failure only costs a packet.
+    fn cork(&mut self);
+
+    /// Writes some of `bytes`; returns how many it took (0: it can take none, which fails
+    /// the response). `more`: more of the response follows at once (MSG_MORE).
+    fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno>;
+
+    /// Writes up to `len` bytes of `file` from `offset`; returns how many (0: the file
+    /// ended before `offset + len`, it shrank under us).
+    fn send_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno>;
+
+    /// Writes what the transport still holds of the response (TLS: ciphertext).
+    fn flush(&mut self) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    /// Writes the out bytes `out[*pos..]`, moving `pos` past what leaves. `then_waits`:
+    /// they are all that is left of the response, and the connection then waits for its
+    /// next request. A transport that sends asynchronously (the ring) may take the buffer
+    /// (`out` is then empty) and say EAGAIN until it gives it back.
+    fn send_out(&mut self, out: &mut Vec<u8>, pos: &mut usize, more: bool, then_waits: bool) -> Result<(), Errno> {
+        let _ = then_waits;
+        while *pos < out.len() {
+            match self.send(&out[*pos..], more) {
+                Ok(0) => return Err(Errno::IO),
+                Ok(n) => *pos += n,
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A framed response being sent, as its connection holds it.
+pub(crate) struct Response<'a> {
+    /// The out bytes, `out[*pos..]` still to go (empty while lent to a ring send).
+    pub(crate) out: &'a mut Vec<u8>,
+    pub(crate) pos: &'a mut usize,
+    /// The body to move after them.
+    pub(crate) body: &'a mut Option<Outgoing>,
+    /// What follows the response on its connection.
+    pub(crate) after: After,
+}
+
+/// Sends a framed response over `wire`: `out[*pos..]`, then the body, until done, the
+/// socket is full, or the peer is gone (see the module docs for the rules). A CGI body is
+/// left to the caller ([`Sent::Done`] once the out bytes are out), which pumps the
+/// script's output into the out bytes.
+pub(crate) fn send_response<W: Wire>(wire: &mut W, response: Response<'_>) -> Sent {
+    let Response { out, pos, body, after } = response;
+    let more = file_follows(body);
+    if *pos == 0 && more && after == After::Close {
+        // The body's last partial segment then leaves with the FIN, one packet instead of
+        // two (a loopback packet costs the sender the receiver's processing too), as
+        // nginx's `tcp_nopush` does: close(2) sends tail and FIN at once. With input left
+        // unread the driver half-closes first (`Session::linger`), since a close that
+        // resets would drop the corked tail instead of sending it.
+        wire.cork();
+    }
+    if *pos < out.len() {
+        let then_waits = after == After::Wait && body.is_none();
+        if let Err(e) = wire.send_out(out, pos, more, then_waits) {
+            return blocked_or_failed(e);
+        }
+    }
+    match send_body(wire, body) {
+        Sent::Done => {}
+        other => return other,
+    }
+    match wire.flush() {
+        Ok(()) => Sent::Done,
+        Err(e) => blocked_or_failed(e),
+    }
+}
+
+/// Moves the body after the out bytes until it is all out (the body becomes `None`), the
+/// socket is full, or it fails: the peer left, or the file shrank under us (the transport
+/// finds its end before the end we framed). Any other body (none, or a CGI one, which the
+/// session pumps) is [`Sent::Done`] at once.
+fn send_body<W: Wire>(wire: &mut W, body: &mut Option<Outgoing>) -> Sent {
+    loop {
+        let step = match body {
+            Some(Outgoing::Shared { bytes, offset, end }) if *offset < *end => {
+                wire.send(&bytes[*offset..*end], false).inspect(|&n| *offset += n)
+            }
+            Some(Outgoing::File { file, offset, end }) if *offset < *end => {
+                let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
+                wire.send_file(file, *offset, chunk).inspect(|&n| *offset += n as u64)
+            }
+            Some(Outgoing::Cgi(_)) | None => return Sent::Done,
+            Some(Outgoing::Shared { .. } | Outgoing::File { .. }) => {
+                *body = None;
+                return Sent::Done;
+            }
+        };
+        match step {
+            Ok(0) => return Sent::Failed, // the file shrank under us, or the wire took nothing
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return blocked_or_failed(e),
+        }
+    }
+}
+
+/// EAGAIN: the socket is full (or a ring send holds the out bytes); anything else: the
+/// peer left or the transport failed.
+fn blocked_or_failed(e: Errno) -> Sent {
+    if e == Errno::AGAIN {
+        Sent::Blocked
+    } else {
+        Sent::Failed
     }
 }
 
@@ -162,76 +249,131 @@ pub(crate) fn send_bytes<Fd: AsFd>(fd: &Fd, bytes: &[u8], more: bool) -> Result<
     rustix::net::send(fd, bytes, flags | SendFlags::NOSIGNAL)
 }
 
-/// Moves a file body with sendfile(2) (through the copy loop with `--copy-loop`; a shared
-/// one with [`send_bytes`]) on the non-blocking socket `fd` until it is all out (the body
-/// becomes `None`), the socket is full, or it fails: the peer left, or the file shrank under us (sendfile moves nothing
-/// before the end we framed). Any other body (none, or a CGI one, which the session pumps)
-/// is [`Sent::Done`] at once.
-pub(crate) fn send_body<Fd: AsFd>(fd: &Fd, body: &mut Option<Outgoing>) -> Sent {
-    loop {
-        if let Some(Outgoing::Shared { bytes, offset, end }) = body {
-            if *offset >= *end {
-                *body = None;
-                return Sent::Done;
-            }
-            match send_bytes(fd, &bytes[*offset..*end], false) {
-                Ok(n) => *offset += n,
-                Err(Errno::AGAIN) => return Sent::Blocked,
-                Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
-            }
-            continue;
-        }
-        let Some(Outgoing::File { file, offset, end }) = body else {
-            return Sent::Done;
-        };
-        if *offset >= *end {
-            *body = None;
-            return Sent::Done;
-        }
-        let left = usize::try_from(*end - *offset).unwrap_or(usize::MAX);
-        if let Some(&size) = COPY_LOOP.get() {
-            match copy_round(fd, file, offset, left.min(size)) {
-                Sent::Done => continue,
-                other => return other,
-            }
-        }
-        match rustix::fs::sendfile(fd, &*file, Some(offset), left.min(1 << 30)) {
-            Ok(0) => return Sent::Failed, // the file shrank under us
-            Ok(_) => {}
-            Err(Errno::AGAIN) => return Sent::Blocked,
-            Err(Errno::INTR) => {}
-            Err(_) => return Sent::Failed,
-        }
-    }
-}
-
-/// One round of the copy loop: reads up to `want` bytes of `file` at `offset` into this
-/// thread's buffer and sends them; advances `offset` by what the socket took.
-/// [`Sent::Done`]: a round went out (whole or in part), go on.
-fn copy_round<Fd: AsFd>(fd: &Fd, file: &File, offset: &mut u64, want: usize) -> Sent {
-    COPY_BUF.with_borrow_mut(|buf| {
+/// With `--copy-loop`, one round of the copy loop in place of sendfile(2): reads up to
+/// `len` bytes (at most the loop's buffer) of `file` at `offset` into this thread's buffer
+/// and sends them; what the socket took, as sendfile(2) would say it (`Ok(0)`: no bytes
+/// at `offset`, the file shrank). `None` without `--copy-loop`.
+pub(crate) fn copy_file<Fd: AsFd>(fd: &Fd, file: &File, offset: u64, len: usize) -> Option<Result<usize, Errno>> {
+    let want = len.min(*COPY_LOOP.get()?);
+    Some(COPY_BUF.with_borrow_mut(|buf| {
         if buf.len() < want {
             buf.resize(want, 0);
         }
         let read = loop {
-            match rustix::io::pread(file, &mut buf[..want], *offset) {
-                Ok(0) => return Sent::Failed, // the file shrank under us
+            match rustix::io::pread(file, &mut buf[..want], offset) {
                 Ok(n) => break n,
                 Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
+                Err(e) => return Err(e),
             }
         };
-        loop {
-            match send_bytes(fd, &buf[..read], false) {
-                Ok(n) => {
-                    *offset += n as u64;
-                    return Sent::Done;
+        if read == 0 {
+            return Ok(0);
+        }
+        send_bytes(fd, &buf[..read], false)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A transport that records what the rules ask of it: it takes `room` bytes in all,
+    /// then says EAGAIN; its file holds `file_len` bytes (fewer than framed: it shrank);
+    /// its flush answers `flush`.
+    struct Recorder {
+        log: Vec<String>,
+        room: usize,
+        file_len: u64,
+        flush: Result<(), Errno>,
+    }
+
+    impl Wire for Recorder {
+        fn cork(&mut self) {
+            self.log.push("cork".into());
+        }
+
+        fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+            let n = bytes.len().min(self.room);
+            if n == 0 {
+                return Err(Errno::AGAIN);
+            }
+            self.room -= n;
+            self.log.push(format!("send {n}{}", if more { " more" } else { "" }));
+            Ok(n)
+        }
+
+        fn send_file(&mut self, _: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+            let left = usize::try_from(self.file_len.saturating_sub(offset)).unwrap();
+            if self.room == 0 && left > 0 {
+                return Err(Errno::AGAIN);
+            }
+            let n = len.min(left).min(self.room);
+            self.room -= n;
+            self.log.push(format!("file {offset}+{n}"));
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> Result<(), Errno> {
+            self.log.push("flush".into());
+            self.flush
+        }
+    }
+
+    enum Then {
+        Nothing,
+        File(u64),
+        Shared(usize),
+    }
+
+    /// The rules, whatever the transport: the cork only before the head of a closing
+    /// response with a file, MSG_MORE on the out bytes only when a body follows, a file
+    /// that shrank fails, a full socket or an unflushed transport blocks.
+    #[test]
+    fn the_rules_over_any_wire() {
+        // (name, out bytes already sent, body, after, room, the file's real length, flush,
+        // sent, the calls made)
+        type Case = (&'static str, usize, Then, After, usize, u64, Result<(), Errno>, Sent, &'static str);
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            ("closing with a file: corked", 0, Then::File(10), After::Close, 99, 10, Ok(()), Sent::Done,
+             "cork, send 4 more, file 0+10, flush"),
+            ("keep-alive with a file: no cork", 0, Then::File(10), After::Wait, 99, 10, Ok(()), Sent::Done,
+             "send 4 more, file 0+10, flush"),
+            ("pipelined with a file: no cork", 0, Then::File(10), After::Answer, 99, 10, Ok(()), Sent::Done,
+             "send 4 more, file 0+10, flush"),
+            ("closing without a body: no cork, no MSG_MORE", 0, Then::Nothing, After::Close, 99, 0, Ok(()), Sent::Done,
+             "send 4, flush"),
+            ("resumed after part of the head: corked once only", 2, Then::File(10), After::Close, 99, 10, Ok(()),
+             Sent::Done, "send 2 more, file 0+10, flush"),
+            ("a shared body follows as a file does", 0, Then::Shared(6), After::Close, 99, 0, Ok(()), Sent::Done,
+             "cork, send 4 more, send 6, flush"),
+            ("the file shrank: failed", 0, Then::File(10), After::Wait, 99, 6, Ok(()), Sent::Failed,
+             "send 4 more, file 0+6, file 6+0"),
+            ("the socket filled: blocked", 0, Then::File(10), After::Wait, 7, 10, Ok(()), Sent::Blocked,
+             "send 4 more, file 0+3"),
+            ("the transport still holds bytes: blocked", 0, Then::Nothing, After::Wait, 99, 0, Err(Errno::AGAIN),
+             Sent::Blocked, "send 4, flush"),
+            ("the transport failed: failed", 0, Then::Nothing, After::Wait, 99, 0, Err(Errno::PIPE), Sent::Failed,
+             "send 4, flush"),
+        ];
+        for (name, sent, then, after, room, file_len, flush, want, calls) in cases {
+            let mut wire = Recorder { log: Vec::new(), room: *room, file_len: *file_len, flush: *flush };
+            let (mut out, mut pos) = (b"HEAD".to_vec(), *sent);
+            let mut body = match then {
+                Then::Nothing => None,
+                Then::File(len) => {
+                    let file = Arc::new(tempfile::tempfile().unwrap());
+                    Some(Outgoing::File { file, offset: 0, end: *len })
                 }
-                Err(Errno::AGAIN) => return Sent::Blocked,
-                Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
+                Then::Shared(len) => Some(Outgoing::Shared { bytes: vec![b'x'; *len].into(), offset: 0, end: *len }),
+            };
+            let response = Response { out: &mut out, pos: &mut pos, body: &mut body, after: *after };
+            assert_eq!(send_response(&mut wire, response), *want, "{name}");
+            assert_eq!(wire.log.join(", "), *calls, "{name}");
+            if *want == Sent::Done {
+                assert!(pos == out.len() && body.is_none(), "{name}: all out");
             }
         }
-    })
+    }
 }

@@ -5,9 +5,10 @@
 //! completions are learned: bytes come in through [`Session::recv_space`] /
 //! [`Session::received`] (one buffer size, one compaction rule), requests are answered
 //! with [`Session::answer`] (through [`Exchanger::step`]), and the response leaves as
-//! [`Session::out`] bytes (head and any in-memory body, one write) followed by an optional
+//! out bytes (head and any in-memory body, one write) followed by an optional
 //! [`Outgoing`] body that is moved without a copy through user space, by the rules of
-//! `send.rs`; after the last one, [`Session::linger`] decides the close.
+//! `send.rs` over the connection's [`Transport`] (plain, TLS or the ring, chosen when it
+//! is accepted); after the last one, [`Session::linger`] decides the close.
 //!
 //! ```text
 //!   Idle ──bytes──▶ Reading ──whole head──▶ Sending ──all out──▶ keep-alive? ──▶ Idle / Reading
@@ -20,8 +21,8 @@
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
-use super::send::{self, Outgoing, Sent};
-use super::tls::Tls;
+use super::send::{self, After, Outgoing, Response, Sent};
+use super::transport::{RingSend, Transport};
 use crate::exchange::{Answer, Body, Exchanger, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
@@ -29,28 +30,25 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 mod cgi;
-mod lent;
 mod pool;
 mod wire;
 pub(crate) use cgi::CgiFlow;
 pub(crate) use pool::{Pool, RECV_ROOM};
 
-/// Where a connection is, beyond its buffers: the transitions are named methods.
+/// What holds the answer to the front request back, if anything: the transitions are
+/// named methods. Whether bytes are being read or sent is the buffers' to say
+/// ([`Session::has_partial_request`], [`Session::is_sending`]), the close the
+/// `keep_alive` and `lingering` fields'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Reading requests, or sending an answer from this session's own buffer.
-    Open,
+enum Hold {
+    /// Nothing: requests are answered and answers sent as they come.
+    None,
     /// The answer framed last must wait this long (`--delay`) before it is sent; the
     /// driver takes it ([`Session::take_delay`]).
-    Delayed(Duration),
-    /// The driver holds the answer on a timer until [`Session::end_delay`]: nothing is sent.
-    Held,
-    /// The out buffer is lent to a driver's in-flight send ([`Session::lend_out`]) until
-    /// [`Session::return_out`].
-    Lent,
-    /// After the last response, half-closed: client bytes are read and dropped until the
-    /// client closes ([`Session::linger`]).
-    Lingering,
+    Delay(Duration),
+    /// The driver holds the answer on its timer until [`Session::end_hold`]: nothing is
+    /// sent.
+    Timer,
     /// The request at the front of the buffer is being answered elsewhere (`hybrid`'s
     /// worker pool) until [`Session::offload_done`]; nothing is answered or sent meanwhile.
     Offloaded,
@@ -65,12 +63,12 @@ pub(crate) enum OffloadFailure {
     Late,
 }
 
-/// What [`Session::answer_routed`] did.
+/// What [`Session::answer`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Answered {
     /// Nothing to answer yet (no whole head, or a response still going out).
     No,
-    /// A response is ready in [`Session::out`].
+    /// A response is framed, ready to send.
     Ready,
     /// The request must be answered elsewhere: these are its bytes (from the start of the
     /// request to the end of what has arrived); the session waits in `Offloaded`.
@@ -86,18 +84,21 @@ pub(crate) struct Session {
     start: usize,
     end: usize,
     /// The framed head and in-memory body, `[out_pos..]` still to send.
-    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent (`Phase::Lent`: then
-    /// `out` is empty and `out_pos` is where the lent send started).
+    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent to a ring send
+    /// ([`Transport::Ring`]: then `out` is empty and `out_pos` is where that send started).
     out: Vec<u8>,
     out_pos: usize,
     body: Option<Outgoing>,
     /// Whether the connection stays open after the response being sent.
     keep_alive: bool,
     served: u32,
-    phase: Phase,
-    /// The TLS state of an HTTPS connection (`--tls-cert`); `None`: plain, and every
-    /// byte moves as before, with sendfile for files (`session/wire.rs`).
-    tls: Option<Box<Tls>>,
+    hold: Hold,
+    /// After the last response, half-closed: client bytes are read and dropped until the
+    /// client closes ([`Session::linger`]).
+    lingering: bool,
+    /// How the connection's bytes move: plain, TLS (`--tls-cert`) or `uring`'s ring,
+    /// chosen once when it was accepted ([`Session::open`]).
+    transport: Transport,
 }
 
 impl Session {
@@ -112,25 +113,24 @@ impl Session {
             body: None,
             keep_alive: true,
             served: 0,
-            phase: Phase::Open,
-            tls: None,
+            hold: Hold::None,
+            lingering: false,
+            transport: Transport::Plain,
         }
     }
 
     /// Whether part of a request has arrived (the head deadline runs).
     /// Over TLS, a handshake under way counts: the head deadline bounds it.
     pub(crate) fn has_partial_request(&self) -> bool {
-        self.start < self.end || self.tls.as_ref().is_some_and(|t| t.mid_handshake())
+        self.start < self.end || self.transport.mid_handshake()
     }
 
     /// Whether a response is under way: framed and not yet finished with
     /// [`Session::finish_response`] (even if all its bytes are out).
-    /// Over TLS, ciphertext rustls wants written (a handshake flight, tickets) counts too.
+    /// Bytes the transport holds count too: TLS ciphertext rustls wants written (a
+    /// handshake flight, tickets), or the out buffer lent to a ring send.
     pub(crate) fn is_sending(&self) -> bool {
-        self.phase == Phase::Lent
-            || !self.out.is_empty()
-            || self.body.is_some()
-            || self.tls.as_ref().is_some_and(|t| t.wants_write())
+        !self.out.is_empty() || self.body.is_some() || self.transport.pending()
     }
 
     /// Nothing buffered either way: the connection can be closed without losing anything.
@@ -157,7 +157,7 @@ impl Session {
     /// Records `n` bytes written into [`Session::recv_space`].
     pub(crate) fn received(&mut self, n: usize, pool: &mut Pool) {
         self.end += n;
-        if self.phase == Phase::Lingering {
+        if self.lingering {
             self.start = self.end; // dropped: nothing more is answered
         }
         self.release_inbuf_if_empty(pool);
@@ -181,16 +181,12 @@ impl Session {
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is
-    /// still being sent. Returns whether a response is now ready in [`Session::out`].
+    /// still being sent ([`Answered::Ready`]: the response is framed, ready to send).
     ///
     /// `closing`: the server is shutting down, so the answer says `Connection: close`.
-    pub(crate) fn answer(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, closing: bool) -> bool {
-        self.answer_routed(ex, server, pool, closing, false) == Answered::Ready
-    }
-
-    /// [`Session::answer`], but with `offload` a request whose answer may block is handed
-    /// back to the driver to be answered elsewhere ([`Answered::Offload`]).
-    pub(crate) fn answer_routed(
+    /// `offload` (`hybrid`): a request whose answer may block is handed back to the driver
+    /// to be answered elsewhere ([`Answered::Offload`]).
+    pub(crate) fn answer(
         &mut self,
         ex: &mut Exchanger,
         server: &Server,
@@ -198,7 +194,7 @@ impl Session {
         closing: bool,
         offload: bool,
     ) -> Answered {
-        if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.phase == Phase::Offloaded {
+        if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.hold == Hold::Offloaded {
             return Answered::No;
         }
         let must_close = closing || self.served + 1 >= server.max_requests;
@@ -207,7 +203,7 @@ impl Session {
             Step::Partial => return Answered::No,
             Step::Respond(answer) => answer,
             Step::Offload => {
-                self.phase = Phase::Offloaded;
+                self.hold = Hold::Offloaded;
                 return Answered::Offload { bytes: bytes.to_vec(), must_close };
             }
         };
@@ -218,10 +214,10 @@ impl Session {
     /// The answer to the offloaded request came back: frame it as if answered here.
     /// False (and nothing changes) if the session no longer waits for one.
     pub(crate) fn offload_done(&mut self, answer: Answer<'_>, pool: &mut Pool) -> bool {
-        if self.phase != Phase::Offloaded {
+        if self.hold != Hold::Offloaded {
             return false;
         }
-        self.phase = Phase::Open;
+        self.hold = Hold::None;
         self.apply(answer, pool);
         true
     }
@@ -234,13 +230,8 @@ impl Session {
             OffloadFailure::Full => ex.busy(server, bytes, self.peer),
             OffloadFailure::Late => ex.late(server, bytes, self.peer),
         };
-        self.phase = Phase::Open;
+        self.hold = Hold::None;
         self.apply(answer, pool);
-    }
-
-    /// Whether the front request is being answered elsewhere.
-    pub(crate) fn is_offloaded(&self) -> bool {
-        self.phase == Phase::Offloaded
     }
 
     /// Takes in an answer to the request at the front of the buffer.
@@ -249,30 +240,35 @@ impl Session {
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
         if let Some(delay) = answer.delay {
-            self.phase = Phase::Delayed(delay);
+            self.hold = Hold::Delay(delay);
         }
         self.release_inbuf_if_empty(pool);
         self.frame(&answer.head, answer.body, pool);
     }
 
     /// The delay the last answer must wait (`--delay`), once: the session is then held
-    /// (nothing is sent) until the driver's timer ends it with [`Session::end_delay`].
+    /// (nothing is sent) until the driver's timer ends it with [`Session::end_hold`].
     pub(crate) fn take_delay(&mut self) -> Option<Duration> {
-        let Phase::Delayed(delay) = self.phase else { return None };
-        self.phase = Phase::Held;
+        let Hold::Delay(delay) = self.hold else { return None };
+        self.hold = Hold::Timer;
         Some(delay)
     }
 
     /// Whether the answer is held: by its `--delay` ([`Session::take_delay`]), or because
     /// it is being made elsewhere ([`Answered::Offload`]).
     pub(crate) fn is_held(&self) -> bool {
-        matches!(self.phase, Phase::Held | Phase::Offloaded)
+        matches!(self.hold, Hold::Timer | Hold::Offloaded)
     }
 
-    /// The delay is over: the held answer may be sent.
-    pub(crate) fn end_delay(&mut self) {
-        if self.phase == Phase::Held {
-            self.phase = Phase::Open;
+    /// The driver's timer for a held answer ended: a `--delay` is over, so the answer may
+    /// be sent; or (`hybrid`) the pool did not answer within its deadline, so a 504 is
+    /// framed instead ([`OffloadFailure::Late`]), and the pool's late answer will find the
+    /// session no longer waiting for it ([`Session::offload_done`]).
+    pub(crate) fn end_hold(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) {
+        match self.hold {
+            Hold::Timer => self.hold = Hold::None,
+            Hold::Offloaded => self.offload_failed(ex, server, pool, OffloadFailure::Late),
+            Hold::None | Hold::Delay(_) => {}
         }
     }
 
@@ -296,18 +292,26 @@ impl Session {
         self.body = send::frame(&mut self.out, head, body);
     }
 
-    /// The head and in-memory body bytes not yet sent.
-    pub(crate) fn out(&self) -> &[u8] {
-        &self.out[self.out_pos..]
-    }
-
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
-    /// (out bytes, then a file body), until done or EAGAIN. A CGI body is pumped in
-    /// between: its output goes through the out bytes.
-    pub(crate) fn send<Fd: AsFd>(&mut self, fd: Fd, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> Sent {
+    /// (out bytes, then a file body) over the connection's transport, until done or
+    /// EAGAIN. A CGI body is pumped in between: its output goes through the out bytes.
+    /// `ring`: the loop's ring, for a ring transport (`uring`); `None` for every other.
+    pub(crate) fn send<Fd: AsFd>(
+        &mut self,
+        fd: Fd,
+        mut ring: Option<&mut RingSend<'_>>,
+        ex: &mut Exchanger,
+        server: &Server,
+        pool: &mut Pool,
+    ) -> Sent {
         loop {
-            let tls = self.tls.as_deref_mut();
-            match send::send_response(&fd, tls, &self.out, &mut self.out_pos, &mut self.body, !self.keep_alive) {
+            let after = match (self.keep_alive, self.start < self.end) {
+                (false, _) => After::Close,
+                (true, true) => After::Answer,
+                (true, false) => After::Wait,
+            };
+            let response = Response { out: &mut self.out, pos: &mut self.out_pos, body: &mut self.body, after };
+            match self.transport.send(&fd, ring.as_deref_mut(), response) {
                 Sent::Done => {}
                 other => return other,
             }
@@ -324,8 +328,16 @@ impl Session {
     }
 
     /// Whether the body being sent is a CGI script's output.
-    pub(crate) fn is_cgi(&self) -> bool {
+    fn is_cgi(&self) -> bool {
         matches!(self.body, Some(Outgoing::Cgi(_)))
+    }
+
+    /// A ring send the out buffer was lent to (`transport/ring.rs`) has completed, having
+    /// sent `sent` bytes: the buffer is back.
+    pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
+        self.transport.returned();
+        self.out = buf;
+        self.out_pos = (self.out_pos + sent).min(self.out.len());
     }
 
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the
@@ -333,9 +345,7 @@ impl Session {
     pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
         self.out_pos = 0;
         self.body = None;
-        if self.phase != Phase::Lingering {
-            self.phase = Phase::Open;
-        }
+        self.hold = Hold::None;
         if self.out.capacity() > 0 {
             pool.give_out(std::mem::take(&mut self.out));
         }
@@ -351,16 +361,14 @@ impl Session {
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
-        if let Some(tls) = &mut self.tls {
-            tls.close_notify(fd);
-        }
+        self.transport.close_notify(fd);
         if !unread && !self.has_partial_request() {
             return false;
         }
         if rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_err() {
             return false;
         }
-        self.phase = Phase::Lingering;
+        self.lingering = true;
         self.start = self.end;
         self.release_inbuf_if_empty(pool);
         true

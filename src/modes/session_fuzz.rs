@@ -6,7 +6,7 @@
 //! that yields no answer.
 
 use super::send::Sent;
-use super::session::{Pool, Session};
+use super::session::{Answered, Pool, Session};
 use crate::exchange::Exchanger;
 use crate::server::Server;
 use std::io::Read;
@@ -32,10 +32,10 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
             session.received(n, &mut pool);
             data = &data[n..];
             let mut answered = false;
-            while session.answer(&mut ex, server, &mut pool, false) {
+            while session.answer(&mut ex, server, &mut pool, false, false) == Answered::Ready {
                 answered = true;
                 loop {
-                    match session.send(&ours, &mut ex, server, &mut pool) {
+                    match session.send(&ours, None, &mut ex, server, &mut pool) {
                         Sent::Done => break,
                         Sent::Blocked => drain(&mut theirs, &mut received),
                         Sent::Failed => break 'chunks,

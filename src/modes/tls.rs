@@ -1,23 +1,27 @@
-//! TLS on one connection, with rustls driven sans-IO: the connection's [`Tls`] never
-//! touches the socket except through `send.rs` (ciphertext out, [`send::send_bytes`]) and
-//! one non-blocking read (ciphertext in, [`Tls::read_from`]), so a handshake never blocks
-//! an event loop: a loop learns readiness as for any other connection and the session
-//! flushes what rustls wants written (`Session::is_sending` is true while it has some).
+//! TLS on one connection, with rustls driven sans-IO: the connection's [`Tls`] is its
+//! transport (`transport.rs`), and never touches the socket except through `send.rs`
+//! (ciphertext out, [`send::send_bytes`]) and one non-blocking read (ciphertext in,
+//! [`Tls::read_from`]), so a handshake never blocks an event loop: a loop learns
+//! readiness as for any other connection and the session flushes what rustls wants
+//! written (`Session::is_sending` is true while it has some).
 //!
-//! Response bytes are encrypted in records of at most [`RECORD`] bytes: out bytes as they
-//! are, a file body read with pread(2) (the open-file cache shares the descriptor, so its
-//! offset never moves) a record at a time, so a large file never sits whole in memory.
-//! sendfile(2) is for plain connections only; kTLS is left out (no `tls` ULP here).
+//! Response bytes are encrypted in records of at most [`RECORD`] bytes ([`TlsWire`], the
+//! transport's [`Wire`]): out bytes as they are, a file body read with pread(2) (the
+//! open-file cache shares the descriptor, so its offset never moves) a record at a time,
+//! each flushed before the next is read, so at most one record of a response is in
+//! memory and a large file never sits whole in it. sendfile(2) is for plain connections
+//! only; kTLS is left out (no `tls` ULP here).
 //!
 //! The server's configuration (certificate, key, ALPN, tickets) is made once at startup
 //! by [`server_config`]; every mode's connections share it, forked processes included.
 
-use super::send::{self, Outgoing, Sent};
+use super::send::{self, Wire};
 use crate::config::ConfigError;
 use rustix::io::Errno;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerConfig, ServerConnection, ServerSessionMemoryCache};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -127,15 +131,15 @@ impl std::fmt::Debug for Tls {
 }
 
 /// The socket as rustls's reader and writer. Writes go through [`send::send_bytes`].
-struct Wire<'a, Fd: AsFd>(&'a Fd);
+struct Socket<'a, Fd: AsFd>(&'a Fd);
 
-impl<Fd: AsFd> Read for Wire<'_, Fd> {
+impl<Fd: AsFd> Read for Socket<'_, Fd> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         Ok(rustix::io::read(self.0, buf)?)
     }
 }
 
-impl<Fd: AsFd> Write for Wire<'_, Fd> {
+impl<Fd: AsFd> Write for Socket<'_, Fd> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         Ok(send::send_bytes(self.0, buf, false)?)
     }
@@ -180,7 +184,7 @@ impl Tls {
         if self.broken {
             return Inflow::Closed;
         }
-        match self.conn.read_tls(&mut Wire(fd)) {
+        match self.conn.read_tls(&mut Socket(fd)) {
             Ok(0) => Inflow::Closed,
             Ok(_) => {
                 self.began = true;
@@ -204,7 +208,7 @@ impl Tls {
     /// Writes pending ciphertext until none is left or the socket is full (EAGAIN).
     pub(crate) fn flush<Fd: AsFd>(&mut self, fd: &Fd) -> Result<(), Errno> {
         while self.conn.wants_write() {
-            match self.conn.write_tls(&mut Wire(fd)) {
+            match self.conn.write_tls(&mut Socket(fd)) {
                 Ok(_) => {}
                 Err(e) => match Errno::from_io_error(&e) {
                     Some(Errno::INTR) => {}
@@ -216,68 +220,9 @@ impl Tls {
         Ok(())
     }
 
-    /// Encrypts up to one record of `bytes`; returns how many were taken.
-    pub(crate) fn encrypt(&mut self, bytes: &[u8]) -> usize {
-        let take = bytes.len().min(RECORD);
-        self.conn.writer().write(&bytes[..take]).unwrap_or(0)
-    }
-
-    /// Sends a framed response by `send.rs`'s rules, encrypted: `out[*pos..]`, then a file
-    /// body read a record at a time, each flushed before the next is read, so at most one
-    /// record of the response is in memory (a shared body is encrypted a record at a time
-    /// from its shared buffer alike). [`Sent::Done`] only once every ciphertext
-    /// byte is out. A CGI body is left to the caller, as on plain connections.
-    pub(crate) fn send_response<Fd: AsFd>(
-        &mut self,
-        fd: &Fd,
-        out: &[u8],
-        pos: &mut usize,
-        body: &mut Option<Outgoing>,
-    ) -> Sent {
-        loop {
-            match self.flush(fd) {
-                Ok(()) => {}
-                Err(Errno::AGAIN) => return Sent::Blocked,
-                Err(_) => return Sent::Failed,
-            }
-            if *pos < out.len() {
-                match self.encrypt(&out[*pos..]) {
-                    0 => return Sent::Failed,
-                    n => *pos += n,
-                }
-                continue;
-            }
-            if let Some(Outgoing::Shared { bytes, offset, end }) = body {
-                if *offset >= *end {
-                    *body = None;
-                    return Sent::Done;
-                }
-                match self.encrypt(&bytes[*offset..*end]) {
-                    0 => return Sent::Failed,
-                    taken => *offset += taken,
-                }
-                continue;
-            }
-            let Some(Outgoing::File { file, offset, end }) = body else { return Sent::Done };
-            if *offset >= *end {
-                *body = None;
-                return Sent::Done;
-            }
-            let want = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(RECORD);
-            self.scratch.resize(RECORD, 0);
-            match rustix::io::pread(&**file, &mut self.scratch[..want], *offset) {
-                Ok(0) => return Sent::Failed, // the file shrank under us
-                Ok(n) => {
-                    let taken = self.conn.writer().write(&self.scratch[..n]).unwrap_or(0);
-                    if taken == 0 {
-                        return Sent::Failed;
-                    }
-                    *offset += taken as u64;
-                }
-                Err(Errno::INTR) => {}
-                Err(_) => return Sent::Failed,
-            }
-        }
+    /// This connection's [`Wire`] on the socket `fd`.
+    pub(crate) fn wire<'a, Fd: AsFd>(&'a mut self, fd: &'a Fd) -> TlsWire<'a, Fd> {
+        TlsWire { tls: self, fd }
     }
 
     /// Before the server closes: a close_notify alert, sent if the socket takes it now
@@ -285,5 +230,38 @@ impl Tls {
     pub(crate) fn close_notify<Fd: AsFd>(&mut self, fd: &Fd) {
         self.conn.send_close_notify();
         let _ = self.flush(fd);
+    }
+}
+
+/// The TLS transport's [`Wire`]: each write first flushes the ciphertext still pending
+/// (EAGAIN while the socket is full), then encrypts one record more; the response is done
+/// once [`Wire::flush`] has written the last of it.
+pub(crate) struct TlsWire<'a, Fd: AsFd> {
+    tls: &'a mut Tls,
+    fd: &'a Fd,
+}
+
+impl<Fd: AsFd> Wire for TlsWire<'_, Fd> {
+    /// Records leave one at a time as they are made: nothing to cork.
+    fn cork(&mut self) {}
+
+    /// Encrypts up to one record of `bytes`.
+    fn send(&mut self, bytes: &[u8], _more: bool) -> Result<usize, Errno> {
+        self.tls.flush(self.fd)?;
+        let take = bytes.len().min(RECORD);
+        Ok(self.tls.conn.writer().write(&bytes[..take]).unwrap_or(0))
+    }
+
+    /// Reads up to one record of the file with pread(2) and encrypts it.
+    fn send_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+        self.tls.flush(self.fd)?;
+        let Tls { conn, scratch, .. } = &mut *self.tls;
+        scratch.resize(RECORD, 0);
+        let n = rustix::io::pread(file, &mut scratch[..len.min(RECORD)], offset)?;
+        Ok(conn.writer().write(&scratch[..n]).unwrap_or(0)) // 0 read: the file shrank
+    }
+
+    fn flush(&mut self) -> Result<(), Errno> {
+        self.tls.flush(self.fd)
     }
 }

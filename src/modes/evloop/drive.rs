@@ -41,7 +41,7 @@ impl<B: Backend> Loop<B> {
                 }
             }
             let offloading = self.offload.is_some();
-            match conn.session.answer_routed(&mut self.ex, server, &mut self.pool, closing, offloading) {
+            match conn.session.answer(&mut self.ex, server, &mut self.pool, closing, offloading) {
                 Answered::Ready => {
                     if let Some(delay) = conn.session.take_delay() {
                         park = Some((At::Delay, self.now + delay));

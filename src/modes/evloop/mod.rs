@@ -37,7 +37,7 @@ use super::limit::{Accepted, LoopLimit};
 use super::loops::LoopContext;
 use super::offload::{Done, Offload};
 use super::send::Sent;
-use super::session::{OffloadFailure, Pool, Session};
+use super::session::{Pool, Session};
 use super::timer::{At, Deadlines, Fixed, Kind};
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -86,6 +86,10 @@ pub(crate) trait Backend: Sized {
 
     /// Whether a listener watch ends with the event it reports (a ring poll).
     const ONE_SHOT_LISTENER: bool;
+
+    /// Whether plain connections send through this backend's ring (the session's
+    /// transport is then `Transport::Ring`, chosen as the connection is accepted).
+    const RING: bool;
 
     /// A new connection's I/O state; may read already-arrived bytes into `session`.
     fn open(&mut self, socket: OwnedFd, session: &mut Session, pool: &mut Pool) -> Self::Io;
@@ -292,7 +296,7 @@ impl<B: Backend> Loop<B> {
     fn add(&mut self, socket: OwnedFd, peer: Option<rustix::net::SocketAddrAny>) {
         let Some(peer) = peer.and_then(|p| SocketAddr::try_from(p).ok()) else { return self.limit.give_back() };
         // No TLS state for an HTTPS connection: closed (the socket dropped), never plaintext.
-        let Some(mut session) = Session::open(peer, &self.server) else { return self.limit.give_back() };
+        let Some(mut session) = Session::open(peer, &self.server, B::RING) else { return self.limit.give_back() };
         // The request has often arrived by the time the connection is accepted: the
         // backend may read it now, and the drive answers it at once.
         let io = self.backend.open(socket, &mut session, &mut self.pool);
@@ -332,13 +336,8 @@ impl<B: Backend> Loop<B> {
                     self.drive(slot);
                 }
                 Kind::Delay => {
-                    if conn.session.is_offloaded() {
-                        // `hybrid`'s pool did not answer in time: 504, and its late answer
-                        // will find the session no longer waiting.
-                        conn.session.offload_failed(&mut self.ex, &self.server, &mut self.pool, OffloadFailure::Late);
-                    } else {
-                        conn.session.end_delay();
-                    }
+                    // A `--delay` is over, or `hybrid`'s pool did not answer in time (504).
+                    conn.session.end_hold(&mut self.ex, &self.server, &mut self.pool);
                     self.drive(slot);
                 }
                 // The pump answers 504 once the pipes are no longer watched, or 408 for a

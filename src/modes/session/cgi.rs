@@ -12,7 +12,7 @@ use std::time::Instant;
 /// What a CGI body needs next.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum CgiFlow {
-    /// [`Session::out`] has bytes for the client: send them, then pump again.
+    /// The script wrote bytes for the client (the out bytes): send them, then pump again.
     Write,
     /// The script wants request-body bytes and none are buffered: read the socket.
     NeedRead,
@@ -24,7 +24,7 @@ pub(crate) enum CgiFlow {
 
 impl Session {
     /// Pumps the CGI body once the out bytes have drained (call only then).
-    pub(crate) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> CgiFlow {
+    pub(super) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> CgiFlow {
         self.out.clear();
         self.out_pos = 0;
         loop {

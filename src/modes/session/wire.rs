@@ -1,12 +1,14 @@
-//! How client bytes reach a [`Session`] through the socket, plain or TLS: one read of the
-//! non-blocking socket ([`Session::read_from`]) for drivers that read by readiness. A plain
-//! read lands straight in the receive buffer; over TLS the ciphertext goes to rustls and
+//! A [`Session`]'s transport, chosen when its connection is accepted ([`Session::open`]),
+//! and how client bytes reach the session through it: one read of the non-blocking socket
+//! ([`Session::read_from`]) for drivers that read by readiness. A plain read lands
+//! straight in the receive buffer; over TLS the ciphertext goes to rustls and
 //! the plaintext it yields is moved into the receive buffer, plaintext rustls still holds
 //! (more than one receive's room) taken first on the next read, so a driver must ask
 //! [`Session::has_buffered_plaintext`] before it waits on the socket.
 
 use super::{Pool, Session};
-use crate::modes::tls::{Inflow, Tls};
+use crate::modes::tls::Inflow;
+use crate::modes::transport::Transport;
 use crate::server::Server;
 use rustix::io::Errno;
 use rustls::ServerConfig;
@@ -15,41 +17,40 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 
 impl Session {
-    /// A session for a connection `server` accepted: over TLS if it serves HTTPS. `None`
-    /// if it serves HTTPS and rustls could not make this connection's state: the driver
-    /// closes the connection, which fails closed (a session without TLS on an HTTPS port
-    /// is never made).
-    pub(crate) fn open(peer: SocketAddr, server: &Server) -> Option<Session> {
-        Session::open_with(peer, server.tls.as_ref())
+    /// A session for a connection `server` accepted, with its transport
+    /// ([`Transport::choose`]): TLS if it serves HTTPS, else the ring's if the driver sends
+    /// through one (`ring`), else plain. `None` if it serves HTTPS and rustls could not
+    /// make this connection's state: the driver closes the connection, which fails closed
+    /// (a session without TLS on an HTTPS port is never made).
+    pub(crate) fn open(peer: SocketAddr, server: &Server, ring: bool) -> Option<Session> {
+        Session::open_with(peer, server.tls.as_ref(), ring)
     }
 
-    fn open_with(peer: SocketAddr, tls: Option<&Arc<ServerConfig>>) -> Option<Session> {
+    fn open_with(peer: SocketAddr, tls: Option<&Arc<ServerConfig>>, ring: bool) -> Option<Session> {
         let mut session = Session::new(peer);
-        if let Some(config) = tls {
-            session.tls = Some(Tls::new(config).ok()?);
-        }
+        session.transport = Transport::choose(tls, ring)?;
         Some(session)
     }
 
-    /// Whether the connection speaks TLS.
-    pub(crate) fn is_tls(&self) -> bool {
-        self.tls.is_some()
+    /// The connection's transport.
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// Over TLS, whether decrypted bytes wait in rustls (the socket may be drained).
     pub(crate) fn has_buffered_plaintext(&mut self) -> bool {
-        self.tls.as_mut().is_some_and(|t| t.has_plaintext())
+        self.transport.has_plaintext()
     }
 
     /// Whether a TLS handshake has begun and not ended: at its head deadline the
     /// connection is closed (there is no HTTP to answer a 408 with).
     pub(crate) fn is_handshaking(&self) -> bool {
-        self.tls.as_ref().is_some_and(|t| t.mid_handshake())
+        self.transport.mid_handshake()
     }
 
     /// Reads the non-blocking socket `fd` once into the receive buffer (see the module docs).
     pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd, pool: &mut Pool) -> Inflow {
-        let Some(tls) = self.tls.as_mut() else {
+        let Transport::Tls(tls) = &mut self.transport else {
             let space = self.recv_space(pool);
             let asked = space.len();
             return match rustix::io::read(fd, space) {
@@ -84,16 +85,19 @@ impl Session {
 
     /// Moves what plaintext rustls holds into the receive buffer, as far as it has room.
     fn take_plaintext(&mut self, pool: &mut Pool) {
-        let Some(mut tls) = self.tls.take() else { return };
-        loop {
-            let space = self.recv_space(pool);
-            let n = tls.take_plaintext(space); // 0 once none is left or there is no room
-            self.received(n, pool); // 0 gives an unused buffer back
-            if n == 0 {
-                break;
+        // Taken out while the receive buffer is borrowed, then put back.
+        let mut transport = std::mem::replace(&mut self.transport, Transport::Plain);
+        if let Transport::Tls(tls) = &mut transport {
+            loop {
+                let space = self.recv_space(pool);
+                let n = tls.take_plaintext(space); // 0 once none is left or there is no room
+                self.received(n, pool); // 0 gives an unused buffer back
+                if n == 0 {
+                    break;
+                }
             }
         }
-        self.tls = Some(tls);
+        self.transport = transport;
     }
 }
 
@@ -123,15 +127,27 @@ mod tests {
     #[test]
     fn https_session_fails_closed_without_tls_state() {
         let peer = SocketAddr::from(([127, 0, 0, 1], 1));
-        assert!(Tls::new(&config(Some(1))).is_err(), "the seam: rustls refuses a 1-byte record limit");
-        let cases: &[(Option<Arc<ServerConfig>>, Option<bool>)] = &[
-            (None, Some(false)),              // plain HTTP: a plain session
-            (Some(config(None)), Some(true)), // HTTPS: a TLS session
-            (Some(config(Some(1))), None),    // HTTPS, rustls refuses: no session at all
+        assert!(
+            crate::modes::tls::Tls::new(&config(Some(1))).is_err(),
+            "the seam: rustls refuses a 1-byte record limit"
+        );
+        // (the server's TLS configuration, a ring driver, the transport chosen)
+        type Case = (Option<Arc<ServerConfig>>, bool, Option<&'static str>);
+        let cases: &[Case] = &[
+            (None, false, Some("plain")),             // plain HTTP: a plain session
+            (None, true, Some("ring")),               // plain HTTP on `uring`: its ring
+            (Some(config(None)), false, Some("tls")), // HTTPS: a TLS session
+            (Some(config(None)), true, Some("tls")),  // HTTPS on `uring` too
+            (Some(config(Some(1))), false, None),     // HTTPS, rustls refuses: no session at all
+            (Some(config(Some(1))), true, None),
         ];
-        for (tls, want) in cases {
-            let got = Session::open_with(peer, tls.as_ref()).map(|s| s.is_tls());
-            assert_eq!(got, *want, "{:?}", tls.as_ref().map(|c| c.max_fragment_size));
+        for (tls, ring, want) in cases {
+            let got = Session::open_with(peer, tls.as_ref(), *ring).map(|s| match s.transport {
+                Transport::Plain => "plain",
+                Transport::Tls(_) => "tls",
+                Transport::Ring { .. } => "ring",
+            });
+            assert_eq!(got, *want, "{:?} ring {ring}", tls.as_ref().map(|c| c.max_fragment_size));
         }
     }
 }

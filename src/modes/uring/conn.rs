@@ -1,13 +1,15 @@
 //! One `uring` connection's I/O: the ring operations it has in flight, how its response
-//! goes out (a ring send for the out bytes, then sendfile(2) for a file body, waiting for
+//! goes out (through its transport, by `send.rs`'s rules: on a plain connection the ring
+//! transport's ring send for the out bytes, then sendfile(2) for a file body; waiting for
 //! room with a ring poll), and what its last read said about input left in the socket.
 //! The loop (`uring/mod.rs`) calls these methods; it does not touch the fields.
 
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
-use crate::modes::session::{CgiFlow, Pool, Session};
+use crate::modes::session::{Pool, Session};
 use crate::modes::tls::Inflow;
+use crate::modes::transport::{Ahead, RingSend, Submitted};
 use spidey_sys::uring::Ring;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -74,23 +76,14 @@ impl Io {
     /// A new connection. The request has often arrived by the time it is accepted: read
     /// it now (the socket is non-blocking) rather than after a receive's trip through the
     /// ring. Nothing there yet: the ring receive is armed as usual.
-    pub(super) fn open(socket: OwnedFd, session: &mut Session, pool: &mut crate::modes::session::Pool) -> Io {
+    /// Over TLS, a ClientHello already there starts the handshake. A failed read or the
+    /// end of the stream shows again at the connection's next receive.
+    pub(super) fn open(socket: OwnedFd, session: &mut Session, pool: &mut Pool) -> Io {
         let stream = TcpStream::from(socket);
-        if session.is_tls() {
-            // A ClientHello already there starts the handshake; an error shows at the next read.
-            let _ = session.read_from(&stream, pool);
-            let input = Input::Unknown;
-            return Io::new(stream, input);
-        }
-        let space = session.recv_space(pool);
-        let room = space.len();
-        let n = rustix::io::read(&stream, space).unwrap_or(0);
-        session.received(n, pool);
-        let input = if n == room { Input::Left } else { Input::Drained }; // a full read may have left more
-        Io::new(stream, input)
-    }
-
-    fn new(stream: TcpStream, input: Input) -> Io {
+        let input = match session.read_from(&stream, pool) {
+            Inflow::Bytes { short: false } => Input::Left, // a full read may have left more
+            Inflow::Bytes { short: true } | Inflow::Again | Inflow::Closed => Input::Drained,
+        };
         let (recv_armed, send_armed, send_ahead, room_armed, script_polls) = (false, false, false, false, 0);
         Io { stream, recv_armed, send_armed, send_ahead, room_armed, script_polls, input }
     }
@@ -120,27 +113,29 @@ impl Io {
         }
     }
 
-    /// Submits the next part of the response, pumping a CGI body first once its last
-    /// output is out. [`Sent::Blocked`]: an operation is in flight.
+    /// Sends the next part of the response through the session's transport, by the rules
+    /// of `send.rs` (pumping a CGI body as needed). [`Sent::Blocked`]: an operation is in
+    /// flight, a ring send of the out bytes or a ring poll for room in the socket.
+    ///
+    /// On a plain connection the transport is the ring's (`transport/ring.rs`): the out
+    /// bytes go out as a ring send, and a file body follows with sendfile(2) from the loop
+    /// thread once that send has completed, waiting for POLLOUT through the ring whenever
+    /// the socket is full. File bytes never pass through user space. (Linked file → pipe →
+    /// socket splices were tried and measured slower at every size, 1 KiB to 1 MiB:
+    /// io_uring runs splices on its worker threads, and that hand-off costs more than the
+    /// copy-free syscall; see the README's benchmark.)
     ///
     /// When the out bytes are all that is left of a keep-alive response, nothing is
     /// buffered after it and `ahead` (the loop's last turn was quiet, fewer than
     /// [`BUSY_TURN`] completions, and it is not draining), they go out as a send made
-    /// ahead of the next receive: its success posts no completion, so io_uring_enter
-    /// sleeps until the next request instead of returning at once for the send. At a
-    /// fixed 10000 req/s that took CPU per 1 KiB response from 36.1 to 18.6 µs (run 5 in
-    /// the README); on a busy turn the send completions are what keep the loop awake and
-    /// batching, so it sends as below.
+    /// ahead of the next receive ([`Ahead`]): its success posts no completion, so
+    /// io_uring_enter sleeps until the next request instead of returning at once for the
+    /// send. At a fixed 10000 req/s that took CPU per 1 KiB response from 36.1 to 18.6 µs
+    /// (run 5 in the README); on a busy turn the send completions are what keep the loop
+    /// awake and batching, so it sends as above.
     ///
-    /// Otherwise the out bytes go out as a ring send; a file body follows with sendfile(2)
-    /// from the loop thread once that send has completed, waiting for POLLOUT through the ring
-    /// whenever the socket is full. File bytes never pass through user space. (Linked file
-    /// → pipe → socket splices were tried and measured slower at every size, 1 KiB to
-    /// 1 MiB: io_uring runs splices on its worker threads, and that hand-off costs more
-    /// than the copy-free syscall; see the README's benchmark.)
-    ///
-    /// A TLS connection's ciphertext is written from the loop thread by the session
-    /// (`send.rs`, a record at a time), waiting for room with the same ring poll.
+    /// A TLS connection's transport writes its ciphertext from the loop thread (a record at
+    /// a time), waiting for room with the same ring poll.
     ///
     /// Sending the out bytes with send(2) instead, as `event` does, was tried (17a205b,
     /// reverted): server CPU per 1 KiB keep-alive response at a fixed 10k/s was 0.85x in
@@ -150,51 +145,21 @@ impl Io {
     /// and 0.68-1.00x the requests/s (median 0.81x). docs/runs/vs-peers/uring-send-* hold
     /// the runs.
     pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>, ahead: bool) -> Sent {
-        let session = conn.session;
-        if session.is_tls() {
-            return match session.send(&self.stream, shared.ex, shared.server, shared.pool) {
-                Sent::Blocked => self.wait_room(ring, conn.id),
-                sent => sent,
-            };
+        let ahead = (ahead && !self.recv_armed).then(|| Ahead {
+            send: conn.id.tag(Op::SendAhead),
+            recv: conn.id.tag(Op::Socket),
+            // Drained: the client has not answered yet (it waits for this response).
+            expect_wait: self.input == Input::Drained,
+        });
+        let mut by_ring = RingSend::new(ring, conn.id.tag(Op::Send), ahead);
+        let sent = conn.session.send(&self.stream, Some(&mut by_ring), shared.ex, shared.server, shared.pool);
+        match by_ring.submitted() {
+            Some(Submitted::Ahead) => (self.send_ahead, self.recv_armed) = (true, true),
+            Some(Submitted::Lent) => self.send_armed = true,
+            None => {}
         }
-        if session.is_cgi() && session.out().is_empty() {
-            match session.pump_cgi(shared.ex, shared.server, shared.pool) {
-                CgiFlow::Write => {}
-                CgiFlow::Done => return Sent::Done,
-                CgiFlow::NeedRead => return Sent::NeedRead,
-                CgiFlow::Wait => return Sent::WaitScript,
-            }
-        }
-        let head_left = !session.out().is_empty();
-        if head_left && ahead && session.ends_in_wait() && !self.recv_armed {
-            // The whole rest of a keep-alive response, nothing buffered after it: sent from
-            // a copy with the next receive linked behind it, so the loop is woken by the
-            // next request, not by this send's completion. For the session it is out now.
-            // (No cork: `cork_before_head` corks only a closing response with a file body.)
-            let (buf, from) = session.lend_out();
-            let bytes = &buf[from.min(buf.len())..];
-            let (len, expect_wait) = (bytes.len(), self.input == Input::Drained);
-            let (send_data, recv_data) = (conn.id.tag(Op::SendAhead), conn.id.tag(Op::Socket));
-            let ahead = ring.send_ahead_of_recv(self.stream.as_fd(), bytes, send_data, expect_wait, recv_data);
-            session.return_out(buf, len);
-            if ahead.is_err() {
-                return Sent::Failed;
-            }
-            (self.send_ahead, self.recv_armed) = (true, true);
-            return Sent::Done;
-        }
-        if head_left {
-            session.cork_before_head(&self.stream);
-            let more = session.file_follows();
-            let (buf, from) = session.lend_out();
-            self.send_armed = true;
-            return match ring.send(self.stream.as_fd(), buf, from, more, conn.id.tag(Op::Send)) {
-                Ok(()) => Sent::Blocked, // the body follows once this completes
-                Err(_) => Sent::Failed,
-            };
-        }
-        match session.send_body(&self.stream) {
-            Sent::Blocked => self.wait_room(ring, conn.id),
+        match sent {
+            Sent::Blocked if !self.send_armed => self.wait_room(ring, conn.id),
             sent => sent,
         }
     }
@@ -209,14 +174,15 @@ impl Io {
         }
     }
 
-    /// Arms the socket's receive, if it is not armed yet. A TLS connection reads its
-    /// ciphertext itself when a ring poll says the socket is readable (rustls reads in its
-    /// own pieces), taking plaintext rustls still holds first.
+    /// Arms the socket's receive, if it is not armed yet: a ring receive for the ring
+    /// transport. A TLS connection reads its ciphertext itself when a ring poll says the
+    /// socket is readable (rustls reads in its own pieces), taking plaintext rustls still
+    /// holds first.
     pub(super) fn receive(&mut self, ring: &mut Ring, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
         if self.recv_armed {
             return Received::Wait;
         }
-        if conn.session.is_tls() {
+        if !conn.session.transport().is_ring() {
             match conn.session.read_from(&self.stream, pool) {
                 Inflow::Bytes { .. } => return Received::Bytes,
                 Inflow::Closed => return Received::Closed,

@@ -85,6 +85,7 @@ struct Uring {
 impl Backend for Uring {
     type Io = Io;
     const ONE_SHOT_LISTENER: bool = true;
+    const RING: bool = true;
 
     fn wait(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
         Ok(self.ring.submit_and_wait(timeout.map(|t| t.max(Duration::from_micros(1))))?)
