@@ -120,30 +120,18 @@ impl Io {
     /// On a plain connection the transport is the ring's (`transport/ring.rs`): the out
     /// bytes go out as a ring send, and a file body follows with sendfile(2) from the loop
     /// thread once that send has completed, waiting for POLLOUT through the ring whenever
-    /// the socket is full. File bytes never pass through user space. (Linked file → pipe →
-    /// socket splices were tried and measured slower at every size, 1 KiB to 1 MiB:
-    /// io_uring runs splices on its worker threads, and that hand-off costs more than the
-    /// copy-free syscall; see the README's benchmark.)
+    /// the socket is full. File bytes never pass through user space.
     ///
     /// When the out bytes are all that is left of a keep-alive response, nothing is
     /// buffered after it and `ahead` (the loop's last turn was quiet, fewer than
     /// [`BUSY_TURN`] completions, and it is not draining), they go out as a send made
     /// ahead of the next receive ([`Ahead`]): its success posts no completion, so
     /// io_uring_enter sleeps until the next request instead of returning at once for the
-    /// send. At a fixed 10000 req/s that took CPU per 1 KiB response from 36.1 to 18.6 µs
-    /// (run 5 in the README); on a busy turn the send completions are what keep the loop
-    /// awake and batching, so it sends as above.
+    /// send. On a busy turn the send completions are what keep the loop awake and
+    /// batching, so it sends as above.
     ///
     /// A TLS connection's transport writes its ciphertext from the loop thread (a record at
     /// a time), waiting for room with the same ring poll.
-    ///
-    /// Sending the out bytes with send(2) instead, as `event` does, was tried (17a205b,
-    /// reverted): server CPU per 1 KiB keep-alive response at a fixed 10k/s was 0.85x in
-    /// one A/B and level in another, but closed-loop requests/s fell in every round
-    /// (0.78-0.88x), since ring sends share one io_uring_enter per turn under load.
-    /// Choosing per turn (ring sends once a turn reaps 4 completions) gave 0.77x the CPU
-    /// and 0.68-1.00x the requests/s (median 0.81x). docs/runs/vs-peers/uring-send-* hold
-    /// the runs.
     pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>, ahead: bool) -> Sent {
         let ahead = (ahead && !self.recv_armed).then(|| Ahead {
             send: conn.id.tag(Op::SendAhead),
