@@ -26,16 +26,8 @@ CALL_GRAPH=${CALL_GRAPH:-dwarf,16384}
 WORKLOAD=${WORKLOAD:-1k-keepalive}
 OUT=${OUT:-docs/flame}
 TITLE_NOTE=${TITLE_NOTE:-}
-case $WORKLOAD in
-  1k-keepalive) bench_flags=() ;;
-  1k-close) bench_flags=(--no-keepalive) ;;
-  *) echo "WORKLOAD must be 1k-keepalive or 1k-close, not '$WORKLOAD'" >&2; exit 2 ;;
-esac
-SERVER_CPUS=${SERVER_CPUS:-0}
-LOAD_CPUS=${LOAD_CPUS:-1}
-[ "$(nproc)" -ge 2 ] || SERVER_CPUS="" LOAD_CPUS=""
-load_pin=()
-[ -z "$LOAD_CPUS" ] || load_pin=(taskset -c "$LOAD_CPUS")
+source bench/lib/small_load.sh
+small_load_setup
 
 if ! perf record -q -e cpu-clock -F "$FREQ" -g -o /dev/null -- true 2>/dev/null; then
   echo "perf record -e cpu-clock does not work here (install linux-perf; perf_event_paranoid" \

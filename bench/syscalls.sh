@@ -42,16 +42,8 @@ WARMUP=${WARMUP:-500}
 WORKLOAD=${WORKLOAD:-1k-keepalive}
 MIN=${MIN:-0.005}
 METHOD=${METHOD:-}
-case $WORKLOAD in
-  1k-keepalive) bench_flags=() ;;
-  1k-close) bench_flags=(--no-keepalive) ;;
-  *) echo "WORKLOAD must be 1k-keepalive or 1k-close, not '$WORKLOAD'" >&2; exit 2 ;;
-esac
-SERVER_CPUS=${SERVER_CPUS:-0}
-LOAD_CPUS=${LOAD_CPUS:-1}
-[ "$(nproc)" -ge 2 ] || SERVER_CPUS="" LOAD_CPUS=""
-load_pin=()
-[ -z "$LOAD_CPUS" ] || load_pin=(taskset -c "$LOAD_CPUS")
+source bench/lib/small_load.sh
+small_load_setup
 
 declare -A pid port tport cgroup
 source bench/lib/servers.sh
