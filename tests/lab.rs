@@ -27,6 +27,28 @@ fn lab(out: &Path, tmp: &Path, extra: &[&str]) -> std::process::Output {
     out
 }
 
+/// Writes experiment `text` as DIR/exps/FILE, runs `spidey lab --quick --keep-disturbed` on
+/// that directory (only the experiments `ids`, or all of it) into DIR/out, and returns
+/// DIR/out; the test fails if the run does.
+fn run_experiment_file(dir: &Path, file: &str, text: &str, ids: &[&str]) -> std::path::PathBuf {
+    let exps = dir.join("exps");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join(file), text).unwrap();
+    let out = dir.join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir)
+        .env("TMPDIR", dir)
+        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out)
+        .args(ids)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    out
+}
+
 fn lines(path: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l:?}: {e}"))).collect()
@@ -287,20 +309,7 @@ fn tls_experiment_reports_tls_against_plain_per_mode() {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/007-tls.toml")).unwrap();
     let line = text.lines().find(|l| l.starts_with("quick.servers = ")).expect("007-tls.toml has a quick.servers line");
     let servers = r#"quick.servers = ["fork", "fork tls", "event", "event tls"]"#;
-    let exps = dir.path().join("exps");
-    std::fs::create_dir(&exps).unwrap();
-    std::fs::write(exps.join("007-tls.toml"), text.replacen(line, servers, 1)).unwrap();
-    let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let out = run_experiment_file(dir.path(), "007-tls.toml", &text.replacen(line, servers, 1), &[]);
 
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## 007-tls: The cost of TLS per architecture"), "{md}");
@@ -387,8 +396,6 @@ fn verdicts_prints_the_table_of_a_results_file() {
 #[test]
 fn a_cold_sweep_measures_one_batch_after_evicting_the_served_files() {
     let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("exps");
-    std::fs::create_dir(&exps).unwrap();
     let sweep = |name: &str, cold: &str| {
         format!(
             "[[sweeps]]\nname = \"{name}\"\ntitle = \"{name}\"\n{cold}\nwarmup = 0\n\
@@ -403,19 +410,7 @@ fn a_cold_sweep_measures_one_batch_after_evicting_the_served_files() {
         sweep("cold", "cold = \"files\""),
         sweep("warm", "")
     );
-    std::fs::write(exps.join("900-cold.toml"), text).unwrap();
-    let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(&out)
-        .arg("900")
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let out = run_experiment_file(dir.path(), "900-cold.toml", &text, &["900"]);
     let mut seen = [0, 0];
     for point in lines(&out.join("results.jsonl")) {
         assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
@@ -446,8 +441,6 @@ fn a_cold_sweep_measures_one_batch_after_evicting_the_served_files() {
 #[test]
 fn a_capacity_share_runs_at_that_share_of_the_measured_capacity() {
     let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("exps");
-    std::fs::create_dir(&exps).unwrap();
     let client = |x: f64| {
         format!("{{ c = 1, duration = \"200ms\", capacity = {x}, keepalive = false, model = \"per_request\" }}")
     };
@@ -461,19 +454,7 @@ fn a_capacity_share_runs_at_that_share_of_the_measured_capacity() {
         client(0.25),
         client(0.5)
     );
-    std::fs::write(exps.join("900-share.toml"), text).unwrap();
-    let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(&out)
-        .arg("900")
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let out = run_experiment_file(dir.path(), "900-share.toml", &text, &["900"]);
     let mut capacities = std::collections::BTreeMap::new();
     for point in lines(&out.join("results.jsonl")) {
         assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
@@ -500,8 +481,6 @@ fn a_capacity_share_runs_at_that_share_of_the_measured_capacity() {
 #[test]
 fn fresh_clients_are_processes_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("exps");
-    std::fs::create_dir(&exps).unwrap();
     let sweep = |name: &str, key: &str| {
         format!(
             "[[sweeps]]\nname = \"{name}\"\ntitle = \"{name}\"\n{key} = true\nwarmup = 0\n\
@@ -516,19 +495,7 @@ fn fresh_clients_are_processes_of_their_own() {
         sweep("fresh", "fresh_clients"),
         sweep("in-process", "one_batch")
     );
-    std::fs::write(exps.join("900-fresh.toml"), text).unwrap();
-    let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(&out)
-        .arg("900")
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let out = run_experiment_file(dir.path(), "900-fresh.toml", &text, &["900"]);
     let mut seen = [0, 0];
     for point in lines(&out.join("results.jsonl")) {
         assert_eq!(point["outcome"], "measured", "{}: {}", id(&point), point["note"]);
