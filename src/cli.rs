@@ -196,7 +196,7 @@ pub struct ServeArgs {
     /// The Cache-Control value for static files (e.g. 'max-age=3600').
     #[arg(long, value_name = "VALUE")]
     pub cache_control: Option<String>,
-    // --- File-server features (src/content/serving.rs; checked by flags.rs, config::serve_features) ---
+    // --- File-server features (src/content/serving.rs; checked by flags.rs) ---
     /// A directory's index file, tried in order (repeatable) [default: index.html, then
     /// index.htm]; a directory with none gets its listing.
     #[arg(long, value_name = "NAME")]

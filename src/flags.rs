@@ -1,5 +1,7 @@
-//! `spidey serve` flags that do not apply to the chosen mode or to the other flags given,
-//! refused with one line (exit code 2) rather than silently ignored.
+//! `spidey serve`'s flags checked before anything binds, each mistake one line (exit code
+//! 2): flags that do not apply to the chosen mode or to the other flags given are refused
+//! rather than silently ignored ([`check`]), and the file-server flags are parsed, with the
+//! files they name read ([`serve_features`]).
 
 use crate::cli::ServeArgs;
 use crate::config::ConfigError;
@@ -78,4 +80,82 @@ fn no_workers(mode: Mode) -> Option<&'static str> {
         Mode::Thread => Some("it starts one thread per connection (bounded by --max-conns)"),
         _ => None,
     }
+}
+
+/// The file-server flags of `serve`, checked: `--index`, `--fallback`, `--error-page`,
+/// `--security-headers`, `--basic-auth-file`, `--redirect-http`.
+#[derive(Debug, Default)]
+pub(crate) struct ServeFeatures {
+    /// Decoded index names, in order (empty: the defaults).
+    pub index_names: Vec<Vec<u8>>,
+    /// The fallback file, decoded, relative to ROOT.
+    pub fallback: Option<Vec<u8>>,
+    /// Statuses and their pages, decoded, relative to ROOT.
+    pub error_pages: Vec<(u16, Vec<u8>)>,
+    /// The fields `--security-headers` adds (those no `--header` names).
+    pub security_headers: Vec<(String, String)>,
+    /// The `user:HASH` lines of `--basic-auth-file`.
+    pub htpasswd: Vec<String>,
+    /// `--redirect-http`: the plain-HTTP port that redirects to HTTPS.
+    pub redirect_http: Option<u16>,
+}
+
+/// Checks the file-server flags of `args`, reading the files they name (ROOT's pages, the
+/// htpasswd file) but binding nothing: one line per mistake.
+pub(crate) fn serve_features(args: &ServeArgs) -> Result<ServeFeatures, ConfigError> {
+    use crate::content::{access, serving};
+    use std::os::unix::ffi::OsStrExt;
+    // A page must be a regular file in ROOT now (requests look it up again, beneath ROOT).
+    let page_exists = |flag: &str, relative: &[u8]| {
+        let path = args.root.join(std::ffi::OsStr::from_bytes(relative));
+        match path.is_file() {
+            true => Ok(()),
+            false => Err(ConfigError(format!("{flag}: {} is not a file", path.display()))),
+        }
+    };
+    let mut features = ServeFeatures::default();
+    for name in &args.index {
+        features.index_names.push(serving::parse_index(name).map_err(ConfigError)?);
+    }
+    if let Some(value) = &args.fallback {
+        let page = serving::parse_page_path("--fallback", value).map_err(ConfigError)?;
+        page_exists("--fallback", &page)?;
+        features.fallback = Some(page);
+    }
+    for value in &args.error_page {
+        let (status, page) = serving::parse_error_page(value).map_err(ConfigError)?;
+        page_exists("--error-page", &page)?;
+        if features.error_pages.iter().any(|(s, _)| *s == status) {
+            return Err(ConfigError(format!("--error-page: status {status} is given twice")));
+        }
+        features.error_pages.push((status, page));
+    }
+    if args.security_headers {
+        let tls = args.tls_cert.is_some();
+        let fields = [
+            (true, "X-Frame-Options", "DENY"),
+            (true, "Referrer-Policy", "no-referrer"),
+            (tls, "Strict-Transport-Security", "max-age=31536000"),
+        ];
+        let named = |name: &str| {
+            args.header.iter().any(|h| h.split_once(':').is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case(name)))
+        };
+        features.security_headers = fields
+            .iter()
+            .filter(|(on, name, _)| *on && !named(name))
+            .map(|(_, name, value)| (name.to_string(), value.to_string()))
+            .collect();
+    }
+    if let Some(path) = &args.basic_auth_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read --basic-auth-file {}: {e}", path.display())))?;
+        features.htpasswd = access::parse_htpasswd(&path.display().to_string(), &text).map_err(ConfigError)?;
+    }
+    if let Some(port) = args.redirect_http {
+        if port != 0 && Some(port) == args.port {
+            return Err(ConfigError(format!("--redirect-http {port} is also --port")));
+        }
+        features.redirect_http = Some(port);
+    }
+    Ok(features)
 }

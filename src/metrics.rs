@@ -16,9 +16,9 @@
 //! What is counted where (one place each):
 //! - responses by status class, body bytes, errors by kind: where the access log line is
 //!   written (`exchange.rs`, and the CGI output for scripts), whether or not `--quiet`;
-//! - open connections: the blocking driver (`conn::serve`) and the loops' shared
+//! - open connections: the blocking driver (`blocking::serve_from`) and the loops' shared
 //!   `--max-conns` count (`modes/limit.rs`);
-//! - busy workers: a thread or process inside `conn::serve`, or an event/uring loop
+//! - busy workers: a thread or process inside `blocking::serve_from`, or an event/uring loop
 //!   handling what it woke up for; `pool`'s queue: connections accepted, not yet taken;
 //! - CGI scripts running (spawned, not yet reaped or handed to the reaper); handler calls;
 //!   accept failures and failures to start a worker (fork, thread).
@@ -97,18 +97,17 @@ const _: () = assert!((Counter::ErrorWorkerStart as usize) < STRIDE);
 static STORE: OnceLock<&'static [AtomicU64]> = OnceLock::new();
 static MODE: OnceLock<&'static str> = OnceLock::new();
 /// The `--metrics` path as requests' paths are matched: decoded and normalised, relative
-/// to ROOT (`content::resolve::decode_path`).
+/// to ROOT (the caller decodes it as content decodes a request's path).
 static ENDPOINT: OnceLock<Vec<u8>> = OnceLock::new();
 
 /// Maps the shared counters (before any fork) and records the mode's name and the
-/// `--metrics` path, if any.
-pub(crate) fn init(mode: &'static str, endpoint: Option<String>) -> std::io::Result<()> {
+/// `--metrics` path, if any, in the form [`is_endpoint`] compares.
+pub(crate) fn init(mode: &'static str, endpoint: Option<Vec<u8>>) -> std::io::Result<()> {
     let shared = spidey_sys::shared::shared_counters(LEN)?;
     let _ = STORE.set(shared);
     let _ = MODE.set(mode);
     if let Some(path) = endpoint {
-        let decoded = crate::content::resolve::decode_path(&path);
-        let _ = ENDPOINT.set(decoded.unwrap_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec()));
+        let _ = ENDPOINT.set(path);
     }
     Ok(())
 }

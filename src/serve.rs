@@ -7,11 +7,11 @@
 use crate::cli::ServeArgs;
 // Re-exported for `lab`, which names it here.
 pub use crate::config::ConfigError;
-use crate::config::ServeFeatures;
 use crate::content::cgi::CgiOptions;
 use crate::content::cgi_process::CgiSlots;
 use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
+use crate::flags::ServeFeatures;
 use crate::modes::ModeContext;
 use crate::net::Shutdown;
 use crate::server::{Server, Timeouts};
@@ -27,11 +27,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let activated = crate::activation::take(!args.addr.is_empty() || args.port.is_some())?;
     args.mode.preflight()?;
     crate::flags::check(&args)?;
-    let features = crate::config::serve_features(&args)?;
+    let features = crate::flags::serve_features(&args)?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
-    crate::metrics::init(args.mode.name(), args.metrics.clone()).context("cannot map the shared counters")?;
+    let metrics_path = args.metrics.as_deref().map(crate::content::endpoint_path);
+    crate::metrics::init(args.mode.name(), metrics_path).context("cannot map the shared counters")?;
     if let Some(path) = &args.access_log {
         crate::log_sink::open(path)
             .map_err(|e| ConfigError(format!("cannot open the access log {}: {e}", path.display())))?;
@@ -182,7 +183,7 @@ const DEFAULT_MAX_CGI: usize = 64;
 /// The options of `--precompressed`, `--compress`, `--header`, `--cors`, `--basic-auth`
 /// and `--cache-control`, checked, with the file-server flags [`serve_features`] checked.
 ///
-/// [`serve_features`]: crate::config::serve_features
+/// [`serve_features`]: crate::flags::serve_features
 fn site_features(args: &ServeArgs, features: ServeFeatures) -> Result<SiteOptions, ConfigError> {
     use crate::content::{access, compress, headers};
     let mut response_headers: Vec<_> =

@@ -1,6 +1,6 @@
 //! The content side: what to answer for a request.
 //!
-//! [`Site::respond`] turns a parsed request into a [`Response`]: a status, the content's own
+//! [`Site::respond_from`] turns a parsed request into a [`Response`]: a status, the content's own
 //! header fields, and a [`Body`] that says where the bytes come from without moving them.
 //! Nothing here touches a socket, so the same answers serve blocking and event-driven modes
 //! alike; the modes move the bytes (write, sendfile) at their own pace.
@@ -37,7 +37,7 @@ pub mod static_file;
 
 use spidey_http::{Method, Request, StatusCode};
 use std::fs::File;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -240,11 +240,6 @@ impl Site {
         coding.is_some_and(|coding| !encoded_cache::holds(self.root.id(), relative, coding))
     }
 
-    /// Decides the answer to `req` (with no peer address known).
-    pub fn respond(&self, req: &Request<'_, '_>) -> Response {
-        self.respond_from(req, DecodedPath::of(req), SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), &[])
-    }
-
     /// Decides the answer to `req` from `peer`; `path` is `req`'s ([`DecodedPath::of`]).
     /// `body` is the request body when it is already whole in the receive buffer (only
     /// handlers look at it).
@@ -403,6 +398,13 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
     let mut r = Response::error(StatusCode::MOVED_PERMANENTLY, "This directory's address ends with a slash.");
     r.fields.push(("Location", location));
     r
+}
+
+/// A `--metrics` path as [`Site::respond_from`] matches requests against it: decoded and
+/// normalised as a request's path is, relative to ROOT (a path that cannot be decoded is
+/// kept as given, less its leading slashes).
+pub(crate) fn endpoint_path(path: &str) -> Vec<u8> {
+    resolve::decode_path(path).unwrap_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec())
 }
 
 /// The answer at the `--metrics` path (any query): the metrics for GET and HEAD, 405

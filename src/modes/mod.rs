@@ -12,8 +12,9 @@
 //!    backend. Both drive a `session::Session`, which feeds bytes to
 //!    [`crate::exchange::Exchanger`] and moves the [`crate::exchange::Body`] it returns by the
 //!    rules of [`send`], written once, over the connection's [`transport`] (plain, TLS
-//!    or the ring), the one place a response's bytes are written. A mode
-//!    never parses HTTP or decides content, so adding one never touches those layers.
+//!    or the ring), the one place a response's bytes are written. A mode never decides
+//!    content, and parses HTTP only where it must know a head is whole before it forks
+//!    (`fork --fork-after-parse`), so adding one never touches those layers.
 //! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
 //!    finish within `Shutdown::grace`, close idle connections, reap every child and join
 //!    or abandon every thread, then return `Ok(())` (the process exits 0).

@@ -18,7 +18,7 @@ fn first_turn_counts_as_busy() {
     type Body = fn(LoopContext) -> anyhow::Result<()>;
     let backends: [(&str, Body); 2] =
         [("event", crate::modes::event::event_loop), ("uring", crate::modes::uring::ring_loop)];
-    crate::metrics::init("test", Some("/-/metrics".into())).unwrap();
+    crate::metrics::init("test", Some(crate::content::endpoint_path("/-/metrics"))).unwrap();
     let root = tempfile::tempdir().unwrap();
     for (name, body) in backends {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
