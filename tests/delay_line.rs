@@ -279,3 +279,72 @@ fn each_sweep_runs_across_the_round_trip_its_experiment_file_names() {
     assert!(fastest["far"] >= 5400, "fastest request across 3 ms: {} us", fastest["far"]);
     assert!(fastest["near"] < 3000, "fastest request at the line's own round trip: {} us", fastest["near"]);
 }
+
+/// A sweep long enough to be stopped in the middle.
+const LONG: &str = r#"
+id = "903-long"
+title = "A run to stop"
+seed = "none"
+question = "Does a stopped run leave its network behind?"
+workloads = [{ name = "1 KB", kind = "file", size = "1KB" }]
+
+[[sweeps]]
+name = "long"
+title = "Long enough to stop"
+rtt = "1ms"
+servers = [{ label = "event", mode = "event" }]
+workloads = ["1 KB"]
+clients = [{ c = 1, duration = "60s", keepalive = true }]
+table.dims = ["server"]
+table.columns = [{ header = "Requests/s", metric = "rps" }]
+"#;
+
+/// A lab run stopped by SIGTERM (or Ctrl-C) runs no destructor: the delay line's own signal
+/// thread removes the namespaces, and with the server gone their devices and the route to
+/// the server's address go too.
+#[test]
+fn a_lab_run_stopped_by_sigterm_leaves_no_namespace_or_route_behind() {
+    let test = "a_lab_run_stopped_by_sigterm_leaves_no_namespace_or_route_behind";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join("903-long.toml"), LONG).unwrap();
+    let mut lab = Command::new(SPIDEY)
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "903", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let name = format!("spl{}", lab.id() % 100_000);
+    let netns =
+        || String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).into_owned();
+    let route =
+        || String::from_utf8_lossy(&Command::new("ip").args(["route", "show"]).output().unwrap().stdout).into_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // The line is up once both namespaces and the control route exist.
+    while !netns().contains(&format!("{name}-server")) || !route().contains(SERVER_IP) {
+        assert!(std::time::Instant::now() < deadline, "the lab never set up its line: {}", netns());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    rustix::process::kill_process(rustix::process::Pid::from_child(&lab), rustix::process::Signal::TERM).unwrap();
+    let status = lab.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "the lab exits as SIGTERM would have it: {status}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while netns().contains(&name) || route().contains(SERVER_IP) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind after SIGTERM: namespaces {:?}, routes {:?}",
+            netns(),
+            route()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

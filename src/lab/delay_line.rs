@@ -80,6 +80,8 @@ pub struct DelayLine {
     /// The one-way sleep each round trip was calibrated to, so a sweep that comes back to a
     /// round trip gets the same line.
     one_way_for: Mutex<BTreeMap<Duration, u64>>,
+    /// Stops the thread that removes the namespaces on SIGINT or SIGTERM.
+    on_signal: Option<signal_hook::iterator::Handle>,
 }
 
 impl DelayLine {
@@ -89,6 +91,7 @@ impl DelayLine {
             return Err(ConfigError(format!("link name {:?} must be 1 to 12 letters or digits", spec.name)).into());
         }
         let (cns, sns) = (client_ns(&spec.name), server_ns(&spec.name));
+        let on_signal = remove_on_signal([cns.clone(), sns.clone()])?;
         for ns in [&cns, &sns] {
             let _ = ip(&["netns", "del", ns]);
             ip(&["netns", "add", ns])?;
@@ -101,6 +104,7 @@ impl DelayLine {
             measured: Mutex::new(BTreeMap::new()),
             target_ns: AtomicU64::new(0),
             one_way_for: Mutex::new(BTreeMap::new()),
+            on_signal: Some(on_signal),
             spec,
         };
         let (cdev, sdev) = (format!("{}c", line.spec.name), format!("{}s", line.spec.name));
@@ -279,6 +283,43 @@ impl Drop for DelayLine {
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        if let Some(h) = self.on_signal.take() {
+            h.close();
+        }
+    }
+}
+
+/// A process stopped by SIGINT or SIGTERM runs no destructor: this thread kills what runs
+/// in the namespaces (a namespace outlives its name while a process is in it, and with it
+/// the control veth and its route), removes them and then exits with the status the signal
+/// would have given, so a stopped lab run leaves nothing behind.
+fn remove_on_signal(namespaces: [String; 2]) -> anyhow::Result<signal_hook::iterator::Handle> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let handle = signals.handle();
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            for ns in &namespaces {
+                kill_inside(ns);
+                let _ = ip(&["netns", "del", ns]);
+            }
+            std::process::exit(128 + sig);
+        }
+    });
+    Ok(handle)
+}
+
+/// SIGKILL to every process in namespace `ns` but this one (`ip netns pids`).
+fn kill_inside(ns: &str) {
+    let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() else { return };
+    let me = std::process::id();
+    for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+        if pid == me {
+            continue;
+        }
+        if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
     }
 }
