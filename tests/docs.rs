@@ -273,29 +273,31 @@ fn bare_references_are_found() {
     }
 }
 
-/// Every `<!-- explain:begin RESULTS EXPERIMENT -->` block in docs/lab.md is what `spidey
-/// lab --verdicts RESULTS EXPERIMENT` prints for that committed run (its first heading
-/// line aside): verdicts in the docs are generated, never typed.
+/// Every `<!-- why:begin RESULTS -->` block, in the README and in docs/lab.md, is what
+/// `spidey lab --why RESULTS` prints for that committed run: the text saying why the seeds'
+/// results differ here is generated from the explain experiments' verdicts, never typed.
+/// The README holds one.
 #[test]
-fn the_explanation_blocks_are_generated_from_their_runs() {
-    let lab = std::fs::read_to_string(root().join("docs/lab.md")).unwrap();
-    let mut found = 0;
-    for (at, _) in lab.match_indices("<!-- explain:begin ") {
-        let head_end = at + lab[at..].find("-->").expect("a closed marker");
-        let args: Vec<&str> = lab[at + "<!-- explain:begin ".len()..head_end].split_whitespace().collect();
-        let end = head_end + lab[head_end..].find("<!-- explain:end -->").expect("an end marker");
-        let block = lab[head_end + 3..end].trim();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_spidey"))
-            .current_dir(root())
-            .args(["lab", "--verdicts", args[0]])
-            .args(&args[1..])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "spidey lab --verdicts: {}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
-        let body = text.split_once('\n').map_or("", |(_, rest)| rest).trim();
-        assert_eq!(block, body, "docs/lab.md's block for {args:?} differs from its generated table");
-        found += 1;
+fn the_why_it_differs_text_is_generated_from_a_run() {
+    let mut in_readme = 0;
+    for doc in ["README.md", "docs/lab.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        for (at, _) in text.match_indices("<!-- why:begin ") {
+            let head_end = at + text[at..].find("-->").expect("a closed marker");
+            let results = text[at + "<!-- why:begin ".len()..head_end].trim();
+            let end = head_end + text[head_end..].find("<!-- why:end -->").expect("an end marker");
+            let block = text[head_end + 3..end].trim();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_spidey"))
+                .current_dir(root())
+                .args(["lab", "--why", results])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "spidey lab --why: {}", String::from_utf8_lossy(&out.stderr));
+            let generated = String::from_utf8(out.stdout).unwrap();
+            assert!(!generated.trim().is_empty(), "spidey lab --why {results} printed nothing");
+            assert_eq!(block, generated.trim(), "{doc}'s why block for {results} differs from `spidey lab --why`");
+            in_readme += usize::from(doc == "README.md");
+        }
     }
-    assert!(found >= 1, "docs/lab.md has no explanation block");
+    assert_eq!(in_readme, 1, "README.md needs one why:begin block");
 }

@@ -27,7 +27,42 @@ pub(crate) struct Claim {
     /// What elsewhere in the same seed says otherwise (the report lists the seeds'
     /// internal contradictions).
     pub contradicts: Option<String>,
+    /// A name for the claim, unique across the experiments, that an explanation's
+    /// `explains` refers to (`000-fork-latency`).
+    pub id: Option<String>,
+    /// On an explain experiment's prediction: the seed claim whose difference it puts to
+    /// the test, and the cause its sweep changes ([`crate::lab::why`]).
+    pub explains: Option<Explains>,
     pub kind: Kind,
+}
+
+/// What a prediction puts to the test: one suspected cause of a seed claim's difference.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Explains {
+    /// The `id` of the seed's claim.
+    pub claim: String,
+    /// The cause the prediction's sweep changes, in a few words (`a 1.5 ms round trip`).
+    pub cause: String,
+    /// What the prediction holding says about the cause.
+    #[serde(default)]
+    pub if_held: IfHeld,
+    /// The CPUs a machine needs for the sweep to change only the cause (a second server
+    /// CPU that is not the load generator's): on fewer, the cause is not testable there.
+    pub needs_cpus: Option<usize>,
+    /// What a machine that could decide it needs, shown when a run could not.
+    pub needs: Option<String>,
+}
+
+/// What a held prediction says about its cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum IfHeld {
+    /// The prediction is the seed's result under the cause: holding, the cause explains it.
+    #[default]
+    Explains,
+    /// The prediction is "the cause changes nothing": holding, the cause is ruled out.
+    RulesOut,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -41,9 +76,12 @@ struct Common {
     size: Option<Size>,
     by_construction: Option<String>,
     contradicts: Option<String>,
+    id: Option<String>,
+    explains: Option<Explains>,
 }
 
-const COMMON: [&str; 7] = ["text", "sweep", "source", "quote", "size", "by_construction", "contradicts"];
+const COMMON: [&str; 9] =
+    ["text", "sweep", "source", "quote", "size", "by_construction", "contradicts", "id", "explains"];
 
 impl<'de> Deserialize<'de> for Claim {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -58,8 +96,8 @@ impl<'de> Deserialize<'de> for Claim {
         let c = Common::deserialize(toml::Value::Table(common)).map_err(D::Error::custom)?;
         let kind =
             Kind::deserialize(toml::Value::Table(rest)).map_err(|e| D::Error::custom(format!("{}: {e}", c.text)))?;
-        let Common { text, sweep, source, quote, size, by_construction, contradicts } = c;
-        Ok(Claim { text, sweep, source, quote, size, by_construction, contradicts, kind })
+        let Common { text, sweep, source, quote, size, by_construction, contradicts, id, explains } = c;
+        Ok(Claim { text, sweep, source, quote, size, by_construction, contradicts, id, explains, kind })
     }
 }
 

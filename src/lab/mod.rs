@@ -46,11 +46,13 @@ mod table;
 mod tls;
 mod verdict;
 mod versus;
+mod why;
 
 use crate::config::ConfigError;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use delay_line::{run as delay_line, DelayLineArgs};
@@ -126,6 +128,12 @@ pub struct LabArgs {
     /// RESULTS is a `results.jsonl` or `results.jsonl.gz`; the table goes to stdout.
     #[arg(help_heading = "Results and reports", long, value_name = "RESULTS")]
     pub verdicts: Option<PathBuf>,
+    /// Measure nothing: print why the seeds' results differ (Markdown), from a results file.
+    ///
+    /// Each seed claim an explain experiment put to the test, with every suspected cause
+    /// and what the run says of it, then the claims that differ with no cause tested yet.
+    #[arg(help_heading = "Results and reports", long, value_name = "RESULTS", conflicts_with = "verdicts")]
+    pub why: Option<PathBuf>,
     /// Measure nothing: write the report of a results file into --out.
     ///
     /// The report is report.md, report.html and plots/, of a `results.jsonl` or
@@ -143,8 +151,18 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
     anyhow::ensure!(!sources.is_empty(), "no experiments found");
     let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
+    if args.experiments.is_empty() {
+        why::check_links(&exps)?;
+    }
     if let Some(results) = &args.verdicts {
-        print!("{}", verdicts(&exps, results)?);
+        let (quick, records) = read_results(results)?;
+        print!("{}", report::verdicts_markdown(&exps, quick, &records));
+        return Ok(());
+    }
+    if let Some(results) = &args.why {
+        let (quick, records) = read_results(results)?;
+        let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
+        print!("{}", why::markdown(&exps, &report::verdict_rows(&exps, quick, &records), cores));
         return Ok(());
     }
     if let Some(results) = &args.report {
@@ -226,13 +244,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The verdict table of a results file (plain or gzipped), as Markdown: a quick run's when
-/// every point in it is a quick one.
-fn verdicts(exps: &[Experiment], results: &std::path::Path) -> anyhow::Result<String> {
+/// The records of a results file (plain or gzipped), and whether it is a quick run's (every
+/// point in it a quick one).
+fn read_results(results: &std::path::Path) -> anyhow::Result<(bool, HashMap<String, results::Record>)> {
     anyhow::ensure!(results.is_file(), "no results file {}", results.display());
     let records = results::read(results)?;
     let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
-    Ok(report::verdicts_markdown(exps, quick, &records))
+    Ok((quick, records))
 }
 
 /// The robustness experiment's report section (it also writes `robustness.md` and its SVGs
@@ -256,9 +274,7 @@ fn robustness_section(
 /// `--report`: the report of a results file, measuring nothing. The experiments are those
 /// with points in it (and the robustness experiment when a `robustness.jsonl` is beside it).
 fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
-    anyhow::ensure!(results.is_file(), "no results file {}", results.display());
-    let records = results::read(results)?;
-    let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
+    let (quick, records) = read_results(results)?;
     let dir = results.parent().unwrap_or(std::path::Path::new("."));
     let journal = dir.join("robustness.jsonl");
     let ran: Vec<Experiment> = exps

@@ -53,7 +53,7 @@ fn document(
     extra: Option<Section>,
 ) -> Vec<Block> {
     let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
-    doc.extend(opening(exps, quick, records));
+    doc.extend(opening(exps, quick, records, machine.cores));
     let mut extra = extra.map(|s| Block::Markdown { text: demote(&s.markdown), svgs: s.svgs });
     for exp in exps {
         doc.extend(experiment(exp, quick, records));
@@ -90,7 +90,7 @@ fn experiment_heading(exp: &Experiment) -> String {
 }
 
 /// The summary paragraph and the verdict table, each claim linked to its experiment.
-fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, cores: usize) -> Vec<Block> {
     let rows = verdict_rows(exps, quick, records);
     if rows.is_empty() {
         return vec![Block::Para(format!(
@@ -145,6 +145,11 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) 
         "The seed's words, each point's numbers and the stated sizes are in the appendix's full table; how a verdict is reached is in the appendix too.".into(),
     ));
     doc.extend(contradictions(&rows));
+    let why = crate::lab::why::blocks(exps, &rows, cores);
+    if !why.is_empty() {
+        doc.push(Block::Heading(2, "Why the results differ from the seeds".into()));
+        doc.extend(why);
+    }
     doc
 }
 
@@ -413,19 +418,19 @@ mod tests {
 
     /// The committed verdict table is the generator's output on the committed full run, not
     /// typed: regenerate it with
-    /// `spidey lab --verdicts docs/runs/lab-full-c69ce8d/results.jsonl.gz > docs/lab-verdicts.md`.
+    /// `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`.
     #[test]
     fn committed_verdict_table_is_generated_from_the_committed_full_run() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let records = crate::lab::results::read(&repo.join("docs/runs/lab-full-c69ce8d/results.jsonl.gz")).unwrap();
-        assert!(records.len() >= 1440, "the full run's points: {}", records.len());
+        let records = crate::lab::results::read(&repo.join("docs/runs/lab-full-4119505/results.jsonl.gz")).unwrap();
+        assert!(records.len() >= 2300, "the full run's points: {}", records.len());
         let sources = crate::lab::sources::find(None, &[]).unwrap();
         let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
         let got = super::verdicts_markdown(&exps, false, &records);
         let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
         assert!(
             got == want,
-            "docs/lab-verdicts.md is stale: regenerate it with `spidey lab --verdicts docs/runs/lab-full-c69ce8d/results.jsonl.gz > docs/lab-verdicts.md`"
+            "docs/lab-verdicts.md is stale: regenerate it with `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`"
         );
     }
 }
