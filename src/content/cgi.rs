@@ -176,7 +176,8 @@ pub(crate) fn find_with_path_info(root: &Root, opts: &CgiOptions, raw_path: &str
     None
 }
 
-/// The script at `raw_script` (already opened), or `None` if the file is not one.
+/// The script at `raw_script` (already opened), or `None` if the file is not one (never
+/// without `--cgi`, decided before the path is decoded a second time).
 pub(crate) fn script(
     opts: &CgiOptions,
     raw_script: &str,
@@ -184,6 +185,9 @@ pub(crate) fn script(
     file: &File,
     meta: &Metadata,
 ) -> Option<Result<Script, ResolveError>> {
+    if !opts.enabled {
+        return None;
+    }
     let relative = decode_path(raw_script).ok()?;
     let interpreter = match kind(opts, &relative, meta) {
         Kind::Script(interpreter) => interpreter,
