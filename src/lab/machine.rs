@@ -139,12 +139,20 @@ fn load_average() -> Option<String> {
     Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
 }
 
+/// The version and, when this binary runs from a checkout's `target/`, the commit that
+/// checkout is at (never the working directory's, which may be another checkout), with
+/// "+ changes" when it has uncommitted changes. A build is not stamped: a checkout moved
+/// on since the build names its new commit.
 fn spidey_version() -> String {
-    let commit = first_line("git", &["rev-parse", "--short", "HEAD"]);
-    match commit {
-        Some(c) => format!("{} (commit {c})", env!("CARGO_PKG_VERSION")),
-        None => env!("CARGO_PKG_VERSION").to_string(),
-    }
+    let version = env!("CARGO_PKG_VERSION");
+    let exe = std::env::current_exe().ok();
+    let checkout = exe.as_deref().and_then(|exe| exe.ancestors().find(|d| d.ends_with("target"))?.parent());
+    let Some(dir) = checkout.and_then(|d| d.to_str()) else { return version.to_string() };
+    let Some(commit) = first_line("git", &["-C", dir, "rev-parse", "--short", "HEAD"]) else {
+        return version.to_string();
+    };
+    let changed = first_line("git", &["-C", dir, "status", "--porcelain", "--untracked-files=no"]).is_some();
+    format!("{version} (commit {commit}{}, built in {dir})", if changed { " + changes" } else { "" })
 }
 
 /// The first line a program prints (stdout, else stderr), if it runs.
