@@ -49,6 +49,16 @@ impl Finding {
         }
     }
 
+    /// The finding for a seed claim that fared `here` as it did: where its direction already
+    /// reproduced, the difference is the size, and a cause that gives only the direction
+    /// does not explain it.
+    fn given(self, here: Category) -> Finding {
+        match self {
+            Finding::ExplainsDirection if here == Category::DirectionOnly => Finding::DoesNotExplain,
+            f => f,
+        }
+    }
+
     fn words(self) -> &'static str {
         match self {
             Finding::Explains => "explains it",
@@ -63,10 +73,12 @@ impl Finding {
     }
 }
 
-/// What the causes tested for one claim add up to.
-fn conclusion(findings: &[Finding]) -> &'static str {
+/// What the causes tested for one claim add up to, given how the claim fared here (`seed`).
+fn conclusion(seed: Category, findings: &[Finding]) -> &'static str {
     let any = |f: Finding| findings.contains(&f);
-    if any(Finding::Explains) {
+    if !differs(seed) {
+        "Nothing to explain (reproduced here); the sweeps check it under the seed's conditions"
+    } else if any(Finding::Explains) {
         "Explained here"
     } else if any(Finding::ExplainsDirection) {
         "Explained in direction, not in size"
@@ -109,17 +121,18 @@ pub(crate) fn blocks(exps: &[Experiment], verdicts: &[(String, Verdict)], cores:
             .filter(|r| r.claim.explains.as_ref().is_some_and(|x| Some(&x.claim) == seed.claim.id.as_ref()))
             .collect();
         if tests.is_empty() {
-            if differs(seed.verdict) {
+            if differs(Category::of(seed.verdict)) {
                 untested.push(format!("{} “{}” ({})", seed.exp, seed.claim.text, seed.verdict.label()));
             }
             continue;
         }
+        let here = Category::of(seed.verdict);
         let findings: Vec<Finding> = tests
             .iter()
             .filter_map(|t| Some((t.claim.explains.as_ref()?, t)))
             .map(|(x, t)| {
                 let fits = cores == 0 || x.needs_cpus.map_or(true, |n| cores >= n);
-                Finding::of(x.if_held, t.verdict, fits)
+                Finding::of(x.if_held, t.verdict, fits).given(here)
             })
             .collect();
         let causes: Vec<String> = tests.iter().zip(&findings).map(|(t, f)| cause(t, *f, cores)).collect();
@@ -129,7 +142,7 @@ pub(crate) fn blocks(exps: &[Experiment], verdicts: &[(String, Verdict)], cores:
             seed.claim.text,
             seed.verdict.label(),
             seed.verdict.here_brief,
-            conclusion(&findings),
+            conclusion(here, &findings),
             causes.join("; ")
         ));
     }
@@ -160,12 +173,9 @@ fn cause(t: &Row<'_>, f: Finding, cores: usize) -> String {
     s
 }
 
-/// Whether a seed claim's verdict is a difference from the seed worth explaining.
-fn differs(v: &Verdict) -> bool {
-    matches!(
-        Category::of(v),
-        Category::NotReproduced | Category::DirectionOnly | Category::Inconclusive | Category::Level
-    )
+/// Whether a seed claim's verdict here is a difference from the seed worth explaining.
+fn differs(here: Category) -> bool {
+    matches!(here, Category::NotReproduced | Category::DirectionOnly | Category::Inconclusive | Category::Level)
 }
 
 fn short_id(id: &str) -> &str {
@@ -241,22 +251,30 @@ mod tests {
             assert_eq!(Finding::of(E, &v, false), TooFewCpus, "{outcome:?}");
         }
         assert_eq!(Finding::of(E, &verdict(Outcome::NotMeasured, SizeCall::Unknown), false), NotRun);
+        // Where the seed claim's direction already reproduced here, only its size differs.
+        assert_eq!(ExplainsDirection.given(Category::DirectionOnly), DoesNotExplain);
+        assert_eq!(ExplainsDirection.given(Category::NotReproduced), ExplainsDirection);
+        assert_eq!(Explains.given(Category::DirectionOnly), Explains);
     }
 
     #[test]
     fn the_causes_add_up_to_one_conclusion() {
+        use Category::{DirectionOnly as Dir, NotReproduced as Not, Reproduced as Rep};
         use Finding::*;
-        let cases: [(&[Finding], &str); 7] = [
-            (&[DoesNotExplain, Explains, Undecided], "Explained here"),
-            (&[DoesNotExplain, ExplainsDirection], "Explained in direction, not in size"),
-            (&[DoesNotExplain, RuledOut, DoesNotExplain], "No cause tested explains it"),
-            (&[DoesNotExplain, NotRuledOut], "Not explained yet; a cause not ruled out remains"),
-            (&[DoesNotExplain, Undecided], "Not decided by this run"),
-            (&[NotRun], "Not decided by this run"),
-            (&[DoesNotExplain, TooFewCpus], "Not decided by this run"),
+        let cases: [(Category, &[Finding], &str); 9] = [
+            (Not, &[DoesNotExplain, Explains, Undecided], "Explained here"),
+            (Not, &[DoesNotExplain, ExplainsDirection], "Explained in direction, not in size"),
+            (Not, &[DoesNotExplain, RuledOut, DoesNotExplain], "No cause tested explains it"),
+            (Dir, &[DoesNotExplain, RuledOut], "No cause tested explains it"),
+            (Not, &[DoesNotExplain, NotRuledOut], "Not explained yet; a cause not ruled out remains"),
+            (Not, &[DoesNotExplain, Undecided], "Not decided by this run"),
+            (Not, &[NotRun], "Not decided by this run"),
+            (Not, &[DoesNotExplain, TooFewCpus], "Not decided by this run"),
+            // A claim reproduced here has no difference to explain, whatever its sweeps say.
+            (Rep, &[Explains], "Nothing to explain (reproduced here); the sweeps check it under the seed's conditions"),
         ];
-        for (findings, want) in cases {
-            assert_eq!(conclusion(findings), want, "{findings:?}");
+        for (here, findings, want) in cases {
+            assert_eq!(conclusion(here, findings), want, "{here:?} {findings:?}");
         }
     }
 
