@@ -380,7 +380,7 @@ fn verdicts_prints_the_table_of_a_results_file() {
     let run = |results: &Path| {
         Command::new(env!("CARGO_BIN_EXE_spidey")).arg("lab").arg("--verdicts").arg(results).output().unwrap()
     };
-    let out = run(&repo.join("docs/runs/lab-full-c69ce8d/results.jsonl.gz"));
+    let out = run(&repo.join("docs/runs/lab-full-4119505/results.jsonl.gz"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
     assert!(String::from_utf8_lossy(&out.stdout) == want, "the printed table is docs/lab-verdicts.md");
