@@ -160,6 +160,7 @@ pub(crate) struct Loop<B: Backend> {
 
 /// Runs one loop until shutdown has drained it.
 pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()> {
+    let mut start = lc.start;
     let mut lp = Loop {
         backend,
         conns: Conns::new(),
@@ -178,6 +179,8 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         now: Instant::now(),
         due: Vec::new(),
     };
+    // The backend is made: wait for the other loops to have made theirs (loops.rs).
+    start.wait_for_all();
     {
         // Accepts, and may answer, what queued before this loop's thread started, then
         // watches the listeners: busy work like any turn's (the `busy workers` gauge).

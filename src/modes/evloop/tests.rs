@@ -34,6 +34,7 @@ fn first_turn_counts_as_busy() {
             limit: LoopLimit::new(16, 1).unwrap(),
             index: 0,
             offload: None,
+            start: crate::modes::loops::StartLine::places(1).pop().unwrap(),
         };
         let thread = std::thread::spawn(move || body(lc));
         let mut answer = String::new();
