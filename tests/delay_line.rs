@@ -7,6 +7,7 @@
 //! elsewhere each test prints why it skipped.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
@@ -181,19 +182,8 @@ fn the_lab_runs_across_a_delay_line_and_the_round_trip_shows_in_its_latency() {
     let Some(()) = usable(test) else { return };
     let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("experiments");
-    std::fs::create_dir_all(&exps).unwrap();
-    std::fs::write(exps.join("901-rtt.toml"), EXPERIMENT).unwrap();
     let out_dir = dir.path().join("out");
-    let out = Command::new(SPIDEY)
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "901", "--quick", "--rtt", "2ms", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = lab(dir.path(), "901-rtt.toml", EXPERIMENT, &["901", "--quick", "--rtt", "2ms"]).output().unwrap();
     assert!(out.status.success(), "spidey lab: {}", String::from_utf8_lossy(&out.stderr));
     let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
     for l in journal.lines() {
@@ -249,19 +239,8 @@ fn each_sweep_runs_across_the_round_trip_its_experiment_file_names() {
     let Some(()) = usable(test) else { return };
     let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("experiments");
-    std::fs::create_dir_all(&exps).unwrap();
-    std::fs::write(exps.join("902-sweeps.toml"), SWEEPS).unwrap();
     let out_dir = dir.path().join("out");
-    let out = Command::new(SPIDEY)
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "902", "--quick", "--keep-disturbed", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = lab(dir.path(), "902-sweeps.toml", SWEEPS, &["902", "--quick", "--keep-disturbed"]).output().unwrap();
     assert!(out.status.success(), "spidey lab: {}", String::from_utf8_lossy(&out.stderr));
     let journal = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();
     let mut fastest = std::collections::BTreeMap::<String, u64>::new();
@@ -278,6 +257,18 @@ fn each_sweep_runs_across_the_round_trip_its_experiment_file_names() {
     // line's own round trip (about 0.1 ms), a request takes well under one of those.
     assert!(fastest["far"] >= 5400, "fastest request across 3 ms: {} us", fastest["far"]);
     assert!(fastest["near"] < 3000, "fastest request at the line's own round trip: {} us", fastest["near"]);
+}
+
+/// `spidey lab ARGS --experiments-dir DIR/experiments --out DIR/out`, run from DIR with its
+/// scratch files in DIR, after writing the test's own experiment `text` there as `file`.
+fn lab(dir: &Path, file: &str, text: &str, args: &[&str]) -> Command {
+    let exps = dir.join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join(file), text).unwrap();
+    let mut command = Command::new(SPIDEY);
+    command.current_dir(dir).env("TMPDIR", dir).arg("lab").args(args);
+    command.arg("--experiments-dir").arg(&exps).arg("--out").arg(dir.join("out"));
+    command
 }
 
 /// A sweep long enough to be stopped in the middle.
@@ -308,21 +299,9 @@ fn a_lab_run_stopped_by_sigterm_leaves_no_namespace_or_route_behind() {
     let Some(()) = usable(test) else { return };
     let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("experiments");
-    std::fs::create_dir_all(&exps).unwrap();
-    std::fs::write(exps.join("903-long.toml"), LONG).unwrap();
-    let mut lab = Command::new(SPIDEY)
-        .current_dir(dir.path())
-        .env("TMPDIR", dir.path())
-        .args(["lab", "903", "--experiments-dir"])
-        .arg(&exps)
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let name = format!("spl{}", lab.id() % 100_000);
+    let mut run =
+        lab(dir.path(), "903-long.toml", LONG, &["903"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let name = format!("spl{}", run.id() % 100_000);
     let netns =
         || String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).into_owned();
     let route =
@@ -334,8 +313,8 @@ fn a_lab_run_stopped_by_sigterm_leaves_no_namespace_or_route_behind() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(3));
-    rustix::process::kill_process(rustix::process::Pid::from_child(&lab), rustix::process::Signal::TERM).unwrap();
-    let status = lab.wait().unwrap();
+    rustix::process::kill_process(rustix::process::Pid::from_child(&run), rustix::process::Signal::TERM).unwrap();
+    let status = run.wait().unwrap();
     assert_eq!(status.code(), Some(128 + 15), "the lab exits as SIGTERM would have it: {status}");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while netns().contains(&name) || route().contains(SERVER_IP) {
