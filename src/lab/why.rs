@@ -91,9 +91,11 @@ fn conclusion(seed: Category, findings: &[Finding]) -> &'static str {
     }
 }
 
-/// One claim with its verdict, the experiment it belongs to.
+/// One claim with its verdict, and its experiment's short id (`000`, as the verdict row
+/// names it) and seed.
 struct Row<'a> {
     exp: &'a str,
+    seed: &'a str,
     claim: &'a Claim,
     verdict: &'a Verdict,
 }
@@ -109,10 +111,11 @@ pub(crate) fn markdown(exps: &[Experiment], verdicts: &[(String, Verdict)], core
 /// the experiments given has a tested cause or a difference).
 pub(crate) fn blocks(exps: &[Experiment], verdicts: &[(String, Verdict)], cores: usize) -> Vec<Block> {
     let claims = exps.iter().flat_map(|e| e.claims.iter().map(move |c| (e, c)));
-    let rows: Vec<Row<'_>> =
-        claims.zip(verdicts).map(|((e, claim), (_, verdict))| Row { exp: short_id(&e.id), claim, verdict }).collect();
-    let seed_claims: Vec<&Row<'_>> =
-        rows.iter().filter(|r| exps.iter().any(|e| short_id(&e.id) == r.exp && e.seed.starts_with("seeds/"))).collect();
+    let rows: Vec<Row<'_>> = claims
+        .zip(verdicts)
+        .map(|((e, claim), (id, verdict))| Row { exp: id, seed: &e.seed, claim, verdict })
+        .collect();
+    let seed_claims: Vec<&Row<'_>> = rows.iter().filter(|r| r.seed.starts_with("seeds/")).collect();
     let mut items = Vec::new();
     let mut untested = Vec::new();
     for seed in &seed_claims {
@@ -176,10 +179,6 @@ fn cause(t: &Row<'_>, f: Finding, cores: usize) -> String {
 /// Whether a seed claim's verdict here is a difference from the seed worth explaining.
 fn differs(here: Category) -> bool {
     matches!(here, Category::NotReproduced | Category::DirectionOnly | Category::Inconclusive | Category::Level)
-}
-
-fn short_id(id: &str) -> &str {
-    id.split('-').next().unwrap_or(id)
 }
 
 /// Every `explains` names a claim `id` of another experiment, and no two claims share an id.
