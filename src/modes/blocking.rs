@@ -20,13 +20,13 @@
 //! drops the output, which kills and reaps the script.
 
 use super::send::Sent;
-use super::session::{Answered, Pool, Session, RECV_ROOM};
+use super::session::{Answered, Held, HoldEnd, Pool, Session, RECV_ROOM};
 use super::tls::Inflow;
+use super::transport::Inbound;
 use crate::exchange::Exchanger;
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{PollFd, PollFlags};
-use rustix::io::Errno;
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
@@ -68,9 +68,9 @@ pub(crate) fn serve_from(
     }
     loop {
         if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged(), false) == Answered::Ready {
-            if let Some(delay) = session.take_delay() {
+            if let Held::Starts(delay) = session.held() {
                 std::thread::sleep(delay);
-                session.end_hold(&mut exchanger, server, &mut pool);
+                session.end_hold(HoldEnd::Deadline, &mut exchanger, server, &mut pool);
             }
             let sent = respond(&client, &mut session, &mut exchanger, server, &mut pool);
             since =
@@ -90,7 +90,7 @@ pub(crate) fn serve_from(
         // Need more bytes: wait for them (unless rustls holds decrypted ones already).
         crate::log::flush();
         let deadline = since.deadline(server);
-        let ready = session.has_buffered_plaintext()
+        let ready = session.inbound() == Inbound::Held
             || if session.has_partial_request() {
                 // A request has begun: it may finish within its deadline, shutdown or not.
                 wait_socket(&client.stream, PollFlags::IN, deadline)
@@ -167,12 +167,9 @@ fn linger(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &
     }
     let deadline = Instant::now() + server.timeouts.idle;
     while let Ok(Wake::Ready) = wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline)) {
-        let space = session.recv_space(pool);
-        match rustix::io::read(&client.stream, space) {
-            Ok(0) => return,
-            Ok(n) => session.received(n, pool), // dropped: the session lingers
-            Err(Errno::AGAIN | Errno::INTR) => session.received(0, pool),
-            Err(_) => return,
+        // Read and dropped: the session lingers.
+        if let Inflow::Closed = session.read_from(&client.stream, pool) {
+            return;
         }
     }
 }
@@ -205,7 +202,7 @@ fn respond(
                 // The whole body is bounded (`Session::body_deadline`), not each read: past
                 // it, the next send answers 408.
                 let deadline = session.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
-                if !session.has_buffered_plaintext() {
+                if session.inbound() != Inbound::Held {
                     match wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline))? {
                         Wake::Ready => {}
                         Wake::Timeout => continue,

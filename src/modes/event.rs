@@ -14,11 +14,13 @@
 //! connection of that loop; and the code is a state machine instead of a straight line.
 
 use super::evloop::conns::{Op, Tag};
+use super::evloop::offload::Desk;
 use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::loops::{self, LoopContext};
 use super::send::Sent;
 use super::session::{Pool, Session};
 use super::tls::Inflow;
+use super::transport::Inbound;
 use super::ModeContext;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
@@ -28,17 +30,21 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    loops::run(ctx, "event", event_loop)
+    loops::run(ctx, "event", |lc| event_loop(lc, None))
 }
 
-pub(crate) fn event_loop(lc: LoopContext) -> anyhow::Result<()> {
+/// One epoll loop; `offload`: `hybrid`'s desk at its worker pool, whose doorbell joins the
+/// epoll set.
+pub(crate) fn event_loop(lc: LoopContext, offload: Option<Desk>) -> anyhow::Result<()> {
     let poll = Poll::new()?;
     let token = |tag: Tag| Token(tag.encode() as usize);
-    let shutdown_fd = lc.shutdown.fd().as_raw_fd();
-    poll.registry().register(&mut SourceFd(&shutdown_fd), token(Tag::Shutdown), Interest::READABLE)?;
-    let wake_fd = lc.limit.waker(lc.index).as_raw_fd();
-    poll.registry().register(&mut SourceFd(&wake_fd), token(Tag::Wake), Interest::READABLE)?;
-    evloop::run(lc, Epoll { poll, events: Events::with_capacity(1024) })
+    let fixed = [(Some(lc.shutdown.fd()), Tag::Shutdown), (Some(lc.limit.vacancy(lc.index)), Tag::Vacancy)];
+    for (fd, tag) in fixed.into_iter().chain([(offload.as_ref().map(Desk::doorbell), Tag::Doorbell)]) {
+        if let Some(fd) = fd {
+            poll.registry().register(&mut SourceFd(&fd.as_raw_fd()), token(tag), Interest::READABLE)?;
+        }
+    }
+    evloop::run(lc, Epoll { poll, events: Events::with_capacity(1024) }, offload)
 }
 
 /// The epoll backend.
@@ -109,7 +115,8 @@ impl Backend for Epoll {
             match Tag::decode(event.token().0 as u64) {
                 Some(Tag::Listener { index }) => lp.listener_ready(index),
                 Some(Tag::Shutdown) => lp.begin_drain(),
-                Some(Tag::Wake) => lp.woken(),
+                Some(Tag::Vacancy) => lp.vacancy(),
+                Some(Tag::Doorbell) => lp.answers_rung(),
                 Some(Tag::Conn { slot, generation, op }) => {
                     let Some(conn) = lp.conns.tagged(slot, generation) else { continue };
                     if op == Op::Socket && (event.is_readable() || event.is_read_closed() || event.is_error()) {
@@ -162,7 +169,7 @@ impl Backend for Epoll {
     /// Reads until drained: a short plain read or EAGAIN. Over TLS, plaintext rustls
     /// still holds is taken even when the socket is drained.
     fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
-        if io.drained && !conn.session.has_buffered_plaintext() {
+        if io.drained && conn.session.inbound() != Inbound::Held {
             return Received::Wait;
         }
         match conn.session.read_from(&io.stream, pool) {

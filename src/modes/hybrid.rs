@@ -24,12 +24,18 @@
 //! Shutdown: the loops drain as in `event` (an offloaded request still waiting keeps its
 //! loop alive until its answer is sent or the grace period ends); once every loop has
 //! returned, the pool's queue closes and its workers finish what they hold and are
-//! joined (`loops::run_with`).
+//! joined.
+//!
+//! The loops are `event`'s, started as `event` starts them (`loops::run`); the pool is
+//! the one optional part of their core, each loop holding its [`Desk`](super::offload::Desk).
 //!
 //! [`Site::is_heavy`]: crate::content::Site::is_heavy
 
-use super::loops::{self, PoolSize};
+use super::evloop::offload::Offload;
+use super::loops;
 use super::ModeContext;
+use anyhow::Context;
+use std::sync::Arc;
 
 /// Pool threads per core: enough that a few blocking handlers (sleeping on I/O, not
 /// burning CPU) do not starve the others.
@@ -37,8 +43,19 @@ pub(crate) const THREADS_PER_CORE: usize = 4;
 /// Jobs that may wait per pool thread before the pool answers 503.
 pub(crate) const QUEUE_PER_THREAD: usize = 16;
 
+/// Starts the pool, then `event`'s loops, each with its desk at the pool; once every loop
+/// has returned, finishes the pool.
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let threads = ctx.pool_threads.unwrap_or(THREADS_PER_CORE * super::cores());
-    let pool = PoolSize { threads, queue: QUEUE_PER_THREAD * threads };
-    loops::run_with(ctx, "hybrid", super::event::event_loop, Some(pool))
+    let queue = QUEUE_PER_THREAD * threads;
+    let pool = Arc::new(
+        Offload::start(Arc::clone(&ctx.server), loops::count(&ctx), threads, queue).context("start the worker pool")?,
+    );
+    let desks = Arc::clone(&pool);
+    let result = loops::run(ctx, "hybrid", move |lc| {
+        let desk = desks.desk(lc.index);
+        super::event::event_loop(lc, Some(desk))
+    });
+    pool.finish();
+    result
 }

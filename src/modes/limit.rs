@@ -163,17 +163,10 @@ impl LoopLimit {
         self.open.load(Ordering::SeqCst) >= self.max
     }
 
-    /// Loop `i`'s eventfd: readable once a place has freed up since the last
+    /// Loop `i`'s vacancy eventfd: readable once a place has freed up since the last
     /// [`LoopLimit::drain`].
-    pub(crate) fn waker(&self, i: usize) -> BorrowedFd<'_> {
+    pub(crate) fn vacancy(&self, i: usize) -> BorrowedFd<'_> {
         self.wakers[i].as_fd()
-    }
-
-    /// Wakes loop `i` through its eventfd (`hybrid`'s pool: an answer is waiting for it).
-    pub(crate) fn wake(&self, i: usize) {
-        if let Some(w) = self.wakers.get(i) {
-            let _ = rustix::io::write(w, &1u64.to_ne_bytes());
-        }
     }
 
     /// Resets loop `i`'s eventfd after a wake-up.

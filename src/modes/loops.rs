@@ -8,7 +8,6 @@
 //! accepts before every loop has made its own descriptors ([`StartLine`]).
 
 use super::limit::LoopLimit;
-use super::offload::Offload;
 use super::ModeContext;
 use crate::net::Shutdown;
 use crate::server::Server;
@@ -25,10 +24,8 @@ pub(crate) struct LoopContext {
     /// The `--max-conns` count every loop shares (not a share each: the kernel's spread
     /// over the listeners is uneven).
     pub limit: Arc<LoopLimit>,
-    /// This loop's number, which names its waker in `limit`.
+    /// This loop's number, which names its vacancy eventfd in `limit`.
     pub index: usize,
-    /// `hybrid`: the worker pool that answers the requests that may block.
-    pub offload: Option<Arc<Offload>>,
     /// This loop's place at the start line: it waits there before its first accept.
     pub start: Arrival,
 }
@@ -91,50 +88,19 @@ impl Drop for Arrival {
     }
 }
 
-/// `hybrid`'s worker pool: `threads` workers and at most `queue` waiting jobs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PoolSize {
-    pub threads: usize,
-    pub queue: usize,
+/// How many loops [`run`] starts: `--workers`, by default one per core.
+pub(crate) fn count(ctx: &ModeContext) -> usize {
+    ctx.workers.map(|w| w.max).unwrap_or_else(super::cores).max(1)
 }
 
-/// Runs `body` on `--workers` threads (default: one per core) and joins them all.
-pub(crate) fn run(ctx: ModeContext, name: &str, body: fn(LoopContext) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    run_with(ctx, name, body, None)
-}
-
-/// [`run`], with `hybrid`'s worker pool beside the loops when `pool` is given. The pool
-/// starts before the loops and finishes after they have all returned (see `offload.rs`).
-pub(crate) fn run_with(
-    ctx: ModeContext,
-    name: &str,
-    body: fn(LoopContext) -> anyhow::Result<()>,
-    pool: Option<PoolSize>,
-) -> anyhow::Result<()> {
-    let n = ctx.workers.map(|w| w.max).unwrap_or_else(super::cores).max(1);
-    let limit = LoopLimit::new(ctx.max_conns, n).context("eventfds for the loops")?;
-    let offload = match pool {
-        Some(p) => Some(Arc::new(
-            Offload::start(Arc::clone(&ctx.server), Arc::clone(&limit), n, p.threads, p.queue)
-                .context("start the worker pool")?,
-        )),
-        None => None,
-    };
-    let result = run_loops(ctx, name, body, n, &limit, offload.as_ref());
-    if let Some(offload) = offload {
-        offload.finish();
-    }
-    result
-}
-
-fn run_loops(
-    ctx: ModeContext,
-    name: &str,
-    body: fn(LoopContext) -> anyhow::Result<()>,
-    n: usize,
-    limit: &Arc<LoopLimit>,
-    offload: Option<&Arc<Offload>>,
-) -> anyhow::Result<()> {
+/// Runs `body` on [`count`] threads, one loop each, and joins them all.
+pub(crate) fn run<F>(ctx: ModeContext, name: &str, body: F) -> anyhow::Result<()>
+where
+    F: Fn(LoopContext) -> anyhow::Result<()> + Send + Sync + 'static,
+{
+    let n = count(&ctx);
+    let limit = &LoopLimit::new(ctx.max_conns, n).context("eventfds for the loops")?;
+    let body = Arc::new(body);
     // listeners[i]: loop i's socket for each address; loop 0 takes the bound ones.
     let mut per_loop: Vec<Vec<TcpListener>> = (0..n).map(|_| Vec::with_capacity(ctx.listeners.len())).collect();
     for original in ctx.listeners {
@@ -149,7 +115,8 @@ fn run_loops(
     for (i, listeners) in per_loop.into_iter().enumerate() {
         let (server, shutdown, limit) = (Arc::clone(&ctx.server), ctx.shutdown.clone(), Arc::clone(limit));
         let Some(start) = starts.next() else { break };
-        let lc = LoopContext { server, listeners, shutdown, limit, index: i, offload: offload.cloned(), start };
+        let lc = LoopContext { server, listeners, shutdown, limit, index: i, start };
+        let body = Arc::clone(&body);
         let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
             let shutdown = lc.shutdown.clone();
             let result = body(lc);

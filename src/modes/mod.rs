@@ -35,9 +35,10 @@ mod fork_parse;
 pub mod hybrid;
 mod limit;
 mod loops;
-mod offload;
 pub mod pool;
 pub mod prefork;
+#[cfg(test)]
+mod seam_tests;
 mod send;
 mod session;
 #[cfg(feature = "fuzzing")]

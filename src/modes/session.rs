@@ -44,23 +44,40 @@ enum Hold {
     /// Nothing: requests are answered and answers sent as they come.
     None,
     /// The answer framed last must wait this long (`--delay`) before it is sent; the
-    /// driver takes it ([`Session::take_delay`]).
+    /// driver learns it from [`Session::held`].
     Delay(Duration),
     /// The driver holds the answer on its timer until [`Session::end_hold`]: nothing is
     /// sent.
     Timer,
     /// The request at the front of the buffer is being answered elsewhere (`hybrid`'s
-    /// worker pool) until [`Session::offload_done`]; nothing is answered or sent meanwhile.
+    /// worker pool) until [`Session::end_hold`]; nothing is answered or sent meanwhile.
     Offloaded,
 }
 
-/// Why an offloaded request gets an error instead of its answer.
+/// What [`Session::held`] says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OffloadFailure {
-    /// The pool's queue is full: 503 with `Retry-After`.
-    Full,
-    /// The pool did not answer within its deadline: 504.
-    Late,
+pub(crate) enum Held {
+    /// Not held: answers are sent as they come.
+    No,
+    /// A `--delay` holds the answer from now for this long: the driver arms its timer,
+    /// whose end is [`HoldEnd::Deadline`].
+    Starts(Duration),
+    /// Held, the driver's timer (or `hybrid`'s pool) already on it.
+    Yes,
+}
+
+/// How a hold ends ([`Session::end_hold`]).
+#[derive(Debug)]
+pub(crate) enum HoldEnd<'a> {
+    /// The driver's timer: a `--delay` is over and the answer may be sent, or (`hybrid`)
+    /// the pool did not answer within its deadline and a 504 is framed instead; its late
+    /// answer will then find the session no longer waiting for one.
+    Deadline,
+    /// (`hybrid`) The pool's answer to the offloaded request: framed as if answered here.
+    Answered(Answer<'a>),
+    /// (`hybrid`) The pool cannot take the request (its queue is full): 503 with
+    /// `Retry-After`, then the connection closes.
+    Refused,
 }
 
 /// What [`Session::answer`] did.
@@ -85,7 +102,8 @@ pub(crate) struct Session {
     end: usize,
     /// The framed head and in-memory body, `[out_pos..]` still to send.
     /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent to a ring send
-    /// ([`Transport::Ring`]: then `out` is empty and `out_pos` is where that send started).
+    /// ([`Transport::Ring`]: then `out` is empty and `out_pos` is where that send started,
+    /// until the transport's next send takes the completed buffer back).
     out: Vec<u8>,
     out_pos: usize,
     body: Option<Outgoing>,
@@ -102,7 +120,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(peer: SocketAddr) -> Session {
+    fn new(peer: SocketAddr) -> Session {
         Session {
             peer,
             inbuf: Vec::new(),
@@ -133,18 +151,13 @@ impl Session {
         !self.out.is_empty() || self.body.is_some() || self.transport.pending()
     }
 
-    /// Nothing buffered either way: the connection can be closed without losing anything.
-    pub(crate) fn is_idle(&self) -> bool {
-        !self.has_partial_request() && !self.is_sending()
-    }
-
     /// Room to receive into, taking a buffer from the pool if needed. At least
     /// [`RECV_ROOM`] bytes whenever the buffered bytes are a partial head, which is when
     /// drivers receive: the parser answers 431 beyond `max_head`, and the buffer holds
     /// `max_head + RECV_ROOM`. The buffered bytes move to the front whenever the free tail
     /// is shorter than a receive (not only once it is full: a receive into a short tail is
     /// what lost `uring` bytes, the rest of a ring buffer having nowhere to go).
-    pub(crate) fn recv_space(&mut self, pool: &mut Pool) -> &mut [u8] {
+    fn recv_space(&mut self, pool: &mut Pool) -> &mut [u8] {
         if self.inbuf.is_empty() {
             self.inbuf = pool.take_in();
         } else if self.inbuf.len() - self.end < RECV_ROOM && self.start > 0 {
@@ -155,7 +168,7 @@ impl Session {
     }
 
     /// Records `n` bytes written into [`Session::recv_space`].
-    pub(crate) fn received(&mut self, n: usize, pool: &mut Pool) {
+    fn received(&mut self, n: usize, pool: &mut Pool) {
         self.end += n;
         if self.lingering {
             self.start = self.end; // dropped: nothing more is answered
@@ -211,29 +224,6 @@ impl Session {
         Answered::Ready
     }
 
-    /// The answer to the offloaded request came back: frame it as if answered here.
-    /// False (and nothing changes) if the session no longer waits for one.
-    pub(crate) fn offload_done(&mut self, answer: Answer<'_>, pool: &mut Pool) -> bool {
-        if self.hold != Hold::Offloaded {
-            return false;
-        }
-        self.hold = Hold::None;
-        self.apply(answer, pool);
-        true
-    }
-
-    /// The offloaded request cannot be answered ([`OffloadFailure`]): frame the error
-    /// instead; the connection then closes.
-    pub(crate) fn offload_failed(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool, why: OffloadFailure) {
-        let bytes = &self.inbuf[self.start..self.end];
-        let answer = match why {
-            OffloadFailure::Full => ex.busy(server, bytes, self.peer),
-            OffloadFailure::Late => ex.late(server, bytes, self.peer),
-        };
-        self.hold = Hold::None;
-        self.apply(answer, pool);
-    }
-
     /// Takes in an answer to the request at the front of the buffer.
     fn apply(&mut self, answer: Answer<'_>, pool: &mut Pool) {
         self.served += 1;
@@ -246,30 +236,38 @@ impl Session {
         self.frame(&answer.head, answer.body, pool);
     }
 
-    /// The delay the last answer must wait (`--delay`), once: the session is then held
-    /// (nothing is sent) until the driver's timer ends it with [`Session::end_hold`].
-    pub(crate) fn take_delay(&mut self) -> Option<Duration> {
-        let Hold::Delay(delay) = self.hold else { return None };
-        self.hold = Hold::Timer;
-        Some(delay)
-    }
-
-    /// Whether the answer is held: by its `--delay` ([`Session::take_delay`]), or because
-    /// it is being made elsewhere ([`Answered::Offload`]).
-    pub(crate) fn is_held(&self) -> bool {
-        matches!(self.hold, Hold::Timer | Hold::Offloaded)
-    }
-
-    /// The driver's timer for a held answer ended: a `--delay` is over, so the answer may
-    /// be sent; or (`hybrid`) the pool did not answer within its deadline, so a 504 is
-    /// framed instead ([`OffloadFailure::Late`]), and the pool's late answer will find the
-    /// session no longer waiting for it ([`Session::offload_done`]).
-    pub(crate) fn end_hold(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) {
+    /// Whether the answer is held back, and the first time a `--delay` holds it, how long:
+    /// [`Held::Starts`] once, after which the session is held (nothing is sent) until the
+    /// driver's timer ends it with [`Session::end_hold`]. An answer being made elsewhere
+    /// (`hybrid`, [`Answered::Offload`]) is held too.
+    pub(crate) fn held(&mut self) -> Held {
         match self.hold {
-            Hold::Timer => self.hold = Hold::None,
-            Hold::Offloaded => self.offload_failed(ex, server, pool, OffloadFailure::Late),
-            Hold::None | Hold::Delay(_) => {}
+            Hold::None => Held::No,
+            Hold::Delay(delay) => {
+                self.hold = Hold::Timer;
+                Held::Starts(delay)
+            }
+            Hold::Timer | Hold::Offloaded => Held::Yes,
         }
+    }
+
+    /// Ends a hold ([`Session::held`]) in one of the ways it ends ([`HoldEnd`]); returns
+    /// whether the session has an answer to send now (false: it was not held that way, and
+    /// nothing changed).
+    pub(crate) fn end_hold(&mut self, end: HoldEnd<'_>, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> bool {
+        let answer = match (self.hold, end) {
+            (Hold::Timer, HoldEnd::Deadline) => {
+                self.hold = Hold::None;
+                return true;
+            }
+            (Hold::Offloaded, HoldEnd::Answered(answer)) => answer,
+            (Hold::Offloaded, HoldEnd::Deadline) => ex.late(server, &self.inbuf[self.start..self.end], self.peer),
+            (Hold::Offloaded, HoldEnd::Refused) => ex.busy(server, &self.inbuf[self.start..self.end], self.peer),
+            _ => return false,
+        };
+        self.hold = Hold::None;
+        self.apply(answer, pool);
+        true
     }
 
     /// Frames the 408 for a head that did not arrive in time; the connection then closes.
@@ -332,14 +330,6 @@ impl Session {
         matches!(self.body, Some(Outgoing::Cgi(_)))
     }
 
-    /// A ring send the out buffer was lent to (`transport/ring.rs`) has completed, having
-    /// sent `sent` bytes: the buffer is back.
-    pub(crate) fn return_out(&mut self, buf: Vec<u8>, sent: usize) {
-        self.transport.returned();
-        self.out = buf;
-        self.out_pos = (self.out_pos + sent).min(self.out.len());
-    }
-
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the
     /// connection stays open.
     pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
@@ -387,5 +377,25 @@ impl Session {
             (self.start, self.end) = (0, 0);
             pool.give_in(std::mem::take(&mut self.inbuf));
         }
+    }
+}
+
+/// For tests and the fuzzing driver (`session_fuzz.rs`) only: never a driver's.
+#[cfg(any(test, feature = "fuzzing"))]
+impl Session {
+    /// A plain session.
+    pub(crate) fn for_tests(peer: SocketAddr) -> Session {
+        Session::new(peer)
+    }
+
+    /// (`fuzzing`) Receives what of `data` fits the room a driver would read into
+    /// ([`Session::recv_space`]), as one read would; returns how many bytes.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn receive_for_tests(&mut self, data: &[u8], pool: &mut Pool) -> usize {
+        let space = self.recv_space(pool);
+        let n = data.len().min(space.len());
+        space[..n].copy_from_slice(&data[..n]);
+        self.received(n, pool);
+        n
     }
 }

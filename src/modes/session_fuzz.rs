@@ -20,16 +20,13 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
     theirs.set_nonblocking(true).unwrap();
     let mut ex = Exchanger::new();
     let mut pool = Pool::new(server);
-    let mut session = Session::new("127.0.0.1:1".parse().unwrap());
+    let mut session = Session::for_tests("127.0.0.1:1".parse().unwrap());
     let mut received = Vec::new();
     'chunks: for chunk in chunks {
         let mut data = *chunk;
         while !data.is_empty() {
             // As `event` reads: into the free tail the session offers, as much as fits.
-            let space = session.recv_space(&mut pool);
-            let n = data.len().min(space.len());
-            space[..n].copy_from_slice(&data[..n]);
-            session.received(n, &mut pool);
+            let n = session.receive_for_tests(data, &mut pool);
             data = &data[n..];
             let mut answered = false;
             while session.answer(&mut ex, server, &mut pool, false, false) == Answered::Ready {

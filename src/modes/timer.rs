@@ -2,7 +2,7 @@
 //!
 //! Each kind of timeout has one fixed duration (head, idle, send: [`Fixed`]), so deadlines
 //! of one kind are armed in increasing order: a FIFO per kind is already sorted. The other
-//! kinds ([`At`]: a `--delay`, a script's deadline) come with their own time, nearly
+//! kinds ([`At`]: a `--delay`, a script's deadline, `hybrid`'s pool's) come with their own time, nearly
 //! always in order too. Arming appends to its
 //! back; expiry pops from the fronts. Nothing is ever removed from the middle: re-arming or
 //! disarming a connection just gives it a new stamp, and an entry whose stamp no longer
@@ -25,6 +25,8 @@ pub(crate) enum Kind {
     Delay = 3,
     /// A CGI script's deadline, or its request body's.
     Script = 4,
+    /// (`hybrid`) The worker pool's deadline for an offloaded request's answer: 504.
+    Offload = 5,
 }
 
 /// The kinds armed for their fixed duration from now ([`Deadlines::arm`]).
@@ -40,6 +42,7 @@ pub(crate) enum Fixed {
 pub(crate) enum At {
     Delay,
     Script,
+    Offload,
 }
 
 impl From<Fixed> for Kind {
@@ -57,11 +60,12 @@ impl From<At> for Kind {
         match kind {
             At::Delay => Kind::Delay,
             At::Script => Kind::Script,
+            At::Offload => Kind::Offload,
         }
     }
 }
 
-const KINDS: [Kind; 5] = [Kind::Head, Kind::Idle, Kind::Send, Kind::Delay, Kind::Script];
+const KINDS: [Kind; 6] = [Kind::Head, Kind::Idle, Kind::Send, Kind::Delay, Kind::Script, Kind::Offload];
 
 /// One armed deadline: connection `slot`, valid while that connection's stamp is `stamp`.
 #[derive(Debug, Clone, Copy)]
@@ -75,7 +79,7 @@ struct Entry {
 #[derive(Debug)]
 pub(crate) struct Deadlines {
     /// INVARIANT: each list is sorted by `at`, so only fronts are ever due.
-    lists: [VecDeque<Entry>; 5],
+    lists: [VecDeque<Entry>; KINDS.len()],
     timeouts: Timeouts,
     next_stamp: u64,
 }

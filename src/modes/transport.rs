@@ -29,6 +29,19 @@ use std::sync::Arc;
 
 pub(crate) use ring::{Ahead, RingSend, Submitted};
 
+/// Where a connection's next client bytes come from (`Session::inbound`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inbound {
+    /// Decrypted bytes rustls already holds: read them (`Session::read_from`) before
+    /// waiting on the socket, which may be drained.
+    Held,
+    /// The socket: wait until it is readable, then read it (`Session::read_from`).
+    Socket,
+    /// The ring's receives (`uring`'s plain connections): the bytes of each completion go
+    /// in with `Session::push_bytes`.
+    Ring,
+}
+
 /// How one connection's bytes reach its client (see the module docs).
 #[derive(Debug)]
 pub(crate) enum Transport {
@@ -37,7 +50,8 @@ pub(crate) enum Transport {
     /// rustls over the socket (`--tls-cert`).
     Tls(Box<Tls>),
     /// `uring`'s ring sends for the out bytes. `lent`: the out buffer is the ring's, lent
-    /// to a send in flight until its completion (`Session::return_out`).
+    /// to a send in flight until its completion, which the next send takes back
+    /// ([`RingSend::returned`]).
     Ring { lent: bool },
 }
 
@@ -62,7 +76,10 @@ impl Transport {
             Transport::Plain => send::send_response(&mut Plain(fd), response),
             Transport::Tls(tls) => send::send_response(&mut tls.wire(fd), response),
             Transport::Ring { lent } => match ring {
-                Some(ring) => send::send_response(&mut ring.wire(fd, lent), response),
+                Some(ring) => {
+                    ring.take_back(response.out, response.pos, lent);
+                    send::send_response(&mut ring.wire(fd, lent), response)
+                }
                 None => {
                     debug_assert!(false, "a ring transport sent without its ring");
                     Sent::Failed
@@ -82,28 +99,20 @@ impl Transport {
         }
     }
 
-    /// A ring send has completed: the out buffer it was lent is back.
-    pub(crate) fn returned(&mut self) {
-        if let Transport::Ring { lent } = self {
-            *lent = false;
-        }
-    }
-
-    /// Whether the connection's receives are the ring's (`uring`), not reads of the socket.
-    pub(crate) fn is_ring(&self) -> bool {
-        matches!(self, Transport::Ring { .. })
-    }
-
     /// Whether a TLS handshake has begun and not ended: the head deadline bounds it.
     pub(crate) fn mid_handshake(&self) -> bool {
         matches!(self, Transport::Tls(tls) if tls.mid_handshake())
     }
 
-    /// Whether decrypted bytes wait in rustls: read them before waiting on the socket.
-    pub(crate) fn has_plaintext(&mut self) -> bool {
+    /// Where the connection's next client bytes come from ([`Inbound`]).
+    pub(crate) fn inbound(&mut self) -> Inbound {
         match self {
-            Transport::Tls(tls) => tls.has_plaintext(),
-            Transport::Plain | Transport::Ring { .. } => false,
+            Transport::Tls(tls) => match tls.has_plaintext() {
+                true => Inbound::Held,
+                false => Inbound::Socket,
+            },
+            Transport::Plain => Inbound::Socket,
+            Transport::Ring { .. } => Inbound::Ring,
         }
     }
 

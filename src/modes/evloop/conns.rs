@@ -1,6 +1,6 @@
 //! A loop's connections: the slots they live in, what the core keeps for each (its
 //! [`Session`], its deadline, whether it is parked), and the tag that names a connection
-//! (or the listener, the shutdown pipe, the waker) to the kernel: epoll's token and
+//! (or the listener, the shutdown pipe, the eventfds) to the kernel: epoll's token and
 //! io_uring's user data alike. The tag's bit layout is encoded and decoded here only.
 
 use super::super::session::Session;
@@ -34,7 +34,9 @@ pub(crate) enum Tag {
     /// The shutdown pipe is readable (for good: see `net::Shutdown`).
     Shutdown,
     /// This loop's eventfd in the shared `--max-conns` count: a place freed up.
-    Wake,
+    Vacancy,
+    /// `hybrid`: this loop's doorbell, rung when the worker pool has answers for it.
+    Doorbell,
     /// Operation `op` of the connection in `slot`, as long as the slot's generation is
     /// still `generation` (a later connection in the same slot has another). A tag holds
     /// the generation's low 32 bits ([`TAG_GENERATIONS`]).
@@ -50,7 +52,8 @@ pub(crate) const MAX_LISTENERS: usize = 1 << 16;
 /// most `--max-conns` connections, checked against this at start.
 pub(crate) const MAX_SLOTS: usize = 1 << 24;
 const SHUTDOWN: u64 = u64::MAX - 2;
-const WAKE: u64 = u64::MAX - 3;
+const VACANCY: u64 = u64::MAX - 3;
+const DOORBELL: u64 = u64::MAX - 4;
 /// A tag's generation is the connection's modulo this, so a connection tag never equals
 /// a fixed one. A connection's own generation never wraps (see [`Conns::insert`]).
 const TAG_GENERATIONS: u64 = 0xffff_ffff;
@@ -62,7 +65,8 @@ impl Tag {
         match self {
             Tag::Listener { index } => LISTENERS + index as u64,
             Tag::Shutdown => SHUTDOWN,
-            Tag::Wake => WAKE,
+            Tag::Vacancy => VACANCY,
+            Tag::Doorbell => DOORBELL,
             Tag::Conn { slot, generation, op } => {
                 debug_assert!(slot < MAX_SLOTS, "slot {slot} beyond a tag's 24 bits");
                 ((generation % TAG_GENERATIONS) << 32) | ((slot as u64 & 0xff_ffff) << 8) | op as u64
@@ -76,7 +80,8 @@ impl Tag {
                 Some(Tag::Listener { index: (tag - LISTENERS) as usize })
             }
             SHUTDOWN => Some(Tag::Shutdown),
-            WAKE => Some(Tag::Wake),
+            VACANCY => Some(Tag::Vacancy),
+            DOORBELL => Some(Tag::Doorbell),
             _ => {
                 let op = OPS.into_iter().find(|op| *op as u64 == tag & 0xff)?;
                 Some(Tag::Conn { slot: ((tag >> 8) & 0xff_ffff) as usize, generation: tag >> 32, op })
@@ -105,6 +110,11 @@ impl<Io> Conn<Io> {
     /// This connection, in `slot`.
     pub(crate) fn id(&self, slot: usize) -> ConnId {
         ConnId { slot, generation: self.generation }
+    }
+
+    /// Nothing buffered either way: the connection can be closed without losing anything.
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.session.has_partial_request() && !self.session.is_sending()
     }
 
     /// The backend's I/O state, and the connection as the backend's hooks see it.
@@ -194,7 +204,7 @@ impl<Io> Conns<Io> {
 
     /// The slots whose connections are idle (nothing buffered either way).
     pub(crate) fn idle(&self) -> Vec<usize> {
-        (0..self.slots.len()).filter(|&i| self.slots[i].as_ref().is_some_and(|c| c.session.is_idle())).collect()
+        (0..self.slots.len()).filter(|&i| self.slots[i].as_ref().is_some_and(|c| c.is_idle())).collect()
     }
 }
 
@@ -209,7 +219,8 @@ mod tests {
             Tag::Listener { index: 1 },
             Tag::Listener { index: MAX_LISTENERS - 1 },
             Tag::Shutdown,
-            Tag::Wake,
+            Tag::Vacancy,
+            Tag::Doorbell,
             Tag::Conn { slot: 0, generation: 1, op: Op::Socket },
             Tag::Conn { slot: 70_000, generation: TAG_GENERATIONS - 1, op: Op::ScriptIn },
             Tag::Conn { slot: MAX_SLOTS - 1, generation: TAG_GENERATIONS - 1, op: Op::SendAhead },
@@ -232,12 +243,12 @@ mod tests {
     fn generations_do_not_wrap_for_late_answers() {
         let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
         let mut conns: Conns<()> = Conns::new();
-        let old = conns.insert(Session::new(peer), (), 0, Kind::Idle);
+        let old = conns.insert(Session::for_tests(peer), (), 0, Kind::Idle);
         let old_id = conns.get_mut(old).unwrap().id(old);
         conns.remove(old);
         // As if 2^32 - 1 more connections had come and gone in this loop.
         conns.next_generation += TAG_GENERATIONS - 1;
-        let new = conns.insert(Session::new(peer), (), 0, Kind::Idle);
+        let new = conns.insert(Session::for_tests(peer), (), 0, Kind::Idle);
         let new_id = conns.get_mut(new).unwrap().id(new);
         assert_eq!(new, old, "the slot was reused");
         assert_eq!(new_id.generation % TAG_GENERATIONS, old_id.generation % TAG_GENERATIONS);

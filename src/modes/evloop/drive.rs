@@ -3,9 +3,8 @@
 //! the one choice of which deadline to arm afterwards.
 
 use super::{Backend, Loop, Received, Shared};
-use crate::modes::offload::Job;
 use crate::modes::send::Sent;
-use crate::modes::session::{Answered, OffloadFailure};
+use crate::modes::session::{Answered, Held, HoldEnd};
 use crate::modes::timer::{At, Fixed, Kind};
 use std::time::Instant;
 
@@ -17,8 +16,16 @@ impl<B: Backend> Loop<B> {
         let was_sending = conn.session.is_sending();
         let mut park: Option<(At, Instant)> = None;
         let keep = loop {
-            if conn.session.is_held() || B::busy(&conn.io) {
-                break true; // its timer, or the operation in flight, drives it on
+            match conn.session.held() {
+                Held::No => {}
+                Held::Starts(delay) => {
+                    park = Some((At::Delay, self.now + delay));
+                    break true;
+                }
+                Held::Yes => break true, // its timer, or `hybrid`'s pool, drives it on
+            }
+            if B::busy(&conn.io) {
+                break true; // the operation in flight drives it on
             }
             conn.parked = false;
             if conn.session.is_sending() {
@@ -42,26 +49,22 @@ impl<B: Backend> Loop<B> {
             }
             let offloading = self.offload.is_some();
             match conn.session.answer(&mut self.ex, server, &mut self.pool, closing, offloading) {
-                Answered::Ready => {
-                    if let Some(delay) = conn.session.take_delay() {
-                        park = Some((At::Delay, self.now + delay));
-                    }
-                    continue;
-                }
+                Answered::Ready => continue,
                 Answered::Offload { bytes, must_close } => {
-                    let peer = conn.session.peer;
-                    let job = Job { loop_index: self.index, conn: conn.id(slot), bytes, peer, must_close };
-                    if self.offload.as_ref().is_some_and(|pool| pool.submit(job)) {
-                        // Held until the pool answers (`Loop::woken`), or 504 at this deadline.
-                        park = Some((At::Delay, self.now + server.site.options().cgi.timeout));
+                    let (id, peer) = (conn.id(slot), conn.session.peer);
+                    if let Some(deadline) =
+                        self.offload.as_ref().and_then(|desk| desk.submit(id, bytes, peer, must_close))
+                    {
+                        // Held until the pool answers (`Loop::answers_rung`), or 504 at this deadline.
+                        park = Some((At::Offload, self.now + deadline));
                         break true;
                     }
-                    conn.session.offload_failed(&mut self.ex, server, &mut self.pool, OffloadFailure::Full);
+                    conn.session.end_hold(HoldEnd::Refused, &mut self.ex, server, &mut self.pool);
                     continue;
                 }
                 Answered::No => {}
             }
-            if closing && conn.session.is_idle() {
+            if closing && conn.is_idle() {
                 break false;
             }
             let (io, c) = conn.parts(slot);
@@ -91,13 +94,13 @@ impl<B: Backend> Loop<B> {
         if conn.parked {
             return;
         }
-        let s = &conn.session;
-        if let Some(at) = s.body_deadline() {
+        if let Some(at) = conn.session.body_deadline() {
             // A CGI request body: one deadline for all of it; its expiry pumps (408).
             conn.stamp = self.deadlines.arm_at(At::Script, at, slot);
             conn.deadline = Kind::Script;
             return;
         }
+        let s = &conn.session;
         let (kind, rearm) = if s.is_sending() {
             (Fixed::Send, true)
         } else if s.has_partial_request() {

@@ -12,7 +12,8 @@
 //!
 //! The contract, for a backend:
 //! - [`Backend::wait`] blocks at most `timeout`; [`Backend::dispatch`] then reports every
-//!   event to the core: [`Loop::listener_ready`], [`Loop::woken`], [`Loop::begin_drain`],
+//!   event to the core: [`Loop::listener_ready`], [`Loop::vacancy`], [`Loop::begin_drain`],
+//!   [`Loop::answers_rung`] (`hybrid`),
 //!   or [`Loop::drive`] for a connection, after recording what its event brought (bytes
 //!   received, a send completed). Events for a connection closed since are dropped: each
 //!   carries its connection's generation ([`conns::Tag`]).
@@ -29,20 +30,21 @@
 
 pub(crate) mod conns;
 mod drive;
+pub(crate) mod offload;
 #[cfg(test)]
 mod tests;
 
 use super::accept::EXHAUSTED_BACKOFF;
 use super::limit::{Accepted, LoopLimit};
 use super::loops::LoopContext;
-use super::offload::{Done, Offload};
 use super::send::Sent;
-use super::session::{Pool, Session};
+use super::session::{HoldEnd, Pool, Session};
 use super::timer::{At, Deadlines, Fixed, Kind};
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
 use crate::server::Server;
 use conns::{Conn, ConnId, Conns};
+use offload::Desk;
 use rustix::net::SocketFlags;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
@@ -149,17 +151,19 @@ pub(crate) struct Loop<B: Backend> {
     limit: Arc<LoopLimit>,
     index: usize,
     deadlines: Deadlines,
-    /// `hybrid`: the worker pool, and a scratch list for the answers it sends back.
-    offload: Option<Arc<Offload>>,
-    answers: Vec<Done>,
+    /// `hybrid`: this loop's desk at the worker pool (`offload.rs`), the one optional part
+    /// of the core. The core hands it requests whose answer may block ([`Loop::drive`]),
+    /// takes its answers when its doorbell rings ([`Loop::answers_rung`]) and answers 504
+    /// at its deadline ([`Kind::Offload`]); the backend watches the doorbell.
+    offload: Option<Desk>,
     pub(crate) draining: bool,
     now: Instant,
     /// Scratch list of due deadlines, kept to avoid an allocation per wake-up.
     due: Vec<(Kind, usize, u64)>,
 }
 
-/// Runs one loop until shutdown has drained it.
-pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()> {
+/// Runs one loop until shutdown has drained it; `offload`: `hybrid`'s desk at its pool.
+pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B, offload: Option<Desk>) -> anyhow::Result<()> {
     let mut start = lc.start;
     let mut lp = Loop {
         backend,
@@ -173,8 +177,7 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B) -> anyhow::Result<()>
         backoff_until: None,
         limit: lc.limit,
         index: lc.index,
-        offload: lc.offload,
-        answers: Vec::new(),
+        offload,
         draining: false,
         now: Instant::now(),
         due: Vec::new(),
@@ -221,22 +224,28 @@ impl<B: Backend> Loop<B> {
         self.accept_all();
     }
 
-    /// This loop's waker fired: a place freed up, which `resume_accepting` takes up, or
-    /// (`hybrid`) the worker pool has answers for this loop's connections.
-    pub(crate) fn woken(&mut self) {
+    /// This loop's vacancy eventfd fired: a place freed up in the shared count, which
+    /// `resume_accepting` takes up after this turn.
+    pub(crate) fn vacancy(&mut self) {
         self.limit.drain(self.index);
-        let Some(offload) = &self.offload else { return };
-        let mut answers = std::mem::take(&mut self.answers);
-        offload.take(self.index, &mut answers);
+    }
+
+    /// (`hybrid`) This loop's doorbell rang: the worker pool has answers for its
+    /// connections. An answer for a connection closed since (or whose slot was reused, or
+    /// that got its 504 already) is dropped.
+    pub(crate) fn answers_rung(&mut self) {
+        let Some(desk) = &mut self.offload else { return };
+        let mut answers = desk.take();
         for done in answers.drain(..) {
             let slot = done.conn.slot;
-            // A connection closed since (or its slot reused) drops the answer.
             let Some(conn) = self.conns.live(done.conn) else { continue };
-            if conn.session.offload_done(done.answer, &mut self.pool) {
+            if conn.session.end_hold(HoldEnd::Answered(done.answer), &mut self.ex, &self.server, &mut self.pool) {
                 self.drive(slot);
             }
         }
-        self.answers = answers;
+        if let Some(desk) = &mut self.offload {
+            desk.give_back(answers);
+        }
     }
 
     /// Accepts while connections are queued and the shared count has places: each accept
@@ -338,10 +347,11 @@ impl<B: Backend> Loop<B> {
                     }
                     self.drive(slot);
                 }
-                Kind::Delay => {
-                    // A `--delay` is over, or `hybrid`'s pool did not answer in time (504).
-                    conn.session.end_hold(&mut self.ex, &self.server, &mut self.pool);
-                    self.drive(slot);
+                // A `--delay` is over, or `hybrid`'s pool did not answer in time (504).
+                Kind::Delay | Kind::Offload => {
+                    if conn.session.end_hold(HoldEnd::Deadline, &mut self.ex, &self.server, &mut self.pool) {
+                        self.drive(slot);
+                    }
                 }
                 // The pump answers 504 once the pipes are no longer watched, or 408 for a
                 // request body still arriving.

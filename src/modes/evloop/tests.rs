@@ -17,7 +17,7 @@ use std::time::Duration;
 fn first_turn_counts_as_busy() {
     type Body = fn(LoopContext) -> anyhow::Result<()>;
     let backends: [(&str, Body); 2] =
-        [("event", crate::modes::event::event_loop), ("uring", crate::modes::uring::ring_loop)];
+        [("event", |lc| crate::modes::event::event_loop(lc, None)), ("uring", crate::modes::uring::ring_loop)];
     crate::metrics::init("test", Some(crate::content::endpoint_path("/-/metrics"))).unwrap();
     let root = tempfile::tempdir().unwrap();
     for (name, body) in backends {
@@ -33,7 +33,6 @@ fn first_turn_counts_as_busy() {
             shutdown: shutdown.clone(),
             limit: LoopLimit::new(16, 1).unwrap(),
             index: 0,
-            offload: None,
             start: crate::modes::loops::StartLine::places(1).pop().unwrap(),
         };
         let thread = std::thread::spawn(move || body(lc));

@@ -4,11 +4,11 @@
 //! straight in the receive buffer; over TLS the ciphertext goes to rustls and
 //! the plaintext it yields is moved into the receive buffer, plaintext rustls still holds
 //! (more than one receive's room) taken first on the next read, so a driver must ask
-//! [`Session::has_buffered_plaintext`] before it waits on the socket.
+//! [`Session::inbound`] before it waits on the socket.
 
 use super::{Pool, Session};
 use crate::modes::tls::Inflow;
-use crate::modes::transport::Transport;
+use crate::modes::transport::{Inbound, Transport};
 use crate::server::Server;
 use rustix::io::Errno;
 use rustls::ServerConfig;
@@ -32,14 +32,11 @@ impl Session {
         Some(session)
     }
 
-    /// The connection's transport.
-    pub(crate) fn transport(&self) -> &Transport {
-        &self.transport
-    }
-
-    /// Over TLS, whether decrypted bytes wait in rustls (the socket may be drained).
-    pub(crate) fn has_buffered_plaintext(&mut self) -> bool {
-        self.transport.has_plaintext()
+    /// Where the connection's next client bytes come from: plaintext rustls holds already
+    /// (read it without waiting: the socket may be drained), the socket, or the ring's
+    /// receives (`uring`).
+    pub(crate) fn inbound(&mut self) -> Inbound {
+        self.transport.inbound()
     }
 
     /// Whether a TLS handshake has begun and not ended: at its head deadline the
@@ -49,29 +46,12 @@ impl Session {
     }
 
     /// Reads the non-blocking socket `fd` once into the receive buffer (see the module docs).
+    /// A lingering session ([`Session::linger`]) reads the socket itself and drops what it
+    /// reads, TLS or not: nothing more is answered, so nothing is decrypted.
     pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd, pool: &mut Pool) -> Inflow {
-        let Transport::Tls(tls) = &mut self.transport else {
-            let space = self.recv_space(pool);
-            let asked = space.len();
-            return match rustix::io::read(fd, space) {
-                Ok(0) => {
-                    self.received(0, pool);
-                    Inflow::Closed
-                }
-                Ok(n) => {
-                    self.received(n, pool);
-                    Inflow::Bytes { short: n < asked }
-                }
-                Err(Errno::AGAIN) => {
-                    self.received(0, pool); // gives an unused buffer back
-                    Inflow::Again
-                }
-                Err(Errno::INTR) => {
-                    self.received(0, pool);
-                    Inflow::Bytes { short: false }
-                }
-                Err(_) => Inflow::Closed,
-            };
+        let tls = match &mut self.transport {
+            Transport::Tls(tls) if !self.lingering => tls,
+            _ => return self.read_plain(fd, pool),
         };
         if !tls.has_plaintext() {
             match tls.read_from(fd) {
@@ -81,6 +61,31 @@ impl Session {
         }
         self.take_plaintext(pool);
         Inflow::Bytes { short: false }
+    }
+
+    /// One read(2) of the socket straight into the receive buffer.
+    fn read_plain<Fd: AsFd>(&mut self, fd: &Fd, pool: &mut Pool) -> Inflow {
+        let space = self.recv_space(pool);
+        let asked = space.len();
+        match rustix::io::read(fd, space) {
+            Ok(0) => {
+                self.received(0, pool);
+                Inflow::Closed
+            }
+            Ok(n) => {
+                self.received(n, pool);
+                Inflow::Bytes { short: n < asked }
+            }
+            Err(Errno::AGAIN) => {
+                self.received(0, pool); // gives an unused buffer back
+                Inflow::Again
+            }
+            Err(Errno::INTR) => {
+                self.received(0, pool);
+                Inflow::Bytes { short: false }
+            }
+            Err(_) => Inflow::Closed,
+        }
     }
 
     /// Moves what plaintext rustls holds into the receive buffer, as far as it has room.

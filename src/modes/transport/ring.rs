@@ -12,10 +12,13 @@ use spidey_sys::uring::Ring;
 use std::fs::File;
 use std::os::fd::AsFd;
 
-/// What a `uring` connection lends its transport for one send: the loop's ring and the
-/// connection's tags; afterwards, what was submitted ([`RingSend::submitted`]).
+/// What a `uring` connection lends its transport for one send: the loop's ring, the
+/// connection's tags and the out buffer its last ring send gave back; afterwards, what was
+/// submitted ([`RingSend::submitted`]).
 pub(crate) struct RingSend<'r> {
     ring: &'r mut Ring,
+    /// The out buffer a completed ring send gave back, and how many bytes it sent.
+    returned: Option<(Vec<u8>, usize)>,
     /// The tag of a ring send of the out bytes.
     tag: u64,
     ahead: Option<Ahead>,
@@ -43,8 +46,25 @@ pub(crate) enum Submitted {
 }
 
 impl<'r> RingSend<'r> {
-    pub(crate) fn new(ring: &'r mut Ring, tag: u64, ahead: Option<Ahead>) -> RingSend<'r> {
-        RingSend { ring, tag, ahead, submitted: None }
+    /// `returned`: the out buffer the connection's last ring send gave back at its
+    /// completion, with the bytes it sent, if it has not been taken back yet.
+    pub(crate) fn new(
+        ring: &'r mut Ring,
+        tag: u64,
+        ahead: Option<Ahead>,
+        returned: Option<(Vec<u8>, usize)>,
+    ) -> RingSend<'r> {
+        RingSend { ring, returned, tag, ahead, submitted: None }
+    }
+
+    /// Before a send: the out buffer lent to the last ring send, if its completion gave it
+    /// back, is the session's again, `sent` bytes further on.
+    pub(super) fn take_back(&mut self, out: &mut Vec<u8>, pos: &mut usize, lent: &mut bool) {
+        if let Some((buf, sent)) = self.returned.take() {
+            *out = buf;
+            *pos = (*pos + sent).min(out.len());
+            *lent = false;
+        }
     }
 
     /// What the send submitted, if anything (the socket full or a failure submit nothing).

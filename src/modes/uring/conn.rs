@@ -9,7 +9,7 @@ use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
 use crate::modes::session::{Pool, Session};
 use crate::modes::tls::Inflow;
-use crate::modes::transport::{Ahead, RingSend, Submitted};
+use crate::modes::transport::{Ahead, Inbound, RingSend, Submitted};
 use spidey_sys::uring::Ring;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -48,6 +48,9 @@ pub(super) struct Io {
     stream: TcpStream,
     recv_armed: bool,
     send_armed: bool,
+    /// The out buffer a completed ring send gave back, and how many of its bytes that send
+    /// sent: the session's transport takes it back with the next send ([`RingSend::new`]).
+    returned: Option<(Vec<u8>, usize)>,
     /// A send made ahead of the receive may be in flight ([`Ring::send_ahead_of_recv`]),
     /// until the receive's completion.
     send_ahead: bool,
@@ -85,7 +88,7 @@ impl Io {
             Inflow::Bytes { short: true } | Inflow::Again | Inflow::Closed => Input::Drained,
         };
         let (recv_armed, send_armed, send_ahead, room_armed, script_polls) = (false, false, false, false, 0);
-        Io { stream, recv_armed, send_armed, send_ahead, room_armed, script_polls, input }
+        Io { stream, recv_armed, send_armed, returned: None, send_ahead, room_armed, script_polls, input }
     }
 
     /// Whether an operation that changes the response's progress is in flight.
@@ -139,7 +142,7 @@ impl Io {
             // Drained: the client has not answered yet (it waits for this response).
             expect_wait: self.input == Input::Drained,
         });
-        let mut by_ring = RingSend::new(ring, conn.id.tag(Op::Send), ahead);
+        let mut by_ring = RingSend::new(ring, conn.id.tag(Op::Send), ahead, self.returned.take());
         let sent = conn.session.send(&self.stream, Some(&mut by_ring), shared.ex, shared.server, shared.pool);
         match by_ring.submitted() {
             Some(Submitted::Ahead) => (self.send_ahead, self.recv_armed) = (true, true),
@@ -170,7 +173,7 @@ impl Io {
         if self.recv_armed {
             return Received::Wait;
         }
-        if !conn.session.transport().is_ring() {
+        if conn.session.inbound() != Inbound::Ring {
             match conn.session.read_from(&self.stream, pool) {
                 Inflow::Bytes { .. } => return Received::Bytes,
                 Inflow::Closed => return Received::Closed,
@@ -222,14 +225,7 @@ impl Io {
 
     /// Records the completion of one of this connection's operations (`op`); returns
     /// false if the connection must close.
-    pub(super) fn complete(
-        &mut self,
-        op: Op,
-        event: Event,
-        ring: &mut Ring,
-        id: ConnId,
-        session: &mut Session,
-    ) -> bool {
+    pub(super) fn complete(&mut self, op: Op, event: Event, ring: &mut Ring, id: ConnId) -> bool {
         match event {
             Event::Received { len, starved, input_left } => {
                 (self.recv_armed, self.send_ahead) = (false, false);
@@ -244,7 +240,7 @@ impl Io {
             }
             Event::Sent(r, buf) => {
                 self.send_armed = false;
-                session.return_out(buf, *r.as_ref().unwrap_or(&0));
+                self.returned = Some((buf, *r.as_ref().unwrap_or(&0)));
                 r.is_ok()
             }
             Event::Polled if op == Op::Socket => {

@@ -18,7 +18,7 @@
 //! names `event`).
 //!
 //! This file is the backend the core calls: the ring, reaping completions into events
-//! for the core, the listener and waker polls. Dropping the ring at the end cancels and
+//! for the core, the listener and vacancy polls. Dropping the ring at the end cancels and
 //! reaps what is left.
 
 mod conn;
@@ -28,7 +28,7 @@ use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::limit::LoopLimit;
 use super::loops::{self, LoopContext};
 use super::send::Sent;
-use super::session::{Pool, Session};
+use super::session::{Held, Pool, Session};
 use super::ModeContext;
 use crate::config::ConfigError;
 use conn::{Event, Io};
@@ -60,9 +60,9 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
 pub(crate) fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
     let mut ring = Ring::new(ENTRIES, RECV_BUFFERS, RECV_SIZE)?;
     ring.poll(lc.shutdown.fd(), pollin(), Tag::Shutdown.encode())?;
-    ring.poll(lc.limit.waker(lc.index), pollin(), Tag::Wake.encode())?;
+    ring.poll(lc.limit.vacancy(lc.index), pollin(), Tag::Vacancy.encode())?;
     let backend = Uring { ring, events: Vec::new(), limit: Arc::clone(&lc.limit), index: lc.index, draining: false };
-    evloop::run(lc, backend)
+    evloop::run(lc, backend, None)
 }
 
 fn pollin() -> u32 {
@@ -74,7 +74,7 @@ struct Uring {
     ring: Ring,
     /// Completions gathered from the ring, handled after it is released (reused).
     events: Vec<(u64, Event)>,
-    /// The shared count, for this loop's waker (number `index`).
+    /// The shared count, for this loop's vacancy eventfd (number `index`).
     limit: Arc<LoopLimit>,
     index: usize,
     /// Shutdown began: no send is made ahead of a receive any more, so a response still
@@ -123,13 +123,14 @@ impl Backend for Uring {
         for (tag, event) in events.drain(..) {
             match Tag::decode(tag) {
                 Some(Tag::Listener { index }) => lp.listener_ready(index),
-                Some(Tag::Wake) => {
-                    lp.woken();
+                Some(Tag::Vacancy) => {
+                    lp.vacancy();
                     if !lp.draining {
                         let b = &mut lp.backend;
-                        let _ = b.ring.poll(b.limit.waker(b.index), pollin(), Tag::Wake.encode());
+                        let _ = b.ring.poll(b.limit.vacancy(b.index), pollin(), Tag::Vacancy.encode());
                     }
                 }
+                Some(Tag::Doorbell) => {} // never: no pool is given to `uring`'s loops
                 Some(Tag::Shutdown) => {
                     lp.backend.draining = true;
                     lp.begin_drain();
@@ -137,7 +138,7 @@ impl Backend for Uring {
                 Some(Tag::Conn { slot, generation, op }) => {
                     let Some(conn) = lp.conns.tagged(slot, generation) else { continue };
                     let id = conn.id(slot);
-                    if conn.io.complete(op, event, &mut lp.backend.ring, id, &mut conn.session) {
+                    if conn.io.complete(op, event, &mut lp.backend.ring, id) {
                         lp.drive(slot);
                     } else {
                         lp.close(slot);
@@ -192,7 +193,7 @@ impl Backend for Uring {
     }
 
     fn settle(&mut self, io: &mut Io, conn: ConnRef<'_>) -> bool {
-        if conn.session.is_held() {
+        if conn.session.held() != Held::No {
             io.forget_input(); // a `--delay`: no receive is armed meanwhile
         }
         true

@@ -3,47 +3,53 @@
 //! handler, `--cpu-work`, a directory listing) are answered here, off the loops, and each
 //! answer goes back to the loop that owns the connection, which sends it.
 //!
+//! The loop core sees the pool only through its [`Desk`], the one optional part of the
+//! core (`evloop/mod.rs`): it hands the desk a request ([`Desk::submit`]) and takes
+//! answers from it when the desk's doorbell rings ([`Desk::take`]); the backend watches
+//! the doorbell (`event.rs`).
+//!
 //! Coordination: one mutex guards a bounded FIFO of jobs, with one condvar the workers
-//! wait on. A loop submits a job (a copy of the request's bytes, and whose it is) with
-//! [`Offload::submit`], which refuses when the queue is full, so the loop answers 503 at
-//! once rather than queueing without bound. A worker takes the oldest job, runs the whole
-//! exchange on its own [`Exchanger`], puts the [`Done`] answer in the owning loop's inbox
-//! and writes that loop's eventfd (the one `--max-conns` also wakes it with,
-//! [`LoopLimit::wake`]); a woken loop drains its inbox ([`Offload::take`]). An answer for
-//! a connection that has gone since (its slot freed or reused: the generation differs) is
-//! dropped, which also kills a script it started.
+//! wait on. A loop submits a job (a copy of the request's bytes, and whose it is), which is
+//! refused when the queue is full, so the loop answers 503 at once rather than queueing
+//! without bound. A worker takes the oldest job, runs the whole exchange on its own
+//! [`Exchanger`], puts the [`Done`] answer in the owning loop's inbox and rings that loop's
+//! doorbell, an eventfd of the pool's own (one per loop); the rung loop drains its inbox.
+//! An answer for a connection that has gone since (its slot freed or reused: the
+//! generation differs) is dropped, which also kills a script it started.
 //!
 //! Shutdown: the loops stop first; [`Offload::finish`] then closes the queue; the workers
 //! answer what is still queued (those answers find no loop and are dropped) and end, and
 //! it joins them. A worker whose exchange panics (a handler bug) answers that job with
 //! nothing: its connection then gets the 504 of the loop's deadline, and the worker lives on.
 
-use super::evloop::conns::ConnId;
-use super::limit::LoopLimit;
+use super::conns::ConnId;
 use crate::exchange::{Answer, Exchanger, Step};
 use crate::server::Server;
+use rustix::event::{eventfd, EventfdFlags};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// One request for the pool.
-pub(crate) struct Job {
+struct Job {
     /// The loop that owns the connection, and which connection.
-    pub loop_index: usize,
-    pub conn: ConnId,
+    loop_index: usize,
+    conn: ConnId,
     /// The connection's buffered bytes, from the start of the request.
-    pub bytes: Vec<u8>,
-    pub peer: SocketAddr,
-    pub must_close: bool,
+    bytes: Vec<u8>,
+    peer: SocketAddr,
+    must_close: bool,
 }
 
 /// A finished job, on its way back to its loop.
 pub(crate) struct Done {
-    pub conn: ConnId,
+    pub(crate) conn: ConnId,
     /// The answer, with its own copy of the head the pool's exchanger framed.
-    pub answer: Answer<'static>,
+    pub(crate) answer: Answer<'static>,
 }
 
 struct State {
@@ -58,7 +64,8 @@ struct Shared {
     /// Signalled when a job is queued or the queue closes.
     work: Condvar,
     cap: usize,
-    limit: Arc<LoopLimit>,
+    /// Loop `i`'s doorbell: an eventfd written when an answer is put in its inbox.
+    doorbells: Vec<OwnedFd>,
     server: Arc<Server>,
 }
 
@@ -75,17 +82,13 @@ pub(crate) struct Offload {
 }
 
 impl Offload {
-    /// Starts `threads` workers with a queue of at most `cap` jobs, for `loops` loops woken
-    /// through `limit`'s eventfds.
-    pub(crate) fn start(
-        server: Arc<Server>,
-        limit: Arc<LoopLimit>,
-        loops: usize,
-        threads: usize,
-        cap: usize,
-    ) -> std::io::Result<Offload> {
+    /// Starts `threads` workers with a queue of at most `cap` jobs, for `loops` loops, each
+    /// with a doorbell of its own.
+    pub(crate) fn start(server: Arc<Server>, loops: usize, threads: usize, cap: usize) -> std::io::Result<Offload> {
+        let flags = EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK;
+        let doorbells = (0..loops).map(|_| eventfd(0, flags)).collect::<Result<Vec<_>, _>>()?;
         let state = State { jobs: VecDeque::new(), closed: false, inboxes: (0..loops).map(|_| Vec::new()).collect() };
-        let shared = Arc::new(Shared { state: Mutex::new(state), work: Condvar::new(), cap, limit, server });
+        let shared = Arc::new(Shared { state: Mutex::new(state), work: Condvar::new(), cap, doorbells, server });
         let pool = Offload { shared, threads: Mutex::new(Vec::with_capacity(threads)) };
         for i in 0..threads {
             let shared = Arc::clone(&pool.shared);
@@ -100,24 +103,9 @@ impl Offload {
         Ok(pool)
     }
 
-    /// Queues `job`; false if the queue is full or closed (the caller answers 503).
-    pub(crate) fn submit(&self, job: Job) -> bool {
-        let mut st = self.shared.lock();
-        if st.closed || st.jobs.len() >= self.shared.cap {
-            return false;
-        }
-        st.jobs.push_back(job);
-        drop(st);
-        self.shared.work.notify_one();
-        true
-    }
-
-    /// The answers waiting for loop `index`.
-    pub(crate) fn take(&self, index: usize, into: &mut Vec<Done>) {
-        let mut st = self.shared.lock();
-        if let Some(inbox) = st.inboxes.get_mut(index) {
-            into.append(inbox);
-        }
+    /// Loop `index`'s desk at the pool.
+    pub(crate) fn desk(&self, index: usize) -> Desk {
+        Desk { shared: Arc::clone(&self.shared), index, answers: Vec::new() }
     }
 
     /// Closes the queue, lets the workers answer what is queued, and joins them.
@@ -173,6 +161,55 @@ fn work(shared: &Shared) {
         let Some(inbox) = st.inboxes.get_mut(job.loop_index) else { continue };
         inbox.push(done);
         drop(st);
-        shared.limit.wake(job.loop_index);
+        if let Some(doorbell) = shared.doorbells.get(job.loop_index) {
+            // A full eventfd counter (never, at 2^64 - 2) still leaves it readable.
+            let _ = rustix::io::write(doorbell, &1u64.to_ne_bytes());
+        }
+    }
+}
+
+/// One loop's window onto the pool: what the loop core calls.
+pub(crate) struct Desk {
+    shared: Arc<Shared>,
+    /// The loop's number: its inbox and its doorbell.
+    index: usize,
+    /// Scratch list of answers taken, kept to avoid an allocation per ring.
+    answers: Vec<Done>,
+}
+
+impl Desk {
+    /// The eventfd this loop's backend watches: readable once answers wait ([`Desk::take`]).
+    pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
+        self.shared.doorbells[self.index].as_fd()
+    }
+
+    /// Queues connection `conn`'s request (`bytes`, from the start of its head) for the
+    /// pool; returns how long its answer may take (then the loop answers 504), or `None` if
+    /// the queue is full or closed (the loop answers 503).
+    pub(crate) fn submit(&self, conn: ConnId, bytes: Vec<u8>, peer: SocketAddr, must_close: bool) -> Option<Duration> {
+        let mut st = self.shared.lock();
+        if st.closed || st.jobs.len() >= self.shared.cap {
+            return None;
+        }
+        st.jobs.push_back(Job { loop_index: self.index, conn, bytes, peer, must_close });
+        drop(st);
+        self.shared.work.notify_one();
+        Some(self.shared.server.site.options().cgi.timeout)
+    }
+
+    /// The doorbell rang: resets it and takes the answers waiting for this loop. Hand the
+    /// list back with [`Desk::give_back`] once drained, to reuse it.
+    pub(crate) fn take(&mut self) -> Vec<Done> {
+        let _ = rustix::io::read(&self.shared.doorbells[self.index], &mut [0u8; 8]);
+        let mut answers = std::mem::take(&mut self.answers);
+        if let Some(inbox) = self.shared.lock().inboxes.get_mut(self.index) {
+            answers.append(inbox);
+        }
+        answers
+    }
+
+    /// The list [`Desk::take`] returned, drained.
+    pub(crate) fn give_back(&mut self, answers: Vec<Done>) {
+        self.answers = answers;
     }
 }

@@ -1,0 +1,132 @@
+//! The seams of `modes/` checked against the source, so they stay what ARCHITECTURE.md
+//! says: the [`Session`](super::session::Session) is the connection state every driver
+//! shares, not the union of each driver's exceptions (at most [`MAX_SESSION_METHODS`]
+//! methods, each called by the blocking driver and by the event loops), and the transport
+//! is chosen in one place.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The most crate-visible methods the session may have.
+const MAX_SESSION_METHODS: usize = 25;
+
+fn modes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/modes")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file's text without its inline `mod tests { .. }` (tests may call anything).
+fn production_text(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    match text.find("#[cfg(test)]\nmod tests {") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// The `pub(crate) fn`s of `impl Session` blocks in `text`, leaving out blocks behind a
+/// `#[cfg(..)]` (test and fuzzing helpers).
+fn session_methods(text: &str) -> Vec<String> {
+    let mut methods = Vec::new();
+    let mut in_session_impl = false;
+    let mut gated = false;
+    let mut previous = "";
+    for line in text.lines() {
+        if line.starts_with("impl Session {") {
+            in_session_impl = true;
+            gated = previous.starts_with("#[cfg(");
+        } else if line.starts_with('}') {
+            in_session_impl = false;
+        } else if in_session_impl && !gated {
+            if let Some(rest) = line.trim_start().strip_prefix("pub(crate) fn ") {
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                methods.push(name);
+            }
+        }
+        previous = line;
+    }
+    methods
+}
+
+/// Which driver a file of `modes/` belongs to, if it is one: the blocking driver, or the
+/// event loops (their core and both backends).
+fn driver(path: &Path) -> Option<&'static str> {
+    let rel = path.strip_prefix(modes_dir()).unwrap().to_string_lossy().replace('\\', "/");
+    match rel.as_str() {
+        "blocking.rs" | "fork_parse.rs" => Some("blocking"),
+        "event.rs" => Some("loops"),
+        r if r.starts_with("evloop/") || r.starts_with("uring/") => Some("loops"),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_session_is_shared_by_every_driver_not_the_sum_of_their_exceptions() {
+    let mut files = Vec::new();
+    rust_files(&modes_dir(), &mut files);
+    let is_session = |p: &Path| p.ends_with("session.rs") || p.parent().is_some_and(|d| d.ends_with("session"));
+    let methods: Vec<String> =
+        files.iter().filter(|p| is_session(p)).flat_map(|p| session_methods(&production_text(p))).collect();
+    assert!(methods.len() >= 10, "the method scan found too few ({methods:?}): is it still reading the session?");
+    assert!(
+        methods.len() <= MAX_SESSION_METHODS,
+        "Session has {} methods, more than {MAX_SESSION_METHODS}: {methods:?}",
+        methods.len()
+    );
+    let mut callers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for path in files.iter().filter(|p| !is_session(p)) {
+        let Some(driver) = driver(path) else { continue };
+        let text = production_text(path);
+        for m in &methods {
+            let calls = [format!("session.{m}("), format!("Session::{m}(")];
+            if calls.iter().any(|c| text.contains(c.as_str())) {
+                let drivers = callers.entry(m).or_default();
+                if !drivers.contains(&driver) {
+                    drivers.push(driver);
+                }
+            }
+        }
+    }
+    let lonely: Vec<String> = methods
+        .iter()
+        .filter(|m| callers.get(m.as_str()).map_or(0, Vec::len) < 2)
+        .map(|m| format!("{m} (called by {:?})", callers.get(m.as_str()).cloned().unwrap_or_default()))
+        .collect();
+    assert!(lonely.is_empty(), "Session methods not shared by the blocking driver and the loops: {lonely:?}");
+}
+
+/// The transport is chosen once, when a connection is accepted (`Transport::choose`, called
+/// from one place): no driver asks whether a connection is TLS.
+#[test]
+fn the_transport_is_chosen_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&modes_dir(), &mut files);
+    let (mut asks, mut chooses) = (Vec::new(), Vec::new());
+    for path in files.iter().filter(|p| !p.to_string_lossy().ends_with("_tests.rs")) {
+        let text = production_text(path);
+        for needle in ["is_tls", "tls.is_some()", "tls.is_none()"] {
+            if text.contains(needle) {
+                asks.push(format!("{} ({needle})", path.display()));
+            }
+        }
+        chooses.extend(text.matches("Transport::choose(").map(|_| path.display().to_string()));
+    }
+    assert!(asks.is_empty(), "a driver asks whether a connection is TLS: {asks:?}");
+    assert_eq!(chooses.len(), 1, "Transport::choose is called from more than one place: {chooses:?}");
+}
+
+#[test]
+fn the_method_scan_reads_what_it_should() {
+    let text = "impl Session {\n    pub(crate) fn open(x: u8) {}\n    fn private() {}\n}\n#[cfg(test)]\nimpl Session {\n    pub(crate) fn for_tests() {}\n}\nimpl Other {\n    pub(crate) fn not_mine() {}\n}\n";
+    assert_eq!(session_methods(text), ["open"]);
+}
