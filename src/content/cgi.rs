@@ -29,7 +29,8 @@
 //! it is [`super::cgi_run::CgiRun`]'s job.
 
 use super::cgi_env;
-use super::cgi_process::CgiSlots;
+pub(crate) use super::cgi_env::Script;
+pub use super::cgi_options::{parse_interpreter, CgiOptions};
 use super::cgi_run::CgiRun;
 use super::resolve::{decode_path, ResolveError, Resolved, Root};
 use super::{Response, StatusCode};
@@ -42,56 +43,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
-
-/// The CGI settings, from the command line.
-#[derive(Debug, Clone)]
-pub struct CgiOptions {
-    /// `--cgi` (or a `--cgi-interpreter`) turns this on.
-    pub enabled: bool,
-    /// `--cgi-interpreter .php=/usr/bin/php-cgi`: extension (without its dot) → program.
-    pub interpreters: Vec<(String, PathBuf)>,
-    /// `--cgi-timeout`: how long a script may run before it is killed (504).
-    pub timeout: Duration,
-    /// The largest request body passed to a script (beyond: 413).
-    pub max_body: u64,
-    /// `--body-timeout`: the time a request body may take to arrive, plus one second per
-    /// `body_min_rate` bytes received (beyond: 408, close).
-    pub body_timeout: Duration,
-    /// `--body-min-rate`, in bytes per second (0: the body must arrive within `body_timeout`).
-    pub body_min_rate: u64,
-    /// The port the server listens on (`SERVER_PORT`).
-    pub port: u16,
-    /// `--max-cgi`: the scripts that may run at once (beyond: 503); `None`: no cap.
-    pub slots: Option<Arc<CgiSlots>>,
-}
-
-impl Default for CgiOptions {
-    fn default() -> Self {
-        CgiOptions {
-            enabled: false,
-            interpreters: Vec::new(),
-            timeout: Duration::from_secs(30),
-            max_body: 1 << 20,
-            body_timeout: Duration::from_secs(10),
-            body_min_rate: 500,
-            port: 0,
-            slots: None,
-        }
-    }
-}
-
-/// Parses `.EXT=PROGRAM` for `--cgi-interpreter`.
-pub fn parse_interpreter(s: &str) -> Result<(String, PathBuf), String> {
-    let (ext, program) =
-        s.split_once('=').ok_or_else(|| format!("invalid interpreter '{s}': expected .EXT=PROGRAM"))?;
-    let ext = ext.strip_prefix('.').unwrap_or(ext);
-    if ext.is_empty() || ext.contains('/') || program.is_empty() {
-        return Err(format!("invalid interpreter '{s}': expected .EXT=PROGRAM"));
-    }
-    Ok((ext.to_string(), PathBuf::from(program)))
-}
 
 /// How a resolved regular file is to be answered.
 #[derive(Debug, PartialEq, Eq)]
@@ -139,20 +90,6 @@ pub(crate) fn kind(opts: &CgiOptions, relative: &[u8], meta: &Metadata) -> Kind 
         }
         None => Kind::Static,
     }
-}
-
-/// A script found for a request path.
-#[derive(Debug)]
-pub(crate) struct Script {
-    /// The script's real path (what `/proc/self/fd` says the opened file is).
-    pub filename: PathBuf,
-    pub interpreter: Option<PathBuf>,
-    /// The file that was checked beneath ROOT: what runs.
-    pub file: File,
-    /// The URL path of the script, as sent (`/cgi-bin/env.sh`).
-    pub script_name: String,
-    /// The decoded rest of the path (`/a/b`), or empty.
-    pub path_info: String,
 }
 
 /// Looks for a script on the way to a path that did not resolve: `/cgi-bin/x.sh/a/b` runs

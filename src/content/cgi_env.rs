@@ -14,13 +14,29 @@
 //! absolute-form target (`GET http://a.example/ HTTP/1.1`), whose `Host` field the server
 //! ignores (RFC 9112 §3.2.2), else the `Host` field.
 
-use super::cgi::{CgiOptions, Script};
+use super::cgi_options::CgiOptions;
 use crate::software::SOFTWARE;
 use spidey_http::{Request, Version};
 use std::ffi::OsString;
+use std::fs::File;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
+use std::path::PathBuf;
+
+/// A script found for a request path.
+#[derive(Debug)]
+pub(crate) struct Script {
+    /// The script's real path (what `/proc/self/fd` says the opened file is).
+    pub filename: PathBuf,
+    pub interpreter: Option<PathBuf>,
+    /// The file that was checked beneath ROOT: what runs.
+    pub file: File,
+    /// The URL path of the script, as sent (`/cgi-bin/env.sh`).
+    pub script_name: String,
+    /// The decoded rest of the path (`/a/b`), or empty.
+    pub path_info: String,
+}
 
 /// The `PATH` every script gets.
 pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";

@@ -25,8 +25,8 @@
 //! `Retry-After`), and holds it until it is over: a client trickling a body holds no slot,
 //! so slow uploads cannot lock everyone else out of CGI.
 
-use super::cgi::CgiOptions;
 use super::cgi_intake::{Intake, Progress};
+use super::cgi_options::CgiOptions;
 use super::cgi_process::{CgiSlots, Running, Slot};
 use super::cgi_stderr::Stderr;
 use spidey_http::cgi::{parse_cgi_head, CgiHead};

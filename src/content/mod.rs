@@ -21,6 +21,7 @@ mod auth_limit;
 pub mod cgi;
 pub mod cgi_env;
 pub mod cgi_intake;
+mod cgi_options;
 pub mod cgi_process;
 pub mod cgi_run;
 mod cgi_stderr;
