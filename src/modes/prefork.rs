@@ -278,9 +278,9 @@ impl Master {
     }
 }
 
-/// What woke a waiting worker, in the order it acts on them.
+/// What a waiting worker is woken to do, in the order it acts on them.
 #[derive(Debug, PartialEq, Eq)]
-enum Wake {
+enum Duty {
     Shutdown,
     /// Asked to retire, and a connection may be queued on the `index`th listener in the
     /// same wake-up: accept and serve that one last connection (an `EPOLLEXCLUSIVE`
@@ -322,7 +322,7 @@ impl Waiter {
     }
 
     /// Blocks until something is ready; `Err` only for a failing epoll_wait (not EINTR).
-    fn wait(&self) -> io::Result<Wake> {
+    fn wait(&self) -> io::Result<Duty> {
         let mut events = Vec::with_capacity(8);
         loop {
             events.clear();
@@ -333,14 +333,14 @@ impl Waiter {
             }
             let ready = |key| events.iter().any(|e| e.data.u64() == key);
             if ready(Self::SHUTDOWN) {
-                return Ok(Wake::Shutdown);
+                return Ok(Duty::Shutdown);
             }
             let listener = events.iter().find(|e| e.data.u64() >= Self::LISTENER);
             let index = listener.map(|e| (e.data.u64() - Self::LISTENER) as usize);
             match (ready(Self::RETIRE), index) {
-                (true, Some(index)) => return Ok(Wake::LastConnection { index }),
-                (true, None) => return Ok(Wake::Retire),
-                (false, Some(index)) => return Ok(Wake::Connection { index }),
+                (true, Some(index)) => return Ok(Duty::LastConnection { index }),
+                (true, None) => return Ok(Duty::Retire),
+                (false, Some(index)) => return Ok(Duty::Connection { index }),
                 (false, None) => {}
             }
         }
@@ -381,13 +381,13 @@ fn worker(
     };
     loop {
         let (listener, last) = match waiter.wait() {
-            Ok(Wake::Connection { index }) => (listeners[index], false),
-            Ok(Wake::LastConnection { index }) => (listeners[index], true),
-            Ok(Wake::Shutdown) => {
+            Ok(Duty::Connection { index }) => (listeners[index], false),
+            Ok(Duty::LastConnection { index }) => (listeners[index], true),
+            Ok(Duty::Shutdown) => {
                 shutdown.note();
                 break;
             }
-            Ok(Wake::Retire) | Err(_) => break,
+            Ok(Duty::Retire) | Err(_) => break,
         };
         // The listener is non-blocking: another worker may have taken the connection.
         match listener.accept() {
