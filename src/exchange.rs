@@ -226,7 +226,7 @@ impl Exchanger {
             content::Body::Cgi(run) => {
                 // The script's head is written later, by its output: it takes along the
                 // fields the content side set (CORS) and `--header`'s.
-                let own = response.fields.into_iter().map(|(n, v)| (n.to_string(), v));
+                let own = response.fields.into_iter().map(|(n, v)| (n.to_string(), v.to_string()));
                 let headers = server.site.options().response_headers.iter().cloned();
                 let extra = own.chain(response.extra_fields).chain(headers).collect();
                 let may_redirect = redirect == Redirect::Allowed;
@@ -317,10 +317,10 @@ fn frame(
     if meta.head_only || status.forbids_body() {
         body = content::Body::Empty;
     }
-    let mut fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    fields.extend(extra_fields.iter().chain(headers).map(|(n, v)| (n.as_str(), v.as_str())));
+    let own = fields.iter().map(|(n, v)| (*n, &**v));
+    let fields = own.chain(extra_fields.iter().chain(headers).map(|(n, v)| (n.as_str(), v.as_str())));
     let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive, http10: meta.http10 };
-    spidey_http::write_head(out, status, &fields, &opts);
+    spidey_http::write_head(out, status, fields, &opts);
     crate::metrics::answered(status.0, body.len());
     if !quiet {
         log_line(meta, status, body.len());

@@ -151,7 +151,7 @@ impl BasicAuth {
     /// The 401 answer.
     pub fn challenge() -> Response {
         let mut r = Response::error(StatusCode::UNAUTHORIZED, "This server needs a user name and password.");
-        r.fields.push(("WWW-Authenticate", format!("Basic realm=\"{REALM}\", charset=\"UTF-8\"")));
+        r.fields.push(("WWW-Authenticate", format!("Basic realm=\"{REALM}\", charset=\"UTF-8\"").into()));
         r
     }
 
@@ -161,7 +161,7 @@ impl BasicAuth {
             Verdict::Limited { retry_after } => {
                 let mut r =
                     Response::error(StatusCode::TOO_MANY_REQUESTS, "Too many wrong passwords: try again later.");
-                r.fields.push(("Retry-After", retry_after.to_string()));
+                r.fields.push(("Retry-After", retry_after.to_string().into()));
                 r
             }
             _ => BasicAuth::challenge(),
@@ -334,7 +334,7 @@ impl Cors {
     /// Adds `Access-Control-Allow-Origin` (and `Vary: Origin` for a list) to a response.
     pub fn decorate(&self, req: &Request<'_, '_>, response: &mut Response) {
         if let Some(value) = self.allow(req.header("origin")) {
-            response.fields.push(("Access-Control-Allow-Origin", value));
+            response.fields.push(("Access-Control-Allow-Origin", value.into()));
         }
         if let Cors::Listed(_) = self {
             add_vary(&mut response.fields, "Origin");

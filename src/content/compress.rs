@@ -36,6 +36,7 @@
 //! client that did not ask for it.
 
 use super::resolve::{Resolved, Root};
+use super::FieldValue;
 use spidey_http::negotiate::{choose_coding, Coding};
 use spidey_http::{Method, Request};
 use std::fs::{File, Metadata};
@@ -225,14 +226,11 @@ pub fn tag_with(etag: String, coding: Option<Coding>) -> String {
 }
 
 /// Adds `token` to the response's `Vary` field, creating it if needed.
-pub fn add_vary(fields: &mut Vec<(&'static str, String)>, token: &str) {
+pub fn add_vary(fields: &mut Vec<(&'static str, FieldValue)>, token: &str) {
     match fields.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("vary")) {
         Some((_, v)) if v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)) => {}
-        Some((_, v)) => {
-            v.push_str(", ");
-            v.push_str(token);
-        }
-        None => fields.push(("Vary", token.to_string())),
+        Some((_, v)) => *v = format!("{}, {token}", &**v).into(),
+        None => fields.push(("Vary", token.to_string().into())),
     }
 }
 
@@ -302,10 +300,10 @@ mod tests {
     fn tags_and_vary_table() {
         assert_eq!(tag_with("\"1.0-5\"".into(), Some(Coding::Br)), "\"1.0-5-br\"");
         assert_eq!(tag_with("\"1.0-5\"".into(), None), "\"1.0-5\"");
-        let mut fields = vec![("Content-Type", "text/html".to_string())];
+        let mut fields = vec![("Content-Type", "text/html".into())];
         add_vary(&mut fields, "Accept");
         add_vary(&mut fields, "Accept-Encoding");
         add_vary(&mut fields, "accept");
-        assert_eq!(fields[1], ("Vary", "Accept, Accept-Encoding".to_string()));
+        assert_eq!(fields[1], ("Vary", "Accept, Accept-Encoding".into()));
     }
 }

@@ -75,8 +75,9 @@ struct Entry {
     resolved: Instant,
     /// The file's bytes as of `stamp`, once [`small_contents`] has read them.
     contents: Option<Arc<[u8]>>,
-    /// Its ETag and Last-Modified as of `stamp`, once [`validators`] has formatted them.
-    validators: Option<(String, String)>,
+    /// Its ETag and Last-Modified as of `stamp`, once [`validators`] has formatted them,
+    /// shared with the responses that carry them.
+    validators: Option<(Arc<str>, Arc<str>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,8 +234,8 @@ pub(crate) fn validators(
     root: u64,
     relative: &[u8],
     meta: &Metadata,
-    make: impl FnOnce() -> (String, String),
-) -> (String, String) {
+    make: impl FnOnce() -> (Arc<str>, Arc<str>),
+) -> (Arc<str>, Arc<str>) {
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         let entry = cache.roots.get_mut(&root).and_then(|files| files.get_mut(relative));
@@ -428,13 +429,13 @@ pub(crate) mod tests {
         let mut made = 0;
         let mut make = |tag: &str| {
             made += 1;
-            (tag.to_string(), "date".to_string())
+            (tag.into(), "date".into())
         };
-        assert_eq!(validators(12, b"v.txt", &meta, || make("\"a\"")).0, "\"a\"");
-        assert_eq!(validators(12, b"v.txt", &meta, || make("\"b\"")).0, "\"a\"", "kept");
-        assert_eq!(validators(13, b"v.txt", &meta, || make("\"c\"")).0, "\"c\"", "not cached");
+        assert_eq!(&*validators(12, b"v.txt", &meta, || make("\"a\"")).0, "\"a\"");
+        assert_eq!(&*validators(12, b"v.txt", &meta, || make("\"b\"")).0, "\"a\"", "kept");
+        assert_eq!(&*validators(13, b"v.txt", &meta, || make("\"c\"")).0, "\"c\"", "not cached");
         let other = std::fs::metadata(dir.path()).unwrap();
-        assert_eq!(validators(12, b"v.txt", &other, || make("\"d\"")).0, "\"d\"", "another version");
+        assert_eq!(&*validators(12, b"v.txt", &other, || make("\"d\"")).0, "\"d\"", "another version");
         assert_eq!(made, 3);
     }
 

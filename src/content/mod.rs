@@ -82,12 +82,67 @@ impl Body {
     }
 }
 
+/// A field value of a [`Response`]: a constant, a value shared with a cache (a cached
+/// file's ETag and Last-Modified, formatted once per version), or one made for this
+/// response. Only the last costs an allocation per response. Values are equal when their
+/// text is, wherever it is kept.
+#[derive(Debug, Clone)]
+pub enum FieldValue {
+    Static(&'static str),
+    Shared(Arc<str>),
+    Owned(String),
+}
+
+impl std::ops::Deref for FieldValue {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            FieldValue::Static(s) => s,
+            FieldValue::Shared(s) => s,
+            FieldValue::Owned(s) => s,
+        }
+    }
+}
+
+impl PartialEq for FieldValue {
+    fn eq(&self, other: &FieldValue) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for FieldValue {}
+
+impl From<&'static str> for FieldValue {
+    fn from(s: &'static str) -> FieldValue {
+        FieldValue::Static(s)
+    }
+}
+
+impl From<String> for FieldValue {
+    fn from(s: String) -> FieldValue {
+        FieldValue::Owned(s)
+    }
+}
+
+impl From<Arc<str>> for FieldValue {
+    fn from(s: Arc<str>) -> FieldValue {
+        FieldValue::Shared(s)
+    }
+}
+
+impl std::fmt::Display for FieldValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
 /// An answer, before it is framed and written.
 #[derive(Debug)]
 pub struct Response {
     pub status: StatusCode,
     /// The content's own fields; `Date`, `Server`, framing and `Connection` are added later.
-    pub fields: Vec<(&'static str, String)>,
+    pub fields: Vec<(&'static str, FieldValue)>,
     pub body: Body,
     /// Whether the connection must close after this response.
     pub close: bool,
@@ -103,7 +158,7 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn new(status: StatusCode, fields: Vec<(&'static str, String)>, body: Body) -> Self {
+    pub fn new(status: StatusCode, fields: Vec<(&'static str, FieldValue)>, body: Body) -> Self {
         Response {
             status,
             fields,
@@ -397,7 +452,7 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
         location.push_str(q);
     }
     let mut r = Response::error(StatusCode::MOVED_PERMANENTLY, "This directory's address ends with a slash.");
-    r.fields.push(("Location", location));
+    r.fields.push(("Location", location.into()));
     r
 }
 
@@ -416,7 +471,6 @@ fn metrics_page(req: &Request<'_, '_>) -> Response {
         r.fields.push(("Allow", "GET, HEAD".into()));
         return r;
     }
-    let fields =
-        vec![("Content-Type", crate::metrics::CONTENT_TYPE.to_string()), ("Cache-Control", "no-store".to_string())];
+    let fields = vec![("Content-Type", crate::metrics::CONTENT_TYPE.into()), ("Cache-Control", "no-store".into())];
     Response::new(StatusCode::OK, fields, Body::Bytes(crate::metrics::render().into_bytes()))
 }

@@ -104,7 +104,7 @@ pub(crate) fn with_error_page(root: &resolve::Root, pages: &[(u16, Vec<u8>)], mu
         return response;
     };
     response.fields.retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
-    response.fields.push(("Content-Type", super::static_file::content_type(page).to_string()));
+    response.fields.push(("Content-Type", super::static_file::content_type(page).into()));
     response.body = Body::File { file, offset: 0, len: meta.len() };
     response.builtin_page = false;
     response

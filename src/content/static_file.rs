@@ -34,7 +34,7 @@ pub fn respond(
     req: &Request<'_, '_>,
     source: Source<'_>,
     meta: &Metadata,
-    content_type: &str,
+    content_type: &'static str,
     choice: Choice,
     cache_control: Option<&str>,
 ) -> Response {
@@ -52,7 +52,7 @@ pub fn respond(
     };
     let len = meta.len();
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    let validators = || (compress::tag_with(etag(mtime, len), coding), spidey_http::date::format(mtime));
+    let validators = || (compress::tag_with(etag(mtime, len), coding).into(), spidey_http::date::format(mtime).into());
     // The file's own: formatted once per cached version (a sibling's are its own file's).
     let (tag, last_modified) = match coding {
         None => file_cache::validators(root, path, &meta, validators),
@@ -61,22 +61,22 @@ pub fn respond(
     let now = SystemTime::now();
     let mut fields = Vec::with_capacity(8);
     if choice.vary {
-        fields.push(("Vary", "Accept-Encoding".to_string()));
+        fields.push(("Vary", "Accept-Encoding".into()));
     }
     if let Some(value) = cache_control {
-        fields.push(("Cache-Control", value.to_string()));
+        fields.push(("Cache-Control", value.to_string().into()));
     }
     if not_modified(req.header("if-none-match"), req.header("if-modified-since"), &tag, mtime, now) {
-        fields.extend([("ETag", tag), ("Last-Modified", last_modified)]);
+        fields.extend([("ETag", tag.into()), ("Last-Modified", last_modified.into())]);
         return Response::new(StatusCode::NOT_MODIFIED, fields, Body::Empty);
     }
-    fields.push(("Content-Type", content_type.to_string()));
+    fields.push(("Content-Type", content_type.into()));
     if let Some(coding) = coding {
-        fields.push(("Content-Encoding", coding.token().to_string()));
+        fields.push(("Content-Encoding", coding.token().into()));
     }
-    fields.push(("Last-Modified", last_modified));
+    fields.push(("Last-Modified", last_modified.into()));
     if let Some(coding) = on_the_fly {
-        fields.push(("ETag", tag));
+        fields.push(("ETag", tag.into()));
         if req.method == Method::Head {
             // A HEAD never encodes: the kept encoding's length, or no length at all.
             return match encoded_cache::get(root, path, coding, &meta) {
@@ -89,23 +89,23 @@ pub fn respond(
             Err(_) => Response::error(StatusCode::INTERNAL_SERVER_ERROR, "The server failed to read this file."),
         };
     }
-    fields.push(("Accept-Ranges", "bytes".to_string()));
+    fields.push(("Accept-Ranges", "bytes".into()));
     let wanted = match req.header("range") {
         Some(value) if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime, now) => {
             range::resolve(value, len)
         }
         _ => RangeOutcome::Full,
     };
-    fields.push(("ETag", tag));
+    fields.push(("ETag", tag.clone().into()));
     match wanted {
         RangeOutcome::Full => Response::new(StatusCode::OK, fields, body(0, len)),
         RangeOutcome::Partial { start, end } => {
-            fields.push(("Content-Range", format!("bytes {start}-{end}/{len}")));
+            fields.push(("Content-Range", format!("bytes {start}-{end}/{len}").into()));
             Response::new(StatusCode::PARTIAL_CONTENT, fields, body(start, end - start + 1))
         }
         RangeOutcome::Unsatisfiable => {
             let mut r = Response::error(StatusCode::RANGE_NOT_SATISFIABLE, "The requested range lies beyond the file.");
-            r.fields.push(("Content-Range", format!("bytes */{len}")));
+            r.fields.push(("Content-Range", format!("bytes */{len}").into()));
             r
         }
     }

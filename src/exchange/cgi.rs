@@ -307,7 +307,7 @@ fn head_output(request: &Request, head: &CgiHead, out: &mut Vec<u8>) -> Output {
     let keep_alive = request.keep_alive && framing != Framing::Close;
     let date = spidey_http::date::format(SystemTime::now());
     let opts = HeadOptions { date: &date, server: SOFTWARE, framing, keep_alive, http10: request.http10 };
-    spidey_http::write_head(out, status, &fields, &opts);
+    spidey_http::write_head(out, status, fields, &opts);
     let encoder = if request.head_only { None } else { Encoder::new(framing) };
     Output::Body { status, encoder, keep_alive }
 }

@@ -116,8 +116,15 @@ pub struct HeadOptions<'a> {
 /// `X-Content-Type-Options: nosniff` (every response: browsers must not second-guess the
 /// declared media type of files a visitor could have placed in ROOT), the framing header
 /// and `Connection`. Names and values are written as given: callers only
-/// pass values they built themselves or validated, never raw client input.
-pub fn write_head(out: &mut Vec<u8>, status: StatusCode, fields: &[(&str, &str)], opts: &HeadOptions<'_>) {
+/// pass values they built themselves or validated, never raw client input. `fields` is
+/// any sequence of pairs, so a caller with fields in several places chains them instead of
+/// collecting them into a list first.
+pub fn write_head<'f>(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    fields: impl IntoIterator<Item = (&'f str, &'f str)>,
+    opts: &HeadOptions<'_>,
+) {
     out.extend_from_slice(b"HTTP/1.1 ");
     write_u64(out, u64::from(status.0));
     out.push(b' ');
@@ -162,7 +169,7 @@ mod tests {
     fn head(status: StatusCode, framing: Framing, keep_alive: bool, http10: bool) -> String {
         let mut out = Vec::new();
         let opts = HeadOptions { date: "D", server: "S", framing, keep_alive, http10 };
-        write_head(&mut out, status, &[("Content-Type", "text/plain")], &opts);
+        write_head(&mut out, status, [("Content-Type", "text/plain")], &opts);
         String::from_utf8(out).unwrap()
     }
 
