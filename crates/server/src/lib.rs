@@ -4,7 +4,7 @@
 //! - the protocol, in the `spidey-http` crate: parsing, limits, heads, ranges, dates;
 //! - the content side, [`content`]: what to answer (resolve, static files, listings);
 //! - the modes, [`modes`]: how connections are scheduled, every driver answering through
-//!   [`exchange`].
+//!   `exchange`.
 //!
 //! [`args::ServeArgs`] is the command's flags, [`config_file`] turns `--config FILE` into
 //! them, and [`serve::run`] runs it. The load generator and the lab are crates of their
