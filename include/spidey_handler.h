@@ -19,7 +19,7 @@
  * request is valid only during the call. Header names and values set through
  * add_header must not contain CR, LF or NUL (Spidey answers 500 if they do).
  * A crash (SIGSEGV, abort) in a handler kills the process that called it: see
- * src/content/handler.rs for what that means in each concurrency mode.
+ * crates/server/src/content/handler.rs for what that means in each concurrency mode.
  */
 #ifndef SPIDEY_HANDLER_H
 #define SPIDEY_HANDLER_H

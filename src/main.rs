@@ -1,24 +1,32 @@
+//! `spidey`: the flow of control. `serve --config FILE` is expanded, the command line is
+//! parsed ([`cli`], laid out by [`help`]), and the command runs in its crate: the server
+//! (`spidey-server`), the load generator (`spidey-bench`) or the lab (`spidey-lab`). A
+//! [`ConfigError`] exits with code 2, any other error with 1.
+
+mod cli;
+mod help;
+
 use clap::FromArgMatches;
-use spidey::cli::{Cli, Command};
-use spidey::config::ConfigError;
+use cli::{Cli, Command};
+use spidey_config::ConfigError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // `serve --config FILE` becomes the file's flags first, then clap checks them all.
-    let args = match spidey::config_file::expand(std::env::args_os().collect()) {
+    let args = match spidey_server::config_file::expand(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(e) => {
             eprintln!("spidey: {e}");
             return ExitCode::from(2);
         }
     };
-    let matches = spidey::help::command().get_matches_from(args);
+    let matches = help::command().get_matches_from(args);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Serve(args) => spidey::serve::run(args),
-        Command::Bench(args) => spidey::bench::run(args),
-        Command::Lab(args) => spidey::lab::run(args),
-        Command::DelayLine(args) => spidey::lab::delay_line(args),
+        Command::Serve(args) => spidey_server::serve::run(args),
+        Command::Bench(args) => spidey_bench::run(args),
+        Command::Lab(args) => spidey_lab::run(args),
+        Command::DelayLine(args) => spidey_lab::delay_line(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Fixture, Spidey};
-use spidey::bench::{decode_histogram, BenchResult};
+use spidey_bench::{decode_histogram, BenchResult};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

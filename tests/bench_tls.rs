@@ -9,7 +9,7 @@ mod common;
 mod servers;
 
 use servers::{fixture, nginx_tls, Certs, PythonTls, Versions};
-use spidey::bench::{decode_histogram, BenchResult};
+use spidey_bench::{decode_histogram, BenchResult};
 use std::process::Command;
 use std::time::{Duration, Instant};
 

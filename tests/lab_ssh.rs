@@ -9,7 +9,7 @@
 mod fixture;
 
 use fixture::{net_or_skip, Host};
-use spidey::bench::BenchResult;
+use spidey_bench::BenchResult;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

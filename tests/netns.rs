@@ -8,7 +8,7 @@ mod fixture;
 
 use common::{signal, wait_timeout, Fixture};
 use fixture::{net_or_skip, Host};
-use spidey::bench::BenchResult;
+use spidey_bench::BenchResult;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -11,8 +11,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spidey::modes::session_fuzz::run_connection;
-use spidey::server::Server;
+use spidey_server::modes::session_fuzz::run_connection;
+use spidey_server::server::Server;
 use std::sync::OnceLock;
 
 const MARKER: &[u8] = b"MARKER-9d1c-smuggled-content";

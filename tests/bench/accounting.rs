@@ -5,7 +5,7 @@ use super::bench;
 use crate::common::bench::run_failing;
 use crate::common::{self, Fixture, Spidey};
 use crate::fake_server::{test_server, Behaviour, NO_STALL};
-use spidey::bench::BenchResult;
+use spidey_bench::BenchResult;
 use std::net::TcpListener;
 use std::process::Command;
 use std::sync::atomic::Ordering;

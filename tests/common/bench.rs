@@ -1,7 +1,7 @@
 //! Running `spidey bench` from a test: the tests of the load generator itself, over plain
 //! HTTP (tests/bench.rs) and TLS (tests/bench_tls.rs).
 
-use spidey::bench::BenchResult;
+use spidey_bench::BenchResult;
 use std::process::{Command, Output};
 
 /// Runs `spidey bench ARGS --json FILE`, asserts it succeeded, and returns the parsed

@@ -66,9 +66,9 @@ const METHOD_TOKEN: &str = "Methods are case-sensitive tokens (RFC 9110 §9.1): 
                             refuses a lowercase method as a malformed line (400) and closes.";
 const NO_09: &str = "Spidey has no HTTP/0.9: a request line without a version is 400. nginx still answers HTTP/0.9 \
                      with a headerless body.";
-const DOTDOT: &str = "Spidey refuses any `..` segment, encoded or not (src/content/resolve.rs: decode once, refuse \
-                      `..`, then open beneath ROOT) rather than resolving it as nginx does; the target is well \
-                      framed, so the connection stays usable.";
+const DOTDOT: &str = "Spidey refuses any `..` segment, encoded or not (crates/server/src/content/resolve.rs: \
+                      decode once, refuse `..`, then open beneath ROOT) rather than resolving it as nginx does; \
+                      the target is well framed, so the connection stays usable.";
 const TARGET_KEEPS: &str = "Both refuse the target; Spidey's refusal is a content-side answer to a well-framed \
                             request, so it keeps the connection and answers the next request; nginx treats it as a \
                             malformed request line and closes.";

@@ -1,0 +1,400 @@
+//! Where the CPU time of a point went, and who may use which CPUs.
+//!
+//! - The server's CPU: the CPU-time clock (nanoseconds, every thread it has had, exited
+//!   ones included: `spidey_sys::cputime`) of the server process and every descendant, plus
+//!   cutime+cstime (`/proc/PID/stat`), the time of the children each has reaped (fork's
+//!   per-connection children, CGI scripts), which the kernel keeps in nanoseconds but shows
+//!   only in clock ticks: taken before and after a point.
+//! - The load generator's CPU: this process's CPU-time clock, when the load runs in it.
+//! - The machine: the wall clock times the CPUs, less `/proc/stat`'s idle, iowait and steal
+//!   time, is the CPU time used; what the server and the load generator did not use of it
+//!   went to other processes. Idle time is measured in nanoseconds by the kernel and shown
+//!   in ticks, so a point of half a second on two CPUs knows others' share to about 1%.
+//! - Pinning: with at least two CPUs, the server gets the upper half of the lab's CPUs and
+//!   the load generator (this process) the lower half, set with sched_setaffinity. The
+//!   server inherits its set at spawn ([`Pinning::spawn_as_server`]), so its threads and
+//!   children never run on the client's CPUs.
+
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// The lab's pinning, decided once by [`pin`] on the thread that runs the lab.
+static PINNING: OnceLock<Pinning> = OnceLock::new();
+
+/// Splits the CPUs (once) and pins the calling thread, the lab's, to the client's half.
+pub(crate) fn pin() -> &'static Pinning {
+    PINNING.get_or_init(Pinning::apply)
+}
+
+/// How many CPUs a server asking for `cpus` runs on (all the lab's when it does not pin).
+pub(crate) fn server_cores(cpus: Option<usize>) -> usize {
+    match PINNING.get() {
+        Some(p @ Pinning::Split { .. }) => p.server_set(cpus).len(),
+        Some(Pinning::Shared(all)) if !all.is_empty() => all.len(),
+        _ => cores(),
+    }
+}
+
+/// The CPUs this process may run on (`std::thread::available_parallelism`), at least 1.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Spawns a server on its CPUs (`cpus` of them, or the server's half), when [`pin`] split
+/// them.
+pub(crate) fn spawn_as_server<T>(cpus: Option<usize>, spawn: impl FnOnce() -> T) -> T {
+    match PINNING.get() {
+        Some(p) => p.spawn_as_server(cpus, spawn),
+        None => spawn(),
+    }
+}
+
+/// A point is measured on a disturbed machine when other processes kept more than this
+/// share of the machine's CPU busy during it...
+pub(crate) const OTHER_BUSY_LIMIT_PCT: f64 = 10.0;
+/// ...or the hypervisor stole more than this share.
+pub(crate) const STEAL_LIMIT_PCT: f64 = 2.0;
+
+/// CPU time counters read at one instant.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Snapshot {
+    at: std::time::Instant,
+    /// The server tree's CPU time: its processes' clocks, in ns...
+    server_ns: u64,
+    /// ...and the time of the children they reaped, in ticks.
+    server_reaped_ticks: u64,
+    /// This process's CPU time (the load generator's threads), in ns.
+    own_ns: u64,
+    /// /proc/stat: idle ticks (idle + iowait), steal ticks, and how many CPUs it lists.
+    idle: u64,
+    steal: u64,
+    cpus: u32,
+}
+
+/// Which end of a point a [`Snapshot`] is taken at: this process's own clock is read last
+/// at the start and first at the end, so the snapshot's own reading of /proc is not counted
+/// as the load generator's work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Edge {
+    Start,
+    End,
+}
+
+/// What a point's interval cost, and how quiet the machine was meanwhile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PointCpu {
+    /// CPU time of the server tree during the point, in microseconds (to the nanosecond
+    /// when `fine_clock`, else in clock ticks).
+    pub server_cpu_us: f64,
+    /// CPU time of the load generator during the point, in microseconds (nanosecond
+    /// clock), when it ran in the lab's process (not from other hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_us: Option<f64>,
+    /// Wall-clock time the point took, snapshots included, in seconds.
+    #[serde(default)]
+    pub elapsed_s: f64,
+    /// Whether the CPU times come from the processes' nanosecond clocks (false in records
+    /// of older runs, which read 100 Hz ticks).
+    #[serde(default)]
+    pub fine_clock: bool,
+    /// One-minute load average at the point's start.
+    pub load1: f64,
+    /// Share of the machine's CPU time stolen by the hypervisor during the point.
+    pub steal_pct: f64,
+    /// Share of the machine's CPU time used by processes other than the lab and its server.
+    pub other_busy_pct: f64,
+    /// Whether steal or others' use passed the limits above.
+    pub disturbed: bool,
+}
+
+impl PointCpu {
+    /// The load generator's CPU time as a share of one CPU over the point (100: one CPU
+    /// busy throughout, the load generator's one thread saturated); NaN when unknown.
+    pub fn client_busy_pct(&self) -> f64 {
+        match self.client_cpu_us {
+            Some(us) if self.elapsed_s > 0.0 => us / 1e4 / self.elapsed_s,
+            _ => f64::NAN,
+        }
+    }
+}
+
+impl Snapshot {
+    pub fn take(server_pid: u32, edge: Edge) -> Snapshot {
+        let own = || rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        let own_first = (edge == Edge::End).then(own);
+        let (idle, steal, cpus) = system_ticks().unwrap_or((0, 0, 1));
+        let (server_ns, server_reaped_ticks) = tree_cpu(server_pid);
+        let own_ts = own_first.unwrap_or_else(own);
+        let own_ns = own_ts.tv_sec as u64 * 1_000_000_000 + own_ts.tv_nsec as u64;
+        Snapshot { at: std::time::Instant::now(), server_ns, server_reaped_ticks, own_ns, idle, steal, cpus }
+    }
+
+    /// The interval from `self` to `later`; `load1` is read now; the load generator's CPU
+    /// is reported when `client_here` (it ran in this process).
+    pub fn until(&self, later: &Snapshot, load1: f64, client_here: bool) -> PointCpu {
+        let tick_ns = 1e9 / rustix::param::clock_ticks_per_second() as f64;
+        let elapsed_ns = later.at.saturating_duration_since(self.at).as_nanos() as f64;
+        let capacity = (elapsed_ns * f64::from(later.cpus.max(1))).max(1.0);
+        let server = later.server_ns.saturating_sub(self.server_ns) as f64
+            + later.server_reaped_ticks.saturating_sub(self.server_reaped_ticks) as f64 * tick_ns;
+        let own = later.own_ns.saturating_sub(self.own_ns) as f64;
+        let idle = later.idle.saturating_sub(self.idle) as f64 * tick_ns;
+        let steal = later.steal.saturating_sub(self.steal) as f64 * tick_ns;
+        let busy = (capacity - idle - steal).max(0.0);
+        let other = (busy - server - own).max(0.0);
+        let (steal_pct, other_busy_pct) =
+            ((100.0 * steal / capacity).min(100.0), (100.0 * other / capacity).min(100.0));
+        PointCpu {
+            server_cpu_us: server / 1e3,
+            client_cpu_us: client_here.then_some(own / 1e3),
+            elapsed_s: elapsed_ns / 1e9,
+            fine_clock: true,
+            load1,
+            steal_pct,
+            other_busy_pct,
+            disturbed: steal_pct > STEAL_LIMIT_PCT || other_busy_pct > OTHER_BUSY_LIMIT_PCT,
+        }
+    }
+}
+
+/// The one-minute load average.
+pub(crate) fn load1() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+/// The parent pid and cutime+cstime (fields 16-17 of /proc/PID/stat: the reaped children's
+/// time), read after the command name's closing parenthesis (names may hold spaces).
+fn stat_fields(text: &str) -> Option<(u32, u64)> {
+    let rest = text.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): field k is f[k - 3].
+    let ppid = f.get(1)?.parse().ok()?;
+    let ticks = (13..=14).map(|i| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)).sum();
+    Some((ppid, ticks))
+}
+
+/// The CPU time of `pid` and all its descendants: their clocks' sum in ns, and the ticks of
+/// the children they reaped.
+fn tree_cpu(pid: u32) -> (u64, u64) {
+    let mut procs: Vec<(u32, u32, u64)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if let Some((ppid, ticks)) =
+            std::fs::read_to_string(format!("/proc/{p}/stat")).ok().and_then(|t| stat_fields(&t))
+        {
+            procs.push((p, ppid, ticks));
+        }
+    }
+    let members = tree(pid, &procs);
+    let reaped = procs.iter().filter(|p| members.contains(&p.0)).map(|p| p.2).sum();
+    // A process that exits between the scan and its clock's reading counts nothing here;
+    // its parent's cutime takes its time once reaped.
+    let ns = members
+        .iter()
+        .filter_map(|p| spidey_sys::cputime::process_cpu_time(*p).ok())
+        .map(|d| d.as_nanos() as u64)
+        .sum();
+    (ns, reaped)
+}
+
+/// `root` and its descendants among (pid, ppid, _).
+fn tree(root: u32, procs: &[(u32, u32, u64)]) -> Vec<u32> {
+    let mut members = vec![root];
+    let mut i = 0;
+    while i < members.len() {
+        let parent = members[i];
+        members.extend(procs.iter().filter(|p| p.1 == parent).map(|p| p.0));
+        i += 1;
+    }
+    members
+}
+
+/// (idle + iowait, steal) ticks of the machine from /proc/stat's `cpu` line, and how many
+/// CPUs it lists (`cpuN` lines).
+fn system_ticks() -> Option<(u64, u64, u32)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let cpus = text.lines().filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit));
+    // user nice system idle iowait irq softirq steal (guest time is within user).
+    Some((v.get(3)? + v.get(4).unwrap_or(&0), *v.get(7).unwrap_or(&0), cpus.count() as u32))
+}
+
+/// Which CPUs the server and the load generator may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Pinning {
+    /// Fewer than two CPUs: both share what there is.
+    Shared(Vec<usize>),
+    Split {
+        server: Vec<usize>,
+        client: Vec<usize>,
+    },
+}
+
+impl Pinning {
+    /// Splits the CPUs this process may use, and pins this thread to the client's half.
+    pub fn apply() -> Pinning {
+        let Ok(set) = sched_getaffinity(None) else { return Pinning::Shared(Vec::new()) };
+        let cpus: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect();
+        let pinning = split(&cpus);
+        if let Pinning::Split { client, .. } = &pinning {
+            if sched_setaffinity(None, &cpu_set(client)).is_err() {
+                return Pinning::Shared(cpus);
+            }
+        }
+        pinning
+    }
+
+    /// The CPUs a server asking for `cpus` runs on: the server's half without a number;
+    /// with one, that many from the top of all the lab's CPUs (the server's half first,
+    /// then the load generator's, shared), at most all of them.
+    pub fn server_set(&self, cpus: Option<usize>) -> Vec<usize> {
+        match (self, cpus) {
+            (Pinning::Split { server, .. }, None) => server.clone(),
+            (Pinning::Split { server, client }, Some(n)) => {
+                let all: Vec<usize> = client.iter().chain(server).copied().collect();
+                all[all.len().saturating_sub(n.max(1))..].to_vec()
+            }
+            (Pinning::Shared(all), _) => all.clone(),
+        }
+    }
+
+    /// Runs `spawn` with this thread on the server's CPUs ([`Pinning::server_set`]), so the
+    /// child inherits them, then returns the thread to the client's.
+    pub fn spawn_as_server<T>(&self, cpus: Option<usize>, spawn: impl FnOnce() -> T) -> T {
+        let Pinning::Split { client, .. } = self else { return spawn() };
+        let server = self.server_set(cpus);
+        let _ = sched_setaffinity(None, &cpu_set(&server));
+        let out = spawn();
+        let _ = sched_setaffinity(None, &cpu_set(client));
+        out
+    }
+
+    /// For the report: "server on CPU 1, load generator on CPU 0".
+    pub fn describe(&self) -> String {
+        let list = |v: &[usize]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+        match self {
+            Pinning::Shared(all) => format!("none (server and load generator share CPUs {})", list(all)),
+            Pinning::Split { server, client } => {
+                format!("server on CPUs {}, load generator on CPUs {} (sched_setaffinity)", list(server), list(client))
+            }
+        }
+    }
+}
+
+/// The upper half for the server, the lower half for the client, when there are two CPUs.
+fn split(cpus: &[usize]) -> Pinning {
+    if cpus.len() < 2 {
+        return Pinning::Shared(cpus.to_vec());
+    }
+    let half = cpus.len() / 2;
+    Pinning::Split { server: cpus[half..].to_vec(), client: cpus[..half].to_vec() }
+}
+
+fn cpu_set(cpus: &[usize]) -> CpuSet {
+    let mut set = CpuSet::new();
+    cpus.iter().for_each(|&c| set.set(c));
+    set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn stat_fields_read_past_a_name_with_spaces_and_parentheses() {
+        let line = "42 (a b) c) S 7 42 42 0 -1 4194560 100 0 0 0 11 22 33 44 20 0 1 0";
+        assert_eq!(stat_fields(line), Some((7, 33 + 44)));
+    }
+
+    #[test]
+    fn a_tree_holds_descendants_only() {
+        // 10 -> 11 -> 12, and 20 unrelated (its child 21 too).
+        let procs = [(10, 1, 5), (11, 10, 7), (12, 11, 100), (20, 1, 1000), (21, 20, 9)];
+        assert_eq!(tree(10, &procs), [10, 11, 12]);
+        assert_eq!(tree(11, &procs), [11, 12]);
+    }
+
+    /// Others' share and the disturbed flag from two snapshots on a fake clock: half a
+    /// second on two CPUs is 1 s of CPU; what is neither idle, stolen, the server's nor the
+    /// load generator's went to other processes.
+    #[test]
+    fn others_are_what_the_machine_used_beyond_the_lab() {
+        let tick = 1e9 / rustix::param::clock_ticks_per_second() as f64;
+        let ticks = |ms: f64| (ms * 1e6 / tick).round() as u64;
+        let start = Instant::now();
+        let before =
+            Snapshot { at: start, server_ns: 7, server_reaped_ticks: 3, own_ns: 11, idle: 1000, steal: 50, cpus: 2 };
+        // (idle ms, steal ms, server's clock ms, reaped ms, own ms) → (others %, steal %, disturbed)
+        let cases = [
+            ((300.0, 0.0, 350.0, 50.0, 200.0), (10.0, 0.0, false)),
+            ((200.0, 0.0, 350.0, 50.0, 200.0), (20.0, 0.0, true)),
+            ((300.0, 30.0, 350.0, 50.0, 200.0), (7.0, 3.0, true)),
+            ((600.0, 0.0, 350.0, 50.0, 200.0), (0.0, 0.0, false)),
+        ];
+        for ((idle, steal, server, reaped, own), (others, stolen, disturbed)) in cases {
+            let after = Snapshot {
+                at: start + Duration::from_millis(500),
+                server_ns: 7 + (server * 1e6) as u64,
+                server_reaped_ticks: 3 + ticks(reaped),
+                own_ns: 11 + (own * 1e6) as u64,
+                idle: 1000 + ticks(idle),
+                steal: 50 + ticks(steal),
+                cpus: 2,
+            };
+            let cpu = before.until(&after, 0.5, true);
+            assert!((cpu.other_busy_pct - others).abs() < 1e-6, "{cpu:?}");
+            assert!((cpu.steal_pct - stolen).abs() < 1e-6, "{cpu:?}");
+            assert_eq!(cpu.disturbed, disturbed, "{cpu:?}");
+            assert!((cpu.server_cpu_us - (server + reaped) * 1e3).abs() < 1e-3, "{cpu:?}");
+            assert_eq!(cpu.client_cpu_us, Some(own * 1e3));
+            assert!((cpu.client_busy_pct() - own / 5.0).abs() < 1e-9, "{cpu:?}");
+            assert!(cpu.fine_clock && cpu.elapsed_s == 0.5);
+            assert_eq!(before.until(&after, 0.5, false).client_cpu_us, None, "load from other hosts");
+        }
+    }
+
+    #[test]
+    fn cpus_split_in_halves_from_two() {
+        let cases: [(&[usize], Pinning); 3] = [
+            (&[0], Pinning::Shared(vec![0])),
+            (&[0, 1], Pinning::Split { server: vec![1], client: vec![0] }),
+            (&[0, 1, 2, 3, 4], Pinning::Split { server: vec![2, 3, 4], client: vec![0, 1] }),
+        ];
+        for (cpus, want) in cases {
+            assert_eq!(split(cpus), want, "{cpus:?}");
+        }
+    }
+
+    /// A process tree that burned CPU in a child it has reaped (as fork's parent and CGI's
+    /// driver do) is counted through cutime, once the child is gone; a live busy child
+    /// through its clock, to the nanosecond.
+    #[test]
+    fn reaped_and_live_children_count_in_the_tree() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 5; true"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let cutime = || {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let rest = text.rsplit_once(')').map(|r| r.1.to_string()).unwrap_or_default();
+            rest.split_whitespace().nth(13).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        };
+        let start = Instant::now();
+        let mut live = 0;
+        while cutime() == 0 && start.elapsed() < Duration::from_secs(4) {
+            live = live.max(tree_cpu(pid).0);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (reaped, (_, tree_reaped)) = (cutime(), tree_cpu(pid));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(reaped > 0, "the busy child ran and was reaped");
+        assert!(tree_reaped >= reaped, "the tree ({tree_reaped}) counts the reaped child's ticks ({reaped})");
+        assert!(live > 0 && live % 10_000_000 != 0, "the live child's clock, in ns: {live}");
+    }
+}

@@ -1,0 +1,310 @@
+//! `spidey lab`: reproduces the seed studies on this machine and reports them.
+//!
+//! An experiment file (`experiments/*.toml`, built into the binary, [`experiment`]) is expanded into points
+//! ([`plan`]); for each server configuration the [`runner`] generates a document root
+//! ([`docroot`]), starts the server as a child ([`server`]), measures each point through
+//! the load seam ([`load`]) and appends it to `results.jsonl` ([`results`]) at once, so
+//! `--resume` continues an interrupted run. The [`report`] turns the journal into tables
+//! in the seeds' shapes ([`table`]), plots ([`plot`]), computed findings ([`finding`]) and
+//! the machine's description ([`machine`]).
+
+mod adversary;
+mod capacity;
+mod cdf;
+mod chart;
+mod claim;
+mod cold;
+mod cpu;
+mod delay_line;
+mod docroot;
+mod experiment;
+mod finding;
+mod hosts;
+mod listing;
+mod load;
+mod machine;
+mod metric;
+mod plan;
+mod plot;
+mod remote_server;
+mod render;
+mod report;
+mod results;
+mod robustness;
+mod robustness_report;
+mod root_copy;
+mod rule;
+mod runner;
+mod server;
+mod server_counts;
+mod shape;
+mod sizes;
+mod sources;
+mod stats;
+mod summary;
+mod table;
+mod tls;
+mod verdict;
+mod versus;
+mod why;
+
+use anyhow::Context;
+use experiment::Experiment;
+use indicatif::{ProgressBar, ProgressStyle};
+use spidey_config::ConfigError;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub use delay_line::{run as delay_line, DelayLineArgs};
+pub use hosts::HostArgs;
+
+/// `spidey lab --help`'s examples; a test runs the ones that measure nothing and parses
+/// the rest.
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  spidey lab --list
+      the experiments, with their quick and full times
+  spidey lab --quick --out /tmp/lab-quick
+      every experiment, reduced: a smoke test of a few minutes
+  spidey lab 000 004 --out lab-out
+      two experiments in full
+  spidey lab --all --resume --out lab-out
+      every experiment in full, going on from an interrupted run
+  spidey lab --verdicts lab-out/results.jsonl
+      the verdict table of a run, measuring nothing
+  spidey lab --report lab-out/results.jsonl --out /tmp/report
+      the report of a run, measuring nothing";
+
+/// `spidey lab`'s flags.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Details and examples: spidey lab --help", after_long_help = EXAMPLES)]
+pub struct LabArgs {
+    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
+    /// --quick.
+    pub experiments: Vec<String>,
+    /// A reduced version of every experiment, a smoke test (about 3 minutes).
+    ///
+    /// About 3 minutes for all of them on a 2-core machine (`--list` shows each one's time).
+    #[arg(help_heading = "What to run", long)]
+    pub quick: bool,
+    /// Run every experiment in full (hours).
+    ///
+    /// Without --all, --quick or experiment ids, the plan is printed instead.
+    #[arg(help_heading = "What to run", long)]
+    pub all: bool,
+    /// List the experiments with their quick and full times, and run nothing.
+    ///
+    /// The times are the last run's in OUT, or an estimate from the plan.
+    #[arg(help_heading = "What to run", long)]
+    pub list: bool,
+    /// Where results.jsonl, report.md, report.html and plots/ go.
+    #[arg(help_heading = "Results and reports", long, default_value = "lab-out")]
+    pub out: PathBuf,
+    /// Keep OUT/results.jsonl and measure only the points missing from it.
+    #[arg(help_heading = "Results and reports", long)]
+    pub resume: bool,
+    /// Start afresh even though OUT/results.jsonl exists (it is emptied).
+    ///
+    /// Without --force or --resume an existing one is refused.
+    #[arg(help_heading = "Results and reports", long, conflicts_with = "resume")]
+    pub force: bool,
+    /// Read the experiment files from this directory, not the built-in ones.
+    #[arg(help_heading = "What to run", long)]
+    pub experiments_dir: Option<PathBuf>,
+    /// Use each point's first measurement even when the machine was disturbed.
+    ///
+    /// Disturbed: others busy or steal above the limits. By default a disturbed point is measured again up
+    /// to twice, and one still disturbed is left out of intervals and verdicts.
+    #[arg(help_heading = "Measurement", long)]
+    pub keep_disturbed: bool,
+    /// Run each server on this many CPUs [default: the upper half].
+    ///
+    /// The top ones; past the server's half they are shared with the load generator, which
+    /// the report says. An experiment arm that sets `cpus` keeps its own.
+    #[arg(help_heading = "Measurement", long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub server_cpus: Option<u16>,
+    /// Measure nothing: print the verdict table (Markdown) of a results file.
+    ///
+    /// RESULTS is a `results.jsonl` or `results.jsonl.gz`; the table goes to stdout.
+    #[arg(help_heading = "Results and reports", long, value_name = "RESULTS")]
+    pub verdicts: Option<PathBuf>,
+    /// Measure nothing: print why the seeds' results differ (Markdown), from a results file.
+    ///
+    /// Each seed claim an explain experiment put to the test, with every suspected cause
+    /// and what the run says of it, then the claims that differ with no cause tested yet.
+    #[arg(help_heading = "Results and reports", long, value_name = "RESULTS", conflicts_with = "verdicts")]
+    pub why: Option<PathBuf>,
+    /// Measure nothing: write the report of a results file into --out.
+    ///
+    /// The report is report.md, report.html and plots/, of a `results.jsonl` or
+    /// `results.jsonl.gz`, with the robustness section from
+    /// the `robustness.jsonl` and the machine from the `machine.json` (or `report.md`)
+    /// beside it.
+    #[arg(help_heading = "Results and reports", long, value_name = "RESULTS", conflicts_with = "verdicts")]
+    pub report: Option<PathBuf>,
+    /// Where the server and the load run (default: here, on loopback).
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
+
+pub fn run(args: LabArgs) -> anyhow::Result<()> {
+    let sources = sources::find(args.experiments_dir.as_deref(), &args.experiments)?;
+    anyhow::ensure!(!sources.is_empty(), "no experiments found");
+    let exps: Vec<Experiment> = sources.iter().map(Experiment::parse).collect::<anyhow::Result<_>>()?;
+    if args.experiments.is_empty() {
+        why::check_links(&exps)?;
+    }
+    if let Some(results) = &args.verdicts {
+        let (quick, records) = read_results(results)?;
+        print!("{}", report::verdicts_markdown(&exps, quick, &records));
+        return Ok(());
+    }
+    if let Some(results) = &args.why {
+        let (quick, records) = read_results(results)?;
+        let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
+        print!("{}", why::markdown(&exps, &report::verdict_rows(&exps, quick, &records), cores));
+        return Ok(());
+    }
+    if let Some(results) = &args.report {
+        return rerender(&exps, results, &args.out);
+    }
+    let results_path = args.out.join("results.jsonl");
+    if args.list {
+        print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
+        return Ok(());
+    }
+    if args.experiments.is_empty() && !args.quick && !args.all {
+        print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
+        return Err(ConfigError(
+            "the full run of every experiment takes the time above: pass --all to start it, --quick for the smoke \
+             test, or name experiments"
+                .into(),
+        )
+        .into());
+    }
+    results::check_fresh(&results_path, args.resume, args.force)?;
+    hosts::Hosts::from_args(&args.hosts)?;
+    let sweeps_rtt = exps.iter().any(|e| plan::active(e, args.quick).iter().any(|a| a.sweep.rtt.is_some()));
+    let link = args.hosts.delay_line(sweeps_rtt)?;
+    let hosts = hosts::Hosts::from_args(&match (&link, args.hosts.rtt) {
+        (Some(l), Some(_)) => args.hosts.across(l),
+        _ => args.hosts.clone(),
+    })?;
+    let across = link.as_ref().map(|l| hosts::Hosts::from_args(&args.hosts.across(l))).transpose()?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    docroot::remove_stale(&std::env::temp_dir());
+    let pinning = cpu::pin();
+    let mut journal = results::Journal::open(&results_path, args.resume)?;
+    let total: usize =
+        exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
+    let bar = progress(total as u64);
+    let mut run = runner::Run {
+        quick: args.quick,
+        keep_disturbed: args.keep_disturbed,
+        journal: &mut journal,
+        bar: &bar,
+        hosts: &hosts,
+        link: link.as_ref().zip(across.as_ref()),
+        server_cpus: args.server_cpus.map(usize::from),
+        base_rtt: args.hosts.rtt,
+    };
+    for exp in &exps {
+        runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
+    }
+    bar.finish_with_message("done");
+    let mut machine = machine::Machine::describe(pinning);
+    machine.network = hosts::describe_network(&args.hosts, link.as_ref());
+    if let Some(n) = args.server_cpus {
+        let set = pinning.server_set(Some(usize::from(n)));
+        machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
+    }
+    machine.save(&args.out)?;
+    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, None)?;
+    for exp in &exps {
+        if let Some(spec) = &exp.robustness {
+            if !hosts.is_local() {
+                eprintln!("spidey lab: {} skipped: its crowds and clients run on this host's loopback only", exp.id);
+                continue;
+            }
+            let points = robustness::run(exp, spec, args.quick, &args.out, &hosts)
+                .with_context(|| format!("experiment {}", exp.id))?;
+            let section = robustness_section(&args.out, &spec.attacks, &points)?;
+            report::write(
+                &args.out,
+                &exps,
+                args.quick,
+                &journal.records,
+                &machine,
+                args.keep_disturbed,
+                Some(section),
+            )?;
+        }
+    }
+    println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
+    Ok(())
+}
+
+/// The records of a results file (plain or gzipped), and whether it is a quick run's (every
+/// point in it a quick one).
+fn read_results(results: &std::path::Path) -> anyhow::Result<(bool, HashMap<String, results::Record>)> {
+    anyhow::ensure!(results.is_file(), "no results file {}", results.display());
+    let records = results::read(results)?;
+    let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
+    Ok((quick, records))
+}
+
+/// The robustness experiment's report section (it also writes `robustness.md` and its SVGs
+/// into `out`).
+fn robustness_section(
+    out: &std::path::Path,
+    attacks: &[robustness::AttackName],
+    points: &[robustness::Point],
+) -> anyhow::Result<report::Section> {
+    let markdown = robustness_report::write(out, attacks, points)?;
+    let mut svgs = Vec::new();
+    for entry in std::fs::read_dir(out)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.starts_with("robustness-") && name.ends_with(".svg") && markdown.contains(&name) {
+            svgs.push((name.clone(), std::fs::read_to_string(out.join(&name))?));
+        }
+    }
+    Ok(report::Section { markdown, svgs })
+}
+
+/// `--report`: the report of a results file, measuring nothing. The experiments are those
+/// with points in it (and the robustness experiment when a `robustness.jsonl` is beside it).
+fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
+    let (quick, records) = read_results(results)?;
+    let dir = results.parent().unwrap_or(std::path::Path::new("."));
+    let journal = dir.join("robustness.jsonl");
+    let ran: Vec<Experiment> = exps
+        .iter()
+        .filter(|e| records.values().any(|r| r.experiment == e.id) || (e.robustness.is_some() && journal.is_file()))
+        .cloned()
+        .collect();
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut extra = None;
+    for exp in &ran {
+        if let Some(spec) = &exp.robustness {
+            if journal.is_file() {
+                extra = Some(robustness_section(out, &spec.attacks, &robustness::read(&journal)?)?);
+            }
+        }
+    }
+    let machine = machine::Machine::of_results(dir);
+    // A repeat kept though disturbed is what --keep-disturbed leaves (without it, one still
+    // disturbed after its tries is marked excluded).
+    let keep_disturbed =
+        records.values().filter_map(|r| r.measurement.as_ref()).any(|m| m.cpu.disturbed && !m.excluded);
+    report::write(out, &ran, quick, &records, &machine, keep_disturbed, extra)?;
+    println!("spidey lab: the report of {} in {}", results.display(), out.join("report.html").display());
+    Ok(())
+}
+
+fn progress(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar
+}

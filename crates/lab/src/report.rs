@@ -1,0 +1,436 @@
+//! The report: one document model ([`crate::render`]) rendered twice, as `report.md`
+//! (plots as SVG files beside it) and as a self-contained `report.html`. It opens with a
+//! summary of the verdicts and the verdict table, then each experiment's tables, findings
+//! and plots, then the robustness experiment, and ends with the method and the machine.
+
+use crate::experiment::Experiment;
+use crate::machine::Machine;
+use crate::plan;
+use crate::render::{self, slug, Block, Table};
+use crate::results::{Outcome, Record};
+use crate::sizes::{self, fill};
+use crate::summary::{self, Category};
+use crate::{cdf, finding, plot, runner, table, verdict, versus};
+use anyhow::Context;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
+pub(crate) struct Section {
+    pub markdown: String,
+    /// (file name in the output directory, SVG document).
+    pub svgs: Vec<(String, String)>,
+}
+
+/// Writes `out/report.md`, `out/report.html` and `out/plots/*.svg`.
+pub(crate) fn write(
+    out: &Path,
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+    extra: Option<Section>,
+) -> anyhow::Result<()> {
+    clear_plots(&out.join("plots"))?;
+    let doc = document(exps, quick, records, machine, keep_disturbed, extra);
+    for block in &doc {
+        if let Block::Plot { file, svg, .. } = block {
+            std::fs::write(out.join(file), svg).with_context(|| format!("cannot write {file}"))?;
+        }
+    }
+    std::fs::write(out.join("report.md"), render::markdown(&doc))?;
+    std::fs::write(out.join("report.html"), render::html(&doc))?;
+    Ok(())
+}
+
+fn document(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+    extra: Option<Section>,
+) -> Vec<Block> {
+    let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
+    doc.extend(opening(exps, quick, records, machine.cores));
+    let mut extra = extra.map(|s| Block::Markdown { text: demote(&s.markdown), svgs: s.svgs });
+    for exp in exps {
+        doc.extend(experiment(exp, quick, records));
+        // The robustness experiment's own section goes under its heading.
+        if exp.robustness.is_some() {
+            doc.extend(extra.take());
+        }
+    }
+    doc.extend(extra);
+    doc.extend(appendix(exps, quick, records, machine, keep_disturbed));
+    doc
+}
+
+/// Markdown with each heading one level down, to sit under an experiment's heading.
+fn demote(md: &str) -> String {
+    md.lines().map(|l| if l.starts_with('#') { format!("#{l}\n") } else { format!("{l}\n") }).collect()
+}
+
+/// Removes the SVGs of an earlier report, so none outlives its data.
+fn clear_plots(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "svg") {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The heading of an experiment's section (the verdict table links to it).
+fn experiment_heading(exp: &Experiment) -> String {
+    format!("{}: {}", exp.id, exp.title)
+}
+
+/// The summary paragraph and the verdict table, each claim linked to its experiment.
+fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, cores: usize) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records);
+    if rows.is_empty() {
+        return vec![Block::Para(format!(
+            "A {}: no seed claims are checked in it.",
+            if quick { "quick run" } else { "run" }
+        ))];
+    }
+    let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).collect();
+    let anchor =
+        |id: &str| exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)));
+    let link = |id: &str| anchor(id).map_or_else(|| id.to_string(), |a| format!("[{id}](#{a})"));
+    let by_seed: Vec<(String, &verdict::Verdict)> = rows.iter().map(|(id, v)| (id.clone(), v)).collect();
+    let mut doc = vec![
+        Block::Para(format!(
+            "{} {} {}",
+            summary::text(&verdicts, quick),
+            summary::per_seed(&by_seed, link),
+            summary::READ_ON
+        )),
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+    ];
+    let sections = claim_sections(exps, quick, records);
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .zip(sections)
+        .map(|((id, v), section)| {
+            let seed = link(id);
+            let line = v.source.split(' ').next().unwrap_or_default();
+            // The claim's words link to the sweep it is measured in.
+            let words = match section {
+                Some(anchor) => format!("[{}](#{anchor})", v.claim),
+                None => v.claim.clone(),
+            };
+            let claim = format!("{} ({line})", claim_cell(v).replacen(&v.claim, &words, 1));
+            vec![seed, claim, v.seed_brief.clone(), v.here_brief.clone(), v.label()]
+        })
+        .collect();
+    doc.push(Block::Table(Table {
+        headers: [
+            "Seed",
+            "Claim (the seed's file:line)",
+            "Seed's number",
+            "Here (pooled ratio [95% interval])",
+            "Verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: cells,
+        classes: Some((4, classes(&rows))),
+    }));
+    doc.push(Block::Para(
+        "The seed's words, each point's numbers and the stated sizes are in the appendix's full table; how a verdict is reached is in the appendix too.".into(),
+    ));
+    doc.extend(contradictions(&rows));
+    let why = crate::why::blocks(exps, &rows, cores);
+    if !why.is_empty() {
+        doc.push(Block::Heading(2, "Why the results differ from the seeds".into()));
+        doc.extend(why);
+    }
+    doc
+}
+
+/// The claim as the verdict table states it.
+fn claim_cell(v: &verdict::Verdict) -> String {
+    let mut claim = v.claim.clone();
+    if let Some(why) = &v.by_construction {
+        claim += &format!(" (true by construction: {why})");
+    }
+    if v.contradicts.is_some() {
+        claim += " (the seed contradicts itself here: see below)";
+    }
+    claim
+}
+
+/// Each verdict's CSS class, for the verdict column.
+fn classes(rows: &[(String, verdict::Verdict)]) -> Vec<&'static str> {
+    rows.iter().map(|(_, v)| Category::of(v).class()).collect()
+}
+
+fn contradictions(rows: &[(String, verdict::Verdict)]) -> Vec<Block> {
+    let items: Vec<String> = rows
+        .iter()
+        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
+        .collect();
+    if items.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        Block::Para("The seeds' internal contradictions (both statements are checked above):".into()),
+        Block::Bullets(items),
+    ]
+}
+
+/// How the numbers were made and how verdicts are reached, and the machine.
+fn appendix(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, "Appendix: method".into()),
+        Block::Para(format!(
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of one CPU (its one thread: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
+            kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
+            other = crate::cpu::OTHER_BUSY_LIMIT_PCT,
+            floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
+            extra = runner::EXTRA_TRIES,
+            clean = table::MIN_CLEAN_REPEATS,
+            keep = if keep_disturbed { " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)" } else { "" },
+            steal = crate::cpu::STEAL_LIMIT_PCT,
+            repeats = if quick { "3" } else { "5 (or more)" }
+        )),
+        Block::Para(RULE.into()),
+    ];
+    let rows = verdict_rows(exps, quick, records);
+    if !rows.is_empty() {
+        doc.push(Block::Heading(2, "Appendix: the verdicts in full".into()));
+        let mut table = full_table(&rows);
+        table.classes = Some((6, classes(&rows)));
+        doc.push(Block::Table(table));
+    }
+    doc.push(Block::Heading(2, "Appendix: machine".into()));
+    doc.push(Block::Table(Table::new(
+        vec!["".into(), "".into()],
+        machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
+    )));
+    doc
+}
+
+/// How a verdict is reached.
+const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
+
+/// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
+/// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
+fn seed_line(seed: &str) -> String {
+    match seed.strip_prefix("seeds/") {
+        Some(rest) => format!("Seed {rest}"),
+        None => format!("Seed: {seed}"),
+    }
+}
+
+fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, experiment_heading(exp)),
+        Block::Para(format!("{}. Question: {}", seed_line(&exp.seed), exp.question)),
+    ];
+    for a in plan::active(exp, quick) {
+        let samples = table::samples(&exp.id, &a, quick, records);
+        let ran = sizes::measured(&a, &samples);
+        doc.push(Block::Heading(3, fill(&a.sweep.title, &ran)));
+        doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
+        if let Some(v) = &a.sweep.table.versus {
+            doc.push(Block::Para(format!(
+                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name}: the ratio per round (repeat r of one against repeat r of the other), the median of those ratios and its order-statistic interval, labelled with its coverage.",
+                suffix = v.suffix,
+                name = v.name
+            )));
+            let (headers, rows) = versus::build(v, &samples);
+            let groups: Vec<usize> = v.metrics.iter().map(|_| 3).chain([1]).collect();
+            doc.extend(table::fit(Table::new(headers, rows), 3, &groups).into_iter().map(Block::Table));
+        }
+        if let Some(note) = &a.sweep.seed_note {
+            doc.push(Block::Para(format!("About the seed's numbers: {}", fill(note, &ran))));
+        }
+        let findings: Vec<String> =
+            a.sweep.findings.iter().map(|f| format!("Finding: {}", finding::compute(f, &samples))).collect();
+        if !findings.is_empty() {
+            doc.push(Block::Bullets(findings));
+        }
+        for (i, spec) in a.sweep.plots.iter().enumerate() {
+            let title = fill(&spec.title, &ran);
+            if let Some(svg) = plot::svg(spec, &title, &samples, a.sweep) {
+                let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
+                doc.push(Block::Plot { file, title, svg });
+            }
+        }
+        for (i, c) in cdf::plots(exp, &a, quick, records).into_iter().enumerate() {
+            let file = format!("plots/{}-{}-cdf-{}.svg", exp.id, a.sweep.name, i + 1);
+            doc.push(Block::Plot { file, title: c.title, svg: c.svg });
+        }
+        let notes = notes(&exp.id, &a.sweep.name, quick, records);
+        if !notes.is_empty() {
+            doc.push(Block::Bullets(notes));
+        }
+    }
+    doc
+}
+
+/// The verdict table: every claim of every experiment, checked against its sweep.
+pub(crate) fn verdict_rows(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+) -> Vec<(String, verdict::Verdict)> {
+    let mut rows = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        let sweeps: Vec<(&plan::Active<'_>, Vec<table::Sample>)> =
+            active.iter().map(|a| (a, table::samples(&exp.id, a, quick, records))).collect();
+        for claim in &exp.claims {
+            let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
+            let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
+            let mut v = verdict::check(claim, sweep);
+            if let Some((a, s)) = sweep {
+                v.claim = fill(&v.claim, &sizes::measured(a, s));
+            }
+            rows.push((id, v));
+        }
+    }
+    rows
+}
+
+/// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
+/// the sweep does not run in this kind of run).
+fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        for claim in &exp.claims {
+            out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| {
+                let samples = table::samples(&exp.id, a, quick, records);
+                slug(&fill(&a.sweep.title, &sizes::measured(a, &samples)))
+            }));
+        }
+    }
+    out
+}
+
+/// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints.
+pub(crate) fn verdicts_markdown(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> String {
+    render::markdown(&verdicts(exps, quick, records))
+}
+
+fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records);
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for (_, v) in rows.iter().filter(|(_, v)| v.is_evidence()) {
+        match counts.iter_mut().find(|(l, _)| *l == v.label()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((v.label(), 1)),
+        }
+    }
+    let evidence: usize = counts.iter().map(|c| c.1).sum();
+    let constructed = rows.iter().filter(|(_, v)| v.by_construction.is_some()).count();
+    let untestable = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotTestable).count();
+    let unmeasured = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotMeasured).count();
+    let summary = format!(
+        "{} claims. As evidence, {evidence}: {}. Not counted: {constructed} true by construction, {untestable} not testable here, {unmeasured} not measured.",
+        rows.len(),
+        counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
+    );
+    let mut doc = vec![
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+        Block::Para(RULE.into()),
+        Block::Table(full_table(&rows)),
+        Block::Para(summary),
+    ];
+    doc.extend(contradictions(&rows));
+    doc
+}
+
+/// The verdict table with every column: the seed's words, and each point's numbers.
+fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
+    let headers = [
+        "Seed",
+        "Claim",
+        "Where the seed says it",
+        "Seed's number",
+        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
+        "Stated size",
+        "Verdict",
+    ];
+    let cells = rows
+        .iter()
+        .map(|(id, v)| {
+            vec![
+                id.clone(),
+                claim_cell(v),
+                v.source.clone(),
+                v.seed.clone(),
+                v.here.clone(),
+                v.size_text.clone(),
+                v.label(),
+            ]
+        })
+        .collect();
+    Table::new(headers.map(String::from).to_vec(), cells)
+}
+
+/// Why points are missing: skipped servers and failures, each reason once.
+fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>) -> Vec<String> {
+    let reasons: BTreeSet<String> = records
+        .values()
+        .filter(|r| r.experiment == exp && r.sweep == sweep && r.outcome != Outcome::Measured)
+        .filter(|r| r.id.starts_with("quick/") == quick)
+        .filter_map(|r| {
+            let kind = if r.outcome == Outcome::Skipped { "Skipped" } else { "Failed" };
+            r.note.as_ref().map(|n| format!("{kind}: {n}"))
+        })
+        .collect();
+    reasons.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::Experiment;
+    use std::path::Path;
+
+    #[test]
+    fn seeds_are_named_as_the_docs_name_them() {
+        let cases = [
+            ("seeds/000 (Spidey in C, thor.py)", "Seed 000 (Spidey in C, thor.py)"),
+            ("none (Spidey's own question)", "Seed: none (Spidey's own question)"),
+            ("seed 000, explained", "Seed: seed 000, explained"),
+        ];
+        for (seed, want) in cases {
+            assert_eq!(super::seed_line(seed), want);
+        }
+    }
+
+    /// The committed verdict table is the generator's output on the committed full run, not
+    /// typed: regenerate it with
+    /// `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`.
+    #[test]
+    fn committed_verdict_table_is_generated_from_the_committed_full_run() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let records = crate::results::read(&repo.join("docs/runs/lab-full-4119505/results.jsonl.gz")).unwrap();
+        assert!(records.len() >= 2600, "the full run's points: {}", records.len());
+        let sources = crate::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let got = super::verdicts_markdown(&exps, false, &records);
+        let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
+        assert!(
+            got == want,
+            "docs/lab-verdicts.md is stale: regenerate it with `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`"
+        );
+    }
+}

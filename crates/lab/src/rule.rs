@@ -1,0 +1,223 @@
+//! The verdict rule: one test per claim, pooled over the claim's points and paired by repeat.
+//!
+//! A claim compares sides at one or more points: `a` against its twin `b`, or a gain against
+//! another gain. Its contrast is a weighted sum of logarithms, one term per point and side
+//! (`+1/k · ln a − 1/k · ln b` over `k` points for "a beats b", signed so that above 0
+//! favours the claimed side). Repeat `r` of every point was measured in the same rotation of
+//! the servers, so the contrast is computed per repeat: `D_r = Σ w · ln v[r]`. The pooled
+//! ratio is `exp(mean D)` and its 95% interval `exp(mean D ± t(0.975, R − 1) · sd(D) / √R)`,
+//! the one-sample t interval over the `R` repeats.
+//!
+//! Why this shape: adding points averages them into each `D_r` instead of adding tests, so
+//! a claim over 39 points is no more fragile than one over 2 (the old rule let one spurious
+//! loss among 39 points veto it); whatever the repeats of one server run share (a slow
+//! machine for a minute, a server that started slowly) stays inside one `D_r` instead of
+//! passing for agreement between points; and a direction is called only when the interval
+//! excludes 1, so under no difference a claim is called in its direction at most 2.5% of
+//! the time (one-sided), whatever its number of points. `tests` below simulate that with the
+//! lab's repeats and point counts, under noise with outliers, and check the power under a
+//! real 10% difference. The rate is per claim: with `K` claims in a run, the expected number
+//! of claims called in their direction by chance alone is at most `0.025 · K`.
+
+use crate::stats::Call;
+
+/// One side of one point in a contrast: its values per repeat and its weight.
+pub(crate) type Term = (Vec<f64>, f64);
+
+/// The pooled ratio of a claim with its 95% interval (NaN bounds with fewer than two repeats).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Pooled {
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Repeats in which every term was measured (and positive).
+    pub repeats: usize,
+}
+
+impl Pooled {
+    pub fn known(&self) -> bool {
+        self.lo.is_finite() && self.hi.is_finite()
+    }
+
+    /// Above 1 (the claimed side ahead), below 1, or neither.
+    pub fn call(&self) -> Call {
+        match (self.known(), self.lo > 1.0, self.hi < 1.0) {
+            (true, true, _) => Call::Win,
+            (true, _, true) => Call::Loss,
+            _ => Call::Level,
+        }
+    }
+
+    /// The interval lies within `1 ± band` (as factors: `[1/(1+band), 1+band]`).
+    pub fn within(&self, band: f64) -> bool {
+        self.known() && self.lo >= 1.0 / (1.0 + band) && self.hi <= 1.0 + band
+    }
+
+    /// The interval lies wholly outside `1 ± band`.
+    pub fn beyond(&self, band: f64) -> bool {
+        self.known() && (self.lo > 1.0 + band || self.hi < 1.0 / (1.0 + band))
+    }
+
+    /// `1.31× [1.20–1.42] (5 repeats)`.
+    pub fn text(&self) -> String {
+        if self.known() {
+            format!("{:.2}× [{:.2}–{:.2}]", self.ratio, self.lo, self.hi)
+        } else if self.ratio.is_finite() {
+            format!("{:.2}× (no interval: {} repeats)", self.ratio, self.repeats)
+        } else {
+            "not measured".into()
+        }
+    }
+}
+
+/// The pooled contrast of `terms` (see the module comment). A repeat where a term has no
+/// value, or a value that is not positive, is left out of every term.
+pub(crate) fn pooled(terms: &[Term]) -> Pooled {
+    let r_max = terms.iter().map(|t| t.0.len()).min().unwrap_or(0);
+    let d: Vec<f64> = (0..r_max)
+        .filter(|&r| terms.iter().all(|t| t.0[r].is_finite() && t.0[r] > 0.0))
+        .map(|r| terms.iter().map(|(v, w)| w * v[r].ln()).sum())
+        .collect();
+    let n = d.len();
+    if n == 0 || terms.is_empty() {
+        return Pooled { ratio: f64::NAN, lo: f64::NAN, hi: f64::NAN, repeats: 0 };
+    }
+    let mean = d.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return Pooled { ratio: mean.exp(), lo: f64::NAN, hi: f64::NAN, repeats: n };
+    }
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t975(n - 1) * (var / n as f64).sqrt();
+    Pooled { ratio: mean.exp(), lo: (mean - half).exp(), hi: (mean + half).exp(), repeats: n }
+}
+
+/// The two terms of "a ahead of b" at one point, weighted `w`, for a metric where higher
+/// is better (`higher`) or lower is.
+pub(crate) fn ahead(a: Vec<f64>, b: Vec<f64>, w: f64, higher: bool) -> [Term; 2] {
+    let s = if higher { w } else { -w };
+    [(a, s), (b, -s)]
+}
+
+/// The 97.5th percentile of Student's t with `df` degrees of freedom (rounded up beyond
+/// 30, so the interval errs wide).
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        31..=60 => 2.042,
+        61..=120 => 2.000,
+        _ => 1.980,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooled_table() {
+        // Two points, a 2× ahead at both in every repeat with a little noise.
+        let two = |x: f64| vec![x * 0.98, x, x * 1.02, x * 0.99, x * 1.01];
+        let other = |x: f64| vec![x * 1.01, x * 0.99, x, x * 1.02, x * 0.98];
+        let terms: Vec<Term> =
+            [ahead(two(20.0), other(10.0), 0.5, true), ahead(two(40.0), other(20.0), 0.5, true)].concat();
+        let p = pooled(&terms);
+        assert!((p.ratio - 2.0).abs() < 1e-9 && p.lo < 2.0 && p.hi > 2.0 && p.lo > 1.9, "{p:?}");
+        assert_eq!((p.call(), p.repeats), (Call::Win, 5));
+        // Lower is better: the same numbers say b is ahead.
+        let p = pooled(&ahead(two(20.0), two(10.0), 1.0, false));
+        assert_eq!(p.call(), Call::Loss);
+        // A repeat missing on one side is left out of all; one repeat has no interval.
+        let p = pooled(&ahead(vec![2.0, 2.0], vec![1.0], 1.0, true));
+        assert_eq!((p.repeats, p.known(), p.ratio), (1, false, 2.0));
+        assert_eq!(pooled(&[]).repeats, 0);
+        // Identical repeats: an exact interval.
+        let p = pooled(&ahead(vec![1.0; 3], vec![1.0; 3], 1.0, true));
+        assert!(p.known() && p.within(0.05) && p.call() == Call::Level, "{p:?}");
+    }
+
+    /// Noise as the lab sees it: each value log-normal around its point's level (σ = 5%),
+    /// each server run (one side, one repeat) shifted by its own drift (σ = 3%, shared by
+    /// its points), and one value in ten an outlier 1.5× slower.
+    fn measure(rng: &mut fastrand::Rng, level: f64, run_drift: f64) -> f64 {
+        let outlier = if rng.f64() < 0.1 { 1.5f64.ln() } else { 0.0 };
+        (level.ln() + run_drift + 0.05 * normal(rng) + outlier).exp()
+    }
+
+    fn normal(rng: &mut fastrand::Rng) -> f64 {
+        // Box–Muller.
+        let (u, v) = (rng.f64().max(1e-300), rng.f64());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    /// How often a claim "a beats b" over `points` points and `repeats` repeats is called in
+    /// its direction by the rule, when a's true advantage is `effect` (1 = none).
+    fn rate_called(points: usize, repeats: usize, effect: f64, trials: usize, seed: u64) -> f64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut called = 0;
+        for _ in 0..trials {
+            let (mut a, mut b) = (vec![Vec::new(); points], vec![Vec::new(); points]);
+            for _ in 0..repeats {
+                let (da, db) = (0.03 * normal(&mut rng), 0.03 * normal(&mut rng));
+                for i in 0..points {
+                    let level = 100.0 * (1.0 + i as f64);
+                    a[i].push(measure(&mut rng, level * effect, da));
+                    b[i].push(measure(&mut rng, level, db));
+                }
+            }
+            let w = 1.0 / points as f64;
+            let terms: Vec<Term> = a.into_iter().zip(b).flat_map(|(x, y)| ahead(x, y, w, true)).collect();
+            called += usize::from(pooled(&terms).call() == Call::Win);
+        }
+        called as f64 / trials as f64
+    }
+
+    /// The stated error rate: under no difference, with the lab's repeats (5 in a full run,
+    /// 3 in a quick one) and its claims' point counts (1 to 39), a claim is called in its
+    /// direction at most 2.5% of the time (with 4000 simulated claims each, a 3.2% bound
+    /// leaves three standard errors for the simulation's own noise).
+    #[test]
+    fn false_reproduced_rate_under_no_difference_is_at_most_the_stated_one() {
+        for repeats in [3, 5] {
+            for (k, points) in [1, 2, 4, 6, 13, 26, 39].into_iter().enumerate() {
+                let rate = rate_called(points, repeats, 1.0, 4000, 31 + k as u64);
+                eprintln!("no difference, {points} points × {repeats} repeats: called {:.2}%", rate * 100.0);
+                assert!(
+                    rate <= 0.032,
+                    "{points} points × {repeats} repeats: called {:.1}% under the null",
+                    rate * 100.0
+                );
+            }
+        }
+    }
+
+    /// Power: a real 10% advantage is called more often as points are added (the old rule's
+    /// one-loss veto made it less likely), and in most claims over 39 points.
+    #[test]
+    fn a_real_difference_is_called_and_more_points_do_not_hurt() {
+        let mut last = 0.0;
+        for (k, points) in [1, 4, 13, 39].into_iter().enumerate() {
+            let rate = rate_called(points, 5, 1.10, 1000, 77 + k as u64);
+            eprintln!("10% advantage, {points} points × 5 repeats: called {:.1}%", rate * 100.0);
+            assert!(
+                rate >= last - 0.03,
+                "{points} points: called {:.1}% of the time, less than fewer points",
+                rate * 100.0
+            );
+            last = rate;
+        }
+        // Each server run's own drift (3%) is what more points cannot average away.
+        assert!(last >= 0.8, "39 points × 5 repeats: called {:.1}%", last * 100.0);
+    }
+
+    #[test]
+    fn t_quantiles_err_wide() {
+        assert_eq!(t975(4), 2.776);
+        assert!(t975(0).is_infinite());
+        assert!(t975(45) >= 2.014 && t975(100) >= 1.984 && t975(1000) >= 1.962);
+    }
+}

@@ -1,0 +1,156 @@
+//! The server's own count of a point, beside the client's: the lab starts `spidey serve`
+//! with `--metrics` at [`PATH`] and scrapes it (Prometheus text, `metrics.rs`) just before
+//! and just after each point's load; the difference is what the server answered during
+//! the point, by status class, and the body bytes it sent. Peers have no such endpoint,
+//! so their points carry none.
+
+use crate::metric::Measurement;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// Where the lab asks spidey for its counters (`--metrics`).
+pub(crate) const PATH: &str = "/-/metrics";
+
+/// What the server counted during one point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ServerCounts {
+    /// Responses by status class (`2xx`, `5xx`, ...), classes with none left out.
+    pub responses: BTreeMap<String, u64>,
+    /// Response body bytes, as the access log counts them.
+    pub body_bytes: u64,
+}
+
+/// A table cell for a point's repeats: the answers the client counted against those the
+/// server counted (by class) and its body bytes, summed over the repeats; `–` for the
+/// server's side when a repeat has no server count (a peer).
+pub(crate) fn cell(runs: &[Measurement]) -> String {
+    if runs.is_empty() {
+        return "–".into();
+    }
+    let client: u64 = runs.iter().map(|m| m.responses).sum();
+    let Some(server) = runs.iter().map(|m| m.server.as_ref()).collect::<Option<Vec<_>>>() else {
+        return format!("{client} / –");
+    };
+    let mut classes: BTreeMap<&str, u64> = BTreeMap::new();
+    for counts in &server {
+        for (class, n) in &counts.responses {
+            *classes.entry(class).or_default() += n;
+        }
+    }
+    let total: u64 = classes.values().sum();
+    let bytes: u64 = server.iter().map(|c| c.body_bytes).sum();
+    let by_class: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let (scale, unit) = if bytes >= 1_000_000 { (1e6, "MB") } else { (1e3, "KB") };
+    let size = format!("{} {unit}", crate::metric::format(bytes as f64 / scale));
+    format!("{client} / {total} ({}; {size})", by_class.join(", "))
+}
+
+/// One scrape: the counters, and the size of the scrape's own body, which the server
+/// counts as a 2xx response after rendering it (so the next scrape sees it).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Scrape {
+    counts: ServerCounts,
+    own_body: u64,
+}
+
+/// Scrapes the server at `addr`; None if it does not answer 200 with the counters.
+pub(crate) fn scrape(addr: SocketAddr) -> Option<Scrape> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(format!("GET {PATH} HTTP/1.0\r\nHost: lab\r\n\r\n").as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    if raw.get(9..12) != Some(b"200") {
+        return None;
+    }
+    let body = &raw[head_end + 4..];
+    Some(Scrape { counts: parse(std::str::from_utf8(body).ok()?), own_body: body.len() as u64 })
+}
+
+/// What the server counted between two scrapes, the first scrape's own response taken out.
+pub(crate) fn between(before: &Scrape, after: &Scrape) -> ServerCounts {
+    let mut responses = BTreeMap::new();
+    for (class, n) in &after.counts.responses {
+        let was = before.counts.responses.get(class).copied().unwrap_or(0);
+        let own = u64::from(class == "2xx");
+        let n = n.saturating_sub(was).saturating_sub(own);
+        if n > 0 {
+            responses.insert(class.clone(), n);
+        }
+    }
+    let body_bytes = after.counts.body_bytes.saturating_sub(before.counts.body_bytes).saturating_sub(before.own_body);
+    ServerCounts { responses, body_bytes }
+}
+
+/// The response counters of a metrics page.
+fn parse(text: &str) -> ServerCounts {
+    let mut counts = ServerCounts::default();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, value)) = line.rsplit_once(' ') else { continue };
+        let Ok(value) = value.parse::<u64>() else { continue };
+        if let Some(class) = name.strip_prefix("spidey_responses_total{class=\"").and_then(|c| c.strip_suffix("\"}")) {
+            counts.responses.insert(class.to_string(), value);
+        } else if name == "spidey_response_body_bytes_total" {
+            counts.body_bytes = value;
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(ok: u64, errors: u64, bytes: u64) -> String {
+        format!(
+            "# HELP spidey_responses_total Responses sent, by status class.\n\
+             # TYPE spidey_responses_total counter\n\
+             spidey_responses_total{{class=\"1xx\"}} 0\n\
+             spidey_responses_total{{class=\"2xx\"}} {ok}\n\
+             spidey_responses_total{{class=\"5xx\"}} {errors}\n\
+             # TYPE spidey_response_body_bytes_total counter\n\
+             spidey_response_body_bytes_total {bytes}\n\
+             spidey_errors_total{{kind=\"timeout\"}} 7\n"
+        )
+    }
+
+    #[test]
+    fn a_point_is_the_difference_less_the_first_scrape() {
+        let before = Scrape { counts: parse(&page(10, 1, 5000)), own_body: 600 };
+        // The point: 100 answers of 1000 bytes, 3 of them 503 with 200-byte pages.
+        let after = Scrape { counts: parse(&page(10 + 1 + 97, 1 + 3, 5000 + 600 + 97_000 + 600)), own_body: 600 };
+        let got = between(&before, &after);
+        assert_eq!(got.responses, BTreeMap::from([("2xx".to_string(), 97), ("5xx".to_string(), 3)]));
+        assert_eq!((got.responses.values().sum::<u64>(), got.body_bytes), (100, 97_600));
+    }
+
+    #[test]
+    fn cells_put_the_server_beside_the_client() {
+        let counts = |ok, bad| ServerCounts {
+            responses: BTreeMap::from([("2xx".to_string(), ok), ("5xx".to_string(), bad)]),
+            body_bytes: 1_000_000,
+        };
+        let run = |responses, server| Measurement { responses, server, ..Default::default() };
+        let cases: [(Vec<Measurement>, &str); 3] = [
+            (
+                vec![run(99, Some(counts(97, 3))), run(100, Some(counts(100, 0)))],
+                "199 / 200 (2xx 197, 5xx 3; 2.000 MB)",
+            ),
+            (vec![run(50, None)], "50 / –"),
+            (vec![], "–"),
+        ];
+        for (runs, want) in cases {
+            assert_eq!(cell(&runs), want);
+        }
+    }
+
+    #[test]
+    fn the_real_metrics_page_parses() {
+        let counts = parse(&spidey_server::metrics::render());
+        assert_eq!(counts.responses.len(), 5, "one row per status class: {counts:?}");
+    }
+}

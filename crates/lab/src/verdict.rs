@@ -1,0 +1,633 @@
+//! A verdict per seed claim, with the seed's number beside ours.
+//!
+//! - `beats`, `best`, `larger_gain`: one pooled test per claim ([`crate::rule`]): the
+//!   claimed side's advantage over all its points, paired by repeat, with its 95% interval.
+//!   Reproduced when the interval lies above 1, not reproduced when below; *level* when it
+//!   contains 1 and lies within `1 ± within` (evidence against a difference); inconclusive
+//!   when it is too wide to say either.
+//! - `level`: the same pooled ratio: reproduced when its interval lies within `1 ± within`,
+//!   not reproduced when wholly outside, inconclusive otherwise (and when the points' own
+//!   ratios fall outside the band on both sides, which a pooled ratio would average away).
+//! - `trend`: the series' shape (`shape.rs`: steps up or down only where neighbouring
+//!   intervals do not overlap, first against last the same way, an interior peak when its
+//!   interval lies above both ends', linearity from the rate per client) judged against the
+//!   expected one; with `onset_above`, the first coordinate past it must be within 1.5× of
+//!   the seed's (and where every interval here stays at or below it, nothing started: not
+//!   reproduced).
+//! - `at_most`: every point's interval at or below the limit; not when one lies above it.
+//! - A claim with a size: reproduced in direction but with an interval wholly outside the
+//!   size's band reads "direction reproduced, size not".
+//! - `by_construction`: checked and shown, never counted as evidence; `not_testable`: the
+//!   reason instead of numbers.
+
+use crate::claim::{twin, Claim, Kind, Select, Size};
+use crate::finding::advantage;
+use crate::metric::{self, Better, Metric};
+use crate::plan::Active;
+use crate::rule::{self, Pooled, Term};
+use crate::shape::{judge, seed_series, series, shape};
+use crate::stats::{Call, Interval};
+use crate::table::{seed_matches, Sample, MIN_CLEAN_REPEATS};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Reproduced,
+    NotReproduced,
+    /// A tight interval around 1: evidence that the claimed difference is not there.
+    Level,
+    /// Too noisy to tell.
+    Inconclusive,
+    /// The claim's sweep or points did not run (a quick run, a server unavailable here,
+    /// results from a run older than the claim).
+    NotMeasured,
+    /// The lab's setup removes what the claim is about.
+    NotTestable,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Reproduced => "reproduced",
+            Outcome::NotReproduced => "not reproduced",
+            Outcome::Level => "level (no difference)",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::NotMeasured => "not measured",
+            Outcome::NotTestable => "not testable here",
+        }
+    }
+}
+
+/// How the stated size fared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SizeCall {
+    /// The claim states no size.
+    NotStated,
+    /// The interval meets the size's band.
+    Consistent,
+    /// The interval lies wholly outside it.
+    Outside,
+    /// No interval to compare.
+    Unknown,
+}
+
+/// One row of the verdict table.
+#[derive(Debug, Clone)]
+pub(crate) struct Verdict {
+    pub claim: String,
+    /// `004:107 “…”`.
+    pub source: String,
+    pub seed: String,
+    pub here: String,
+    /// The seed's number in a few words: its ratios' range over the points, not each one.
+    pub seed_brief: String,
+    /// Ours in a few words: the pooled ratio, without each point's median.
+    pub here_brief: String,
+    pub outcome: Outcome,
+    pub size: SizeCall,
+    /// The stated size and ours: `2.00–2.24× ±25%: here 1.50× [1.46–1.61], outside`.
+    pub size_text: String,
+    pub by_construction: Option<String>,
+    pub contradicts: Option<String>,
+}
+
+impl Verdict {
+    /// The verdict as the table says it.
+    pub fn label(&self) -> String {
+        let base = match (self.outcome, self.size) {
+            (Outcome::Reproduced, SizeCall::Outside) => "direction reproduced, size not".to_string(),
+            (o, _) => o.label().to_string(),
+        };
+        match (&self.by_construction, self.outcome) {
+            (_, Outcome::NotTestable | Outcome::NotMeasured) => base,
+            (Some(_), _) => format!("by construction (numbers: {base})"),
+            (None, _) => base,
+        }
+    }
+
+    /// Whether the row counts as evidence for or against the seed.
+    pub fn is_evidence(&self) -> bool {
+        self.by_construction.is_none() && !matches!(self.outcome, Outcome::NotTestable | Outcome::NotMeasured)
+    }
+}
+
+/// Checks `claim` against its sweep (`None` when the sweep did not run).
+pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> Verdict {
+    let mut v = Verdict {
+        claim: claim.text.clone(),
+        source: format!("{} “{}”", claim.source, claim.quote),
+        seed: "–".into(),
+        here: String::new(),
+        seed_brief: String::new(),
+        here_brief: String::new(),
+        outcome: Outcome::NotMeasured,
+        size: SizeCall::NotStated,
+        size_text: claim.size.as_ref().map(|s| s.text()).unwrap_or_else(|| "–".into()),
+        by_construction: claim.by_construction.clone(),
+        contradicts: claim.contradicts.clone(),
+    };
+    if let Kind::NotTestable { reason } = &claim.kind {
+        v.here = reason.clone();
+        v.here_brief = reason.clone();
+        v.seed_brief = v.seed.clone();
+        v.outcome = Outcome::NotTestable;
+        return v;
+    }
+    let Some((a, samples)) = sweep else {
+        v.here = "sweep not run".into();
+        v.here_brief = v.here.clone();
+        v.seed_brief = v.seed.clone();
+        return v;
+    };
+    let mut seed_brief = None;
+    let seed = |s: &Sample, m: Metric| seed_value(a, s, m);
+    let (seed_text, here, outcome, pooled) = match &claim.kind {
+        Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
+            let pairs = pairs(*metric, sa, b, at, samples, &seed);
+            let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
+            seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
+            let p = pool(*metric, &pairs, 1.0);
+            let outcome = match p.call() {
+                _ if p.repeats == 0 => Outcome::NotMeasured,
+                Call::Win => Outcome::Reproduced,
+                Call::Loss => Outcome::NotReproduced,
+                Call::Level if p.within(*within) => Outcome::Level,
+                Call::Level => Outcome::Inconclusive,
+            };
+            (seed_text, pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
+        }
+        Kind::Level { metric, a: sa, b, at, within, .. } => {
+            let pairs = pairs(*metric, sa, b, at, samples, &seed);
+            let p = pool(*metric, &pairs, 1.0);
+            seed_brief = Some(seed_range(&pairs));
+            let (hi, lo) = (1.0 + within, 1.0 / (1.0 + within));
+            let both_sides = pairs.iter().any(|x| x.median > hi) && pairs.iter().any(|x| x.median < lo);
+            let outcome = match () {
+                _ if p.repeats == 0 => Outcome::NotMeasured,
+                _ if p.within(*within) && !both_sides => Outcome::Reproduced,
+                _ if p.beyond(*within) => Outcome::NotReproduced,
+                _ => Outcome::Inconclusive,
+            };
+            (seed_ratios(&pairs), pooled_text(&p, &pairs, Some(*within)), outcome, None)
+        }
+        Kind::LargerGain { metric, a: sa, b, at, than } => {
+            let gain = pairs(*metric, sa, b, at, samples, &seed);
+            let base = pairs(*metric, sa, b, than, samples, &seed);
+            let (pg, pb) = (pool(*metric, &gain, 1.0), pool(*metric, &base, 1.0));
+            let terms: Vec<Term> = [terms(*metric, &gain, 1.0), terms(*metric, &base, -1.0)].concat();
+            let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&terms) };
+            let outcome = match p.call() {
+                _ if p.repeats == 0 => Outcome::NotMeasured,
+                Call::Win => Outcome::Reproduced,
+                Call::Loss => Outcome::NotReproduced,
+                Call::Level if p.within(0.05) => Outcome::Level,
+                Call::Level => Outcome::Inconclusive,
+            };
+            let geo = |ps: &[Pair]| {
+                let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
+                (v.len() == ps.len() && !v.is_empty())
+                    .then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+            };
+            let seed_text = match (geo(&gain), geo(&base)) {
+                (Some(g), Some(b)) => format!("{:.2}× (gain {g:.2}× against {b:.2}×)", g / b),
+                _ => "–".into(),
+            };
+            let here = format!(
+                "{} (gain {} over {} points against {} over {})",
+                p.text(),
+                pg.text(),
+                gain.len(),
+                pb.text(),
+                base.len()
+            );
+            (seed_text, here, outcome, Some(p))
+        }
+        Kind::Trend { metric, over, at, expect, linear_min, onset_above } => {
+            let here_series = series(samples, at, *metric, *over);
+            let seed_series = seed_series(a, at, *metric, *over);
+            let here = shape(&here_series, *over, *linear_min, *onset_above);
+            let seed = shape(&seed_series, *over, *linear_min, *onset_above);
+            let mut outcome =
+                if here_series.len() < 2 { Outcome::NotMeasured } else { judge(&here, *expect, *linear_min) };
+            // The onset is part of the claim ("errors rise from 2000 req/s"): ours must lie
+            // within a factor of 1.5 of the seed's.
+            // Where the seed's series passes the onset and every interval here stays at or
+            // below it, nothing started: not reproduced, however flat the series.
+            let first =
+                |s: &[(f64, Interval)]| onset_above.and_then(|l| s.iter().find(|p| p.1.median > l)).map(|p| p.0);
+            let never = onset_above.is_some_and(|l| here_series.iter().all(|p| p.1.known() && p.1.hi <= l));
+            if let Some(seed_x) = first(&seed_series) {
+                let late = |x: f64| x / seed_x > 1.5 || seed_x / x > 1.5;
+                let off = outcome == Outcome::Reproduced && first(&here_series).map_or(true, late);
+                if off || (never && !here_series.is_empty()) {
+                    outcome = Outcome::NotReproduced;
+                }
+            }
+            if let Some(size) = &claim.size {
+                (v.size, v.size_text) = trend_size(size, samples, at, *metric, *over);
+            }
+            (seed.text, here.text, outcome, None)
+        }
+        Kind::AtMost { metric, at, limit, .. } => {
+            let chosen: Vec<&Sample> = samples.iter().filter(|s| !s.runs.is_empty() && at.matches(s)).collect();
+            let ints: Vec<Interval> = chosen.iter().map(|s| s.interval(*metric)).collect();
+            let above = ints.iter().filter(|i| i.known() && i.lo > *limit).count();
+            let below = ints.iter().filter(|i| i.known() && i.hi <= *limit).count();
+            let outcome = match (ints.len(), above, below) {
+                (0, ..) => Outcome::NotMeasured,
+                (_, a, _) if a > 0 => Outcome::NotReproduced,
+                (n, _, b) if b == n => Outcome::Reproduced,
+                _ => Outcome::Inconclusive,
+            };
+            let worst = |vals: Vec<f64>| vals.into_iter().filter(|v| v.is_finite()).fold(f64::NAN, f64::max);
+            let seed_max = worst(chosen.iter().filter_map(|s| seed(s, *metric)).collect());
+            let here_max = ints.iter().copied().max_by(|x, y| x.median.total_cmp(&y.median));
+            let here = here_max.map(|i| format!("max {}", crate::table::with_interval(i))).unwrap_or_default();
+            (format!("max {}", metric::format(seed_max)), here, outcome, None)
+        }
+        Kind::Best { metric, server, among, at, .. } => {
+            let (seed_text, here, p) = best(*metric, server, among, at, samples, &seed);
+            let outcome = match p.call() {
+                _ if p.repeats == 0 => Outcome::NotMeasured,
+                Call::Win => Outcome::Reproduced,
+                Call::Loss => Outcome::NotReproduced,
+                Call::Level if p.within(0.05) => Outcome::Level,
+                Call::Level => Outcome::Inconclusive,
+            };
+            (seed_text, here, outcome, Some(p))
+        }
+        Kind::NotTestable { .. } => unreachable!("returned above"),
+    };
+    if let (Some(size), Some(p)) = (&claim.size, pooled) {
+        (v.size, v.size_text) = size_call(size, p.lo, p.hi, &p.text());
+    }
+    v.seed_brief = seed_brief.unwrap_or_else(|| seed_text.clone());
+    v.here_brief = brief(&here);
+    v.seed = seed_text;
+    v.here = here;
+    v.outcome = outcome;
+    // Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
+    let few = match (&claim.kind, pooled) {
+        (_, Some(p)) if p.repeats > 0 && p.repeats < MIN_CLEAN_REPEATS => {
+            Some(format!("insufficient clean repeats: {} in common, {MIN_CLEAN_REPEATS} needed", p.repeats))
+        }
+        (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) => samples
+            .iter()
+            .filter(|s| at.matches(s))
+            .find_map(|s| s.no_verdict().map(|why| format!("{}: {why}", s.place()))),
+        _ => None,
+    };
+    if let (Some(why), false) = (few, matches!(v.outcome, Outcome::NotMeasured)) {
+        v.here = format!("{} ({why})", v.here);
+        v.here_brief = format!("{} ({why})", v.here_brief);
+        v.outcome = Outcome::Inconclusive;
+        if claim.size.is_some() {
+            v.size = SizeCall::Unknown;
+        }
+    }
+    v
+}
+
+/// A verdict's "here" without each point's median and the level band.
+fn brief(here: &str) -> String {
+    let cut = here.find(" (medians: ").map_or(here, |i| &here[..i]);
+    match (cut.find(" (level band "), cut.find(") over ")) {
+        (Some(i), Some(j)) if j > i => format!("{}{}", &cut[..i], &cut[j + 1..]),
+        _ => cut.to_string(),
+    }
+}
+
+/// The seed's ratios over a claim's points as a range: `1.08–1.12× (4 points)`.
+fn seed_range(pairs: &[Pair]) -> String {
+    let known: Vec<f64> = pairs.iter().filter_map(|p| p.seed).collect();
+    let (lo, hi) = known.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    match known.len() {
+        0 => "–".into(),
+        1 => format!("{lo:.2}×"),
+        n if (hi - lo) < 0.005 => format!("{lo:.2}× ({n} points)"),
+        n => format!("{lo:.2}–{hi:.2}× ({n} points)"),
+    }
+}
+
+/// Whether an interval `[lo, hi]` meets the stated size's band.
+fn size_call(size: &Size, lo: f64, hi: f64, here: &str) -> (SizeCall, String) {
+    let (blo, bhi) = size.band();
+    let call = match () {
+        _ if !(lo.is_finite() && hi.is_finite()) => SizeCall::Unknown,
+        _ if hi < blo || lo > bhi => SizeCall::Outside,
+        _ => SizeCall::Consistent,
+    };
+    let word = match call {
+        SizeCall::Consistent => "within",
+        SizeCall::Outside => "outside",
+        _ => "unknown",
+    };
+    (call, format!("{}: here {here}, {word}", size.text()))
+}
+
+/// A trend's size: its last point over its first (pooled by repeat), or its last value.
+fn trend_size(
+    size: &Size,
+    samples: &[Sample],
+    at: &Select,
+    m: Metric,
+    over: crate::experiment::Dim,
+) -> (SizeCall, String) {
+    let mut chosen: Vec<&Sample> =
+        samples.iter().filter(|s| !s.runs.is_empty() && at.matches(s) && s.coord(over).is_finite()).collect();
+    chosen.sort_by(|x, y| x.coord(over).total_cmp(&y.coord(over)));
+    let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
+        return (SizeCall::Unknown, format!("{}: not measured", size.text()));
+    };
+    if size.last.is_some() {
+        let i = last.interval(m);
+        return size_call(size, i.lo, i.hi, &crate::table::with_interval(i));
+    }
+    let p = rule::pooled(&rule::ahead(last.by_repeat(m), first.by_repeat(m), 1.0, true));
+    size_call(size, p.lo, p.hi, &p.text())
+}
+
+/// The seed's value for a sample's point, when its table gives one for this metric.
+fn seed_value(a: &Active<'_>, s: &Sample, m: Metric) -> Option<f64> {
+    let col = a.sweep.table.columns.iter().position(|c| c.metric == m)?;
+    let row = a.sweep.seed_rows.iter().find(|r| seed_matches(r, s))?;
+    Some(row.values[col]).filter(|v| v.is_finite())
+}
+
+/// One point of a comparison: `a`'s sample against its twin's.
+struct Pair {
+    place: String,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    /// `a`'s advantage, from the medians.
+    median: f64,
+    seed: Option<f64>,
+}
+
+fn pairs(
+    m: Metric,
+    a: &Select,
+    b: &Select,
+    at: &Select,
+    samples: &[Sample],
+    seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
+) -> Vec<Pair> {
+    let several = samples.iter().any(|s| s.workload != samples[0].workload);
+    samples
+        .iter()
+        .filter(|s| !s.runs.is_empty() && a.matches(s) && at.matches(s))
+        .filter_map(|sa| {
+            let sb = twin(sa, b, samples)?;
+            let mut place = sa.place();
+            if several && sa.workload == sb.workload {
+                place = format!("{}, {place}", sa.workload);
+            }
+            if a.server.is_none() {
+                place = format!("{}, {place}", sa.server);
+            }
+            let seed = seed(sa, m).zip(seed(sb, m)).map(|(x, y)| advantage(m, x, y));
+            let median = advantage(m, sa.value(m), sb.value(m));
+            Some(Pair { place, a: sa.by_repeat(m), b: sb.by_repeat(m), median, seed })
+        })
+        .collect()
+}
+
+/// The contrast terms of `pairs` (each point weighted equally, the whole scaled by `sign`).
+fn terms(m: Metric, pairs: &[Pair], sign: f64) -> Vec<Term> {
+    let w = sign / pairs.len().max(1) as f64;
+    pairs.iter().flat_map(|p| rule::ahead(p.a.clone(), p.b.clone(), w, m.better() == Better::Higher)).collect()
+}
+
+fn pool(m: Metric, pairs: &[Pair], sign: f64) -> Pooled {
+    if pairs.is_empty() {
+        return rule::pooled(&[]);
+    }
+    rule::pooled(&terms(m, pairs, sign))
+}
+
+/// `pooled 1.50× [1.46–1.61] over 6 points × 5 repeats; ahead at 6 of 6: …`.
+fn pooled_text(p: &Pooled, pairs: &[Pair], band: Option<f64>) -> String {
+    if pairs.is_empty() {
+        return "not measured".into();
+    }
+    let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
+    let list = pairs.iter().map(|x| format!("{}: {:.2}×", x.place, x.median)).collect::<Vec<_>>().join("; ");
+    let band = band.map(|w| format!(" (level band {:.2}–{:.2})", 1.0 / (1.0 + w), 1.0 + w)).unwrap_or_default();
+    format!(
+        "pooled {}{band} over {} point{} × {} repeats; ahead at {ahead} of {} (medians: {list})",
+        p.text(),
+        pairs.len(),
+        if pairs.len() == 1 { "" } else { "s" },
+        p.repeats,
+        pairs.len()
+    )
+}
+
+fn seed_ratios(pairs: &[Pair]) -> String {
+    let known: Vec<String> = pairs.iter().filter_map(|p| p.seed.map(|r| format!("{}: {r:.2}×", p.place))).collect();
+    if known.is_empty() {
+        "–".into()
+    } else {
+        known.join("; ")
+    }
+}
+
+/// The claimed server against the best of the others at each point (the rival with the
+/// best median there), pooled over the points.
+fn best(
+    m: Metric,
+    server: &str,
+    among: &[String],
+    at: &Select,
+    samples: &[Sample],
+    seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
+) -> (String, String, Pooled) {
+    let in_race = |s: &&Sample| !s.runs.is_empty() && at.matches(s) && (among.is_empty() || among.contains(&s.server));
+    let (mut pairs, mut rivals_named, mut seed_wins, mut seed_points) = (Vec::new(), Vec::new(), 0, 0);
+    for mine in samples.iter().filter(in_race).filter(|s| s.server == server) {
+        let rivals: Vec<&Sample> = samples
+            .iter()
+            .filter(in_race)
+            .filter(|s| s.server != server && s.workload == mine.workload && s.client == mine.client)
+            .collect();
+        let Some(rival) =
+            rivals.iter().copied().reduce(|x, y| if advantage(m, y.value(m), x.value(m)) > 1.0 { y } else { x })
+        else {
+            continue;
+        };
+        let median = advantage(m, mine.value(m), rival.value(m));
+        rivals_named.push(format!(
+            "{}: {median:.2}× vs {} {}",
+            mine.place(),
+            rival.server,
+            metric::format(rival.value(m))
+        ));
+        pairs.push(Pair { place: mine.place(), a: mine.by_repeat(m), b: rival.by_repeat(m), median, seed: None });
+        if let Some(v) = seed(mine, m) {
+            let others: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
+            if !others.is_empty() {
+                seed_points += 1;
+                seed_wins += usize::from(others.iter().all(|o| advantage(m, v, *o) > 1.0));
+            }
+        }
+    }
+    let seed_text = if seed_points > 0 { format!("best at {seed_wins} of {seed_points} points") } else { "–".into() };
+    let p = pool(m, &pairs, 1.0);
+    let here = if pairs.is_empty() {
+        "not measured".into()
+    } else {
+        let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
+        format!(
+            "pooled {} against the best other over {} points × {} repeats; best at {ahead} of {} (medians: {})",
+            p.text(),
+            pairs.len(),
+            p.repeats,
+            pairs.len(),
+            rivals_named.join("; ")
+        )
+    };
+    (seed_text, here, p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::ClientSpec;
+    use crate::metric::Measurement;
+
+    fn sample(server: &str, c: u32, rps: &[f64]) -> Sample {
+        let runs = rps.iter().map(|r| Measurement { rps: *r, responses: 100, ..Default::default() }).collect();
+        Sample { server: server.into(), workload: "w".into(), client: ClientSpec::closed(c, 100), runs }
+    }
+
+    fn claim(toml_text: &str) -> Claim {
+        let c: Claim = toml::from_str(toml_text).unwrap_or_else(|e| panic!("{e}"));
+        c.check().unwrap();
+        c
+    }
+
+    const BEATS: &str = r#"
+        kind = "beats"
+        text = "a beats b"
+        sweep = "s"
+        source = "000:1"
+        quote = "a is faster"
+        metric = "rps"
+        a = { server = "a" }
+        b = { server = "b" }
+    "#;
+
+    /// The outcomes of a two-sided comparison: ahead, behind, level (tight around 1),
+    /// inconclusive (too wide to tell), and a size the interval misses.
+    #[test]
+    fn beats_outcomes_table() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let wide = [60.0, 140.0, 100.0, 80.0, 120.0];
+        let times = |xs: &[f64], f: f64| xs.iter().map(|x| x * f).collect::<Vec<_>>();
+        let cases: [(&[f64], Vec<f64>, &str, &str); 5] = [
+            (&tight, times(&tight, 0.5), "", "reproduced"),
+            (&tight, times(&tight, 2.0), "", "not reproduced"),
+            (&tight, tight.to_vec(), "", "level (no difference)"),
+            (&wide, times(&tight, 0.98), "", "inconclusive"),
+            (&tight, times(&tight, 0.5), "size = { ratio = 4.0 }", "direction reproduced, size not"),
+        ];
+        for (a, b, size, want) in cases {
+            let v = [sample("a", 1, a), sample("b", 1, &b), sample("a", 2, a), sample("b", 2, &b)];
+            let c = claim(&format!("{BEATS}\n{size}"));
+            let got = check_samples(&c, &v);
+            assert_eq!(got.label(), want, "{a:?} vs {b:?} {size}: {}", got.here);
+        }
+    }
+
+    /// Regression: one point lost by chance among many vetoed "reproduced"; pooled, a
+    /// claim ahead at 38 of 39 points is reproduced.
+    #[test]
+    fn one_loss_among_many_points_does_not_veto() {
+        let mut v = Vec::new();
+        for c in 1..=39 {
+            let f = if c == 7 { 0.95 } else { 1.2 };
+            v.push(sample("a", c, &[100.0 * f, 101.0 * f, 99.0 * f, 100.5 * f, 99.5 * f]));
+            v.push(sample("b", c, &[100.0, 100.5, 99.5, 100.2, 99.8]));
+        }
+        let got = check_samples(&claim(BEATS), &v);
+        assert_eq!(got.outcome, Outcome::Reproduced, "{}", got.here);
+        assert!(got.here.contains("ahead at 38 of 39"), "{}", got.here);
+    }
+
+    #[test]
+    fn by_construction_and_not_testable_are_not_evidence() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let v = [sample("a", 1, &tight.map(|x| x * 2.0)), sample("b", 1, &tight)];
+        let c = claim(&format!("{BEATS}\nby_construction = \"a sleeps less\""));
+        let got = check_samples(&c, &v);
+        assert_eq!((got.label().as_str(), got.is_evidence()), ("by construction (numbers: reproduced)", false));
+        let c = claim(
+            "kind = \"not_testable\"\ntext = \"t\"\nsource = \"004:107\"\nquote = \"q\"\nreason = \"no hypervisor here\"",
+        );
+        let got = check(&c, None);
+        assert_eq!(
+            (got.label().as_str(), got.here.as_str(), got.is_evidence()),
+            ("not testable here", "no hypervisor here", false)
+        );
+    }
+
+    #[test]
+    fn claims_refuse_what_they_cannot_check() {
+        let bad = [
+            (format!("{BEATS}\nsize = {{ last = 3.0 }}"), "no size of that form"),
+            (format!("{BEATS}\nsize = {{ ratio = 2.0, at_least = 2.0 }}"), "one of ratio"),
+            (BEATS.replace("000:1", "seed 0 line 1"), "is not SEED:LINE"),
+            (BEATS.replace("sweep = \"s\"", ""), "exactly when"),
+        ];
+        for (text, want) in bad {
+            let c: Claim = toml::from_str(&text).unwrap();
+            let err = format!("{:#}", c.check().unwrap_err());
+            assert!(err.contains(want), "{err}");
+        }
+        assert!(toml::from_str::<Claim>(&format!("{BEATS}\nnot_a_field = 1")).is_err(), "unknown fields refused");
+    }
+
+    /// A repeat excluded as disturbed leaves a hole at its own round: the other side's
+    /// repeats still pair by round (not shifted by one). With fewer than three clean rounds
+    /// in common the claim gets no verdict, and says why.
+    #[test]
+    fn excluded_repeats_pair_by_round_and_too_few_clean_ones_give_no_verdict() {
+        let excluded = |mut s: Sample, repeats: &[usize]| {
+            repeats.iter().for_each(|&r| s.runs[r].excluded = true);
+            s
+        };
+        // Round 1 of `a` stayed disturbed. Each round a is 2× b, though the rounds drift a
+        // lot: pairing by round, the pooled ratio is exactly 2.
+        let a = excluded(sample("a", 1, &[200.0, 1.0, 800.0, 1600.0, 3200.0]), &[1]);
+        let b = sample("b", 1, &[100.0, 200.0, 400.0, 800.0, 1600.0]);
+        let got = check_samples(&claim(BEATS), &[a.clone(), b.clone()]);
+        assert_eq!(got.outcome, Outcome::Reproduced, "{}", got.here);
+        assert!(got.here.contains("pooled 2.00× [2.00–2.00]") && got.here.contains("× 4 repeats"), "{}", got.here);
+        let a = excluded(a, &[2, 3]);
+        let got = check_samples(&claim(BEATS), &[a, b]);
+        assert_eq!(got.outcome, Outcome::Inconclusive, "{}", got.here);
+        assert!(got.here.ends_with("(insufficient clean repeats: 2 in common, 3 needed)"), "{}", got.here);
+    }
+
+    /// Checks a claim against samples without an experiment (no seed numbers).
+    fn check_samples(c: &Claim, samples: &[Sample]) -> Verdict {
+        let exp: crate::experiment::Experiment = toml::from_str(
+            r#"
+            id = "x"
+            title = "t"
+            seed = "s"
+            question = "q"
+            [[sweeps]]
+            name = "s"
+            title = "t"
+            servers = [{ label = "a", mode = "single" }, { label = "b", mode = "single" }]
+            workloads = []
+            clients = []
+            table.dims = ["server"]
+            table.columns = [{ header = "rps", metric = "rps" }]
+            "#,
+        )
+        .unwrap();
+        let active = crate::plan::active(&exp, false);
+        check(c, Some((&active[0], samples)))
+    }
+}

@@ -1,0 +1,33 @@
+//! Spidey's server: `spidey serve`.
+//!
+//! Three layers, each readable alone (see ARCHITECTURE.md):
+//! - the protocol, in the `spidey-http` crate: parsing, limits, heads, ranges, dates;
+//! - the content side, [`content`]: what to answer (resolve, static files, listings);
+//! - the modes, [`modes`]: how connections are scheduled, every driver answering through
+//!   `exchange`.
+//!
+//! [`args::ServeArgs`] is the command's flags, [`config_file`] turns `--config FILE` into
+//! them, and [`serve::run`] runs it. The load generator and the lab are crates of their
+//! own (`spidey-bench`, `spidey-lab`): this one compiles no plotting or histogram code.
+//!
+//! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
+
+mod activation;
+pub mod args;
+pub mod config_file;
+pub mod content;
+mod exchange;
+pub mod flags;
+#[cfg(test)]
+mod layout_tests;
+mod listen;
+mod log;
+mod log_sink;
+pub mod metrics;
+pub mod modes;
+mod net;
+mod redirect;
+pub mod serve;
+pub mod server;
+mod signals;
+mod software;
