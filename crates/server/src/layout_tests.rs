@@ -163,7 +163,8 @@ fn cycles(edges: &BTreeMap<(Module, Module), PathBuf>) -> Vec<Vec<Module>> {
             }
         }
     }
-    let mut t = Tarjan { next: &next, index: BTreeMap::new(), stack: Vec::new(), on_stack: BTreeSet::new(), found: Vec::new() };
+    let mut t =
+        Tarjan { next: &next, index: BTreeMap::new(), stack: Vec::new(), on_stack: BTreeSet::new(), found: Vec::new() };
     for v in next.keys() {
         if !t.index.contains_key(v) {
             t.visit(v);

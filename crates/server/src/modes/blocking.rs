@@ -20,7 +20,7 @@
 //! drops the output, which kills and reaps the script.
 
 use super::send::Sent;
-use super::session::{Answered, Held, HoldEnd, Pool, Session, RECV_ROOM};
+use super::session::{Answered, Buffers, Held, HoldEnd, Session, RECV_ROOM};
 use super::tls::Inflow;
 use super::transport::Inbound;
 use crate::exchange::Exchanger;
@@ -56,33 +56,33 @@ pub(crate) fn serve_from(
     }
     let client = Client { stream, send_timeout: server.timeouts.send, shutdown };
     let mut exchanger = Exchanger::new();
-    let mut pool = Pool::new(server);
+    let mut buffers = Buffers::new(server);
     let Some(mut session) = Session::open(peer, server, false) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
     if let Some((bytes, started)) = read {
         // At most max_head + RECV_ROOM bytes: the receive buffer's size.
-        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &mut pool)) {
+        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &mut buffers)) {
             return;
         }
         since = Since::Head(started);
     }
     loop {
-        if session.answer(&mut exchanger, server, &mut pool, shutdown.flagged(), false) == Answered::Ready {
+        if session.answer(&mut exchanger, server, &mut buffers, shutdown.flagged(), false) == Answered::Ready {
             if let Held::Starts(delay) = session.held() {
                 std::thread::sleep(delay);
-                session.end_hold(HoldEnd::Deadline, &mut exchanger, server, &mut pool);
+                session.end_hold(HoldEnd::Deadline, &mut exchanger, server, &mut buffers);
             }
-            let sent = respond(&client, &mut session, &mut exchanger, server, &mut pool);
+            let sent = respond(&client, &mut session, &mut exchanger, server, &mut buffers);
             since =
                 if session.has_partial_request() { Since::Head(Instant::now()) } else { Since::Idle(Instant::now()) };
-            if finish(&client, &mut session, &mut pool, server, sent) {
+            if finish(&client, &mut session, &mut buffers, server, sent) {
                 continue;
             }
             break;
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut pool)).is_err() {
+            if client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut buffers)).is_err() {
                 break;
             }
             continue;
@@ -102,13 +102,13 @@ pub(crate) fn serve_from(
         if !ready {
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
-                session.answer_timeout(&mut exchanger, server, &mut pool);
-                let sent = client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut pool));
-                finish(&client, &mut session, &mut pool, server, sent);
+                session.answer_timeout(&mut exchanger, server, &mut buffers);
+                let sent = client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut buffers));
+                finish(&client, &mut session, &mut buffers, server, sent);
             }
             break;
         }
-        match session.read_from(&client.stream, &mut pool) {
+        match session.read_from(&client.stream, &mut buffers) {
             Inflow::Bytes { .. } => {
                 if let Since::Idle(_) = since {
                     since = Since::Head(Instant::now());
@@ -118,7 +118,7 @@ pub(crate) fn serve_from(
             Inflow::Closed => break,
         }
     }
-    session.release(&mut pool);
+    session.release(&mut buffers);
     crate::log::flush();
 }
 
@@ -145,11 +145,17 @@ impl Since {
 
 /// Ends a response that was `sent` (or not); returns whether the connection stays open.
 /// After the last one, the close may linger.
-fn finish(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &Server, sent: io::Result<()>) -> bool {
-    match (sent, session.finish_response(pool)) {
+fn finish(
+    client: &Client<'_>,
+    session: &mut Session,
+    buffers: &mut Buffers,
+    server: &Server,
+    sent: io::Result<()>,
+) -> bool {
+    match (sent, session.finish_response(buffers)) {
         (Ok(()), true) => true,
         (Ok(()), false) => {
-            linger(client, session, pool, server);
+            linger(client, session, buffers, server);
             false
         }
         (Err(_), _) => false,
@@ -160,15 +166,15 @@ fn finish(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &
 /// [`Session::linger`] rules, dropping input until the client closes, the idle timeout
 /// passes or shutdown is asked. Input is left over if bytes are buffered, or unread in
 /// the socket (recv MSG_PEEK).
-fn linger(client: &Client<'_>, session: &mut Session, pool: &mut Pool, server: &Server) {
+fn linger(client: &Client<'_>, session: &mut Session, buffers: &mut Buffers, server: &Server) {
     let unread = session.has_partial_request() || crate::net::has_unread_input(&client.stream);
-    if !session.linger(&client.stream, unread, pool) {
+    if !session.linger(&client.stream, unread, buffers) {
         return;
     }
     let deadline = Instant::now() + server.timeouts.idle;
     while let Ok(Wake::Ready) = wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline)) {
         // Read and dropped: the session lingers.
-        if let Inflow::Closed = session.read_from(&client.stream, pool) {
+        if let Inflow::Closed = session.read_from(&client.stream, buffers) {
             return;
         }
     }
@@ -191,10 +197,10 @@ fn respond(
     session: &mut Session,
     ex: &mut Exchanger,
     server: &Server,
-    pool: &mut Pool,
+    buffers: &mut Buffers,
 ) -> io::Result<()> {
     loop {
-        match session.send(&client.stream, None, ex, server, pool) {
+        match session.send(&client.stream, None, ex, server, buffers) {
             Sent::Done => return Ok(()),
             Sent::Blocked => client.wait_room()?,
             Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
@@ -209,7 +215,7 @@ fn respond(
                         Wake::Shutdown => return Err(io::ErrorKind::Interrupted.into()),
                     }
                 }
-                if let Inflow::Closed = session.read_from(&client.stream, pool) {
+                if let Inflow::Closed = session.read_from(&client.stream, buffers) {
                     return Err(io::ErrorKind::UnexpectedEof.into());
                 }
             }

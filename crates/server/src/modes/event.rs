@@ -18,7 +18,7 @@ use super::evloop::offload::Desk;
 use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::loops::{self, LoopContext};
 use super::send::Sent;
-use super::session::{Pool, Session};
+use super::session::{Buffers, Session};
 use super::tls::Inflow;
 use super::transport::Inbound;
 use super::ModeContext;
@@ -144,14 +144,14 @@ impl Backend for Epoll {
         done.is_ok()
     }
 
-    fn open(&mut self, socket: OwnedFd, _: &mut Session, _: &mut Pool) -> Io {
+    fn open(&mut self, socket: OwnedFd, _: &mut Session, _: &mut Buffers) -> Io {
         // The drive reads at once; the socket joins the epoll set only if it has to wait.
         let stream = TcpStream::from_std(std::net::TcpStream::from(socket));
         Io { stream, drained: false, peer_closed: false, writable_interest: false, registered: false }
     }
 
     fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
-        match conn.session.send(&io.stream, None, shared.ex, shared.server, shared.pool) {
+        match conn.session.send(&io.stream, None, shared.ex, shared.server, shared.buffers) {
             Sent::Blocked if !io.writable_interest => {
                 // Adding the interest reports the socket at once if it is writable again
                 // already, so no edge is lost.
@@ -168,11 +168,11 @@ impl Backend for Epoll {
 
     /// Reads until drained: a short plain read or EAGAIN. Over TLS, plaintext rustls
     /// still holds is taken even when the socket is drained.
-    fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
+    fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received {
         if io.drained && conn.session.inbound() != Inbound::Held {
             return Received::Wait;
         }
-        match conn.session.read_from(&io.stream, pool) {
+        match conn.session.read_from(&io.stream, buffers) {
             Inflow::Bytes { short } => {
                 io.drained = short && !io.peer_closed;
                 Received::Bytes

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Memory: an idle connection owns no buffer at all. The receive buffer and the output
-//! buffer are taken from a per-loop [`Pool`] when bytes arrive or a response is framed,
+//! buffer are taken from a per-loop [`Buffers`] when bytes arrive or a response is framed,
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
@@ -29,11 +29,11 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
+mod buffers;
 mod cgi;
-mod pool;
 mod wire;
+pub(crate) use buffers::{Buffers, RECV_ROOM};
 pub(crate) use cgi::CgiFlow;
-pub(crate) use pool::{Pool, RECV_ROOM};
 
 /// What holds the answer to the front request back, if anything: the transitions are
 /// named methods. Whether bytes are being read or sent is the buffers' to say
@@ -151,15 +151,15 @@ impl Session {
         !self.out.is_empty() || self.body.is_some() || self.transport.pending()
     }
 
-    /// Room to receive into, taking a buffer from the pool if needed. At least
+    /// Room to receive into, taking a buffer from the [`Buffers`] if needed. At least
     /// [`RECV_ROOM`] bytes whenever the buffered bytes are a partial head, which is when
     /// drivers receive: the parser answers 431 beyond `max_head`, and the buffer holds
     /// `max_head + RECV_ROOM`. The buffered bytes move to the front whenever the free tail
     /// is shorter than a receive (not only once it is full: a receive into a short tail is
     /// what lost `uring` bytes, the rest of a ring buffer having nowhere to go).
-    fn recv_space(&mut self, pool: &mut Pool) -> &mut [u8] {
+    fn recv_space(&mut self, buffers: &mut Buffers) -> &mut [u8] {
         if self.inbuf.is_empty() {
-            self.inbuf = pool.take_in();
+            self.inbuf = buffers.take_in();
         } else if self.inbuf.len() - self.end < RECV_ROOM && self.start > 0 {
             self.inbuf.copy_within(self.start..self.end, 0);
             (self.end, self.start) = (self.end - self.start, 0);
@@ -168,12 +168,12 @@ impl Session {
     }
 
     /// Records `n` bytes written into [`Session::recv_space`].
-    fn received(&mut self, n: usize, pool: &mut Pool) {
+    fn received(&mut self, n: usize, buffers: &mut Buffers) {
         self.end += n;
         if self.lingering {
             self.start = self.end; // dropped: nothing more is answered
         }
-        self.release_inbuf_if_empty(pool);
+        self.release_inbuf_if_empty(buffers);
     }
 
     /// Copies `data` (at most [`RECV_ROOM`] bytes) in, for drivers that receive into their
@@ -181,15 +181,15 @@ impl Session {
     /// nothing is copied and this returns false: the driver must close the connection, as
     /// answering what follows a gap in the stream could answer bytes of a body.
     #[must_use]
-    pub(crate) fn push_bytes(&mut self, data: &[u8], pool: &mut Pool) -> bool {
-        let space = self.recv_space(pool);
+    pub(crate) fn push_bytes(&mut self, data: &[u8], buffers: &mut Buffers) -> bool {
+        let space = self.recv_space(buffers);
         if data.len() > space.len() {
             debug_assert!(false, "{} received bytes for {} bytes of room", data.len(), space.len());
-            self.release(pool);
+            self.release(buffers);
             return false;
         }
         space[..data.len()].copy_from_slice(data);
-        self.received(data.len(), pool);
+        self.received(data.len(), buffers);
         true
     }
 
@@ -203,7 +203,7 @@ impl Session {
         &mut self,
         ex: &mut Exchanger,
         server: &Server,
-        pool: &mut Pool,
+        buffers: &mut Buffers,
         closing: bool,
         offload: bool,
     ) -> Answered {
@@ -220,20 +220,20 @@ impl Session {
                 return Answered::Offload { bytes: bytes.to_vec(), must_close };
             }
         };
-        self.apply(answer, pool);
+        self.apply(answer, buffers);
         Answered::Ready
     }
 
     /// Takes in an answer to the request at the front of the buffer.
-    fn apply(&mut self, answer: Answer<'_>, pool: &mut Pool) {
+    fn apply(&mut self, answer: Answer<'_>, buffers: &mut Buffers) {
         self.served += 1;
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
         if let Some(delay) = answer.delay {
             self.hold = Hold::Delay(delay);
         }
-        self.release_inbuf_if_empty(pool);
-        self.frame(&answer.head, answer.body, pool);
+        self.release_inbuf_if_empty(buffers);
+        self.frame(&answer.head, answer.body, buffers);
     }
 
     /// Whether the answer is held back, and the first time a `--delay` holds it, how long:
@@ -254,7 +254,13 @@ impl Session {
     /// Ends a hold ([`Session::held`]) in one of the ways it ends ([`HoldEnd`]); returns
     /// whether the session has an answer to send now (false: it was not held that way, and
     /// nothing changed).
-    pub(crate) fn end_hold(&mut self, end: HoldEnd<'_>, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> bool {
+    pub(crate) fn end_hold(
+        &mut self,
+        end: HoldEnd<'_>,
+        ex: &mut Exchanger,
+        server: &Server,
+        buffers: &mut Buffers,
+    ) -> bool {
         let answer = match (self.hold, end) {
             (Hold::Timer, HoldEnd::Deadline) => {
                 self.hold = Hold::None;
@@ -266,26 +272,26 @@ impl Session {
             _ => return false,
         };
         self.hold = Hold::None;
-        self.apply(answer, pool);
+        self.apply(answer, buffers);
         true
     }
 
     /// Frames the 408 for a head that did not arrive in time; the connection then closes.
-    pub(crate) fn answer_timeout(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) {
+    pub(crate) fn answer_timeout(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) {
         let answer = ex.timeout(server, &self.inbuf[self.start..self.end], self.peer);
         self.start = self.end;
         self.keep_alive = false;
-        self.release_inbuf_if_empty(pool);
+        self.release_inbuf_if_empty(buffers);
         self.out.clear();
         self.out_pos = 0;
         self.body = None;
-        self.frame(&answer.head, answer.body, pool);
+        self.frame(&answer.head, answer.body, buffers);
     }
 
     /// Appends `head` and an in-memory body to the out bytes; sets the body to move after.
-    fn frame(&mut self, head: &[u8], body: Body, pool: &mut Pool) {
+    fn frame(&mut self, head: &[u8], body: Body, buffers: &mut Buffers) {
         if self.out.capacity() == 0 {
-            self.out = pool.take_out();
+            self.out = buffers.take_out();
         }
         self.body = send::frame(&mut self.out, head, body);
     }
@@ -300,7 +306,7 @@ impl Session {
         mut ring: Option<&mut RingSend<'_>>,
         ex: &mut Exchanger,
         server: &Server,
-        pool: &mut Pool,
+        buffers: &mut Buffers,
     ) -> Sent {
         loop {
             let after = match (self.keep_alive, self.start < self.end) {
@@ -316,7 +322,7 @@ impl Session {
             if !self.is_cgi() {
                 return Sent::Done;
             }
-            match self.pump_cgi(ex, server, pool) {
+            match self.pump_cgi(ex, server, buffers) {
                 CgiFlow::Write => {}
                 CgiFlow::NeedRead => return Sent::NeedRead,
                 CgiFlow::Wait => return Sent::WaitScript,
@@ -332,12 +338,12 @@ impl Session {
 
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the
     /// connection stays open.
-    pub(crate) fn finish_response(&mut self, pool: &mut Pool) -> bool {
+    pub(crate) fn finish_response(&mut self, buffers: &mut Buffers) -> bool {
         self.out_pos = 0;
         self.body = None;
         self.hold = Hold::None;
         if self.out.capacity() > 0 {
-            pool.give_out(std::mem::take(&mut self.out));
+            buffers.give_out(std::mem::take(&mut self.out));
         }
         self.keep_alive
     }
@@ -350,7 +356,7 @@ impl Session {
     /// the response leaves, then the FIN) and this returns true: the driver reads and drops
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
-    pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, pool: &mut Pool) -> bool {
+    pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, buffers: &mut Buffers) -> bool {
         self.transport.close_notify(fd);
         if !unread && !self.has_partial_request() {
             return false;
@@ -360,22 +366,22 @@ impl Session {
         }
         self.lingering = true;
         self.start = self.end;
-        self.release_inbuf_if_empty(pool);
+        self.release_inbuf_if_empty(buffers);
         true
     }
 
     /// Gives every buffer back (the connection is closing).
-    pub(crate) fn release(&mut self, pool: &mut Pool) {
+    pub(crate) fn release(&mut self, buffers: &mut Buffers) {
         self.start = self.end;
-        self.release_inbuf_if_empty(pool);
+        self.release_inbuf_if_empty(buffers);
         self.body = None;
-        self.finish_response(pool);
+        self.finish_response(buffers);
     }
 
-    fn release_inbuf_if_empty(&mut self, pool: &mut Pool) {
+    fn release_inbuf_if_empty(&mut self, buffers: &mut Buffers) {
         if self.start == self.end && !self.inbuf.is_empty() {
             (self.start, self.end) = (0, 0);
-            pool.give_in(std::mem::take(&mut self.inbuf));
+            buffers.give_in(std::mem::take(&mut self.inbuf));
         }
     }
 }
@@ -391,11 +397,11 @@ impl Session {
     /// (`fuzzing`) Receives what of `data` fits the room a driver would read into
     /// ([`Session::recv_space`]), as one read would; returns how many bytes.
     #[cfg(feature = "fuzzing")]
-    pub(crate) fn receive_for_tests(&mut self, data: &[u8], pool: &mut Pool) -> usize {
-        let space = self.recv_space(pool);
+    pub(crate) fn receive_for_tests(&mut self, data: &[u8], buffers: &mut Buffers) -> usize {
+        let space = self.recv_space(buffers);
         let n = data.len().min(space.len());
         space[..n].copy_from_slice(&data[..n]);
-        self.received(n, pool);
+        self.received(n, buffers);
         n
     }
 }

@@ -6,7 +6,7 @@
 //! that yields no answer.
 
 use super::send::Sent;
-use super::session::{Answered, Pool, Session};
+use super::session::{Answered, Buffers, Session};
 use crate::exchange::Exchanger;
 use crate::server::Server;
 use std::io::Read;
@@ -19,20 +19,20 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
     ours.set_nonblocking(true).unwrap();
     theirs.set_nonblocking(true).unwrap();
     let mut ex = Exchanger::new();
-    let mut pool = Pool::new(server);
+    let mut buffers = Buffers::new(server);
     let mut session = Session::for_tests("127.0.0.1:1".parse().unwrap());
     let mut received = Vec::new();
     'chunks: for chunk in chunks {
         let mut data = *chunk;
         while !data.is_empty() {
             // As `event` reads: into the free tail the session offers, as much as fits.
-            let n = session.receive_for_tests(data, &mut pool);
+            let n = session.receive_for_tests(data, &mut buffers);
             data = &data[n..];
             let mut answered = false;
-            while session.answer(&mut ex, server, &mut pool, false, false) == Answered::Ready {
+            while session.answer(&mut ex, server, &mut buffers, false, false) == Answered::Ready {
                 answered = true;
                 loop {
-                    match session.send(&ours, None, &mut ex, server, &mut pool) {
+                    match session.send(&ours, None, &mut ex, server, &mut buffers) {
                         Sent::Done => break,
                         Sent::Blocked => drain(&mut theirs, &mut received),
                         Sent::Failed => break 'chunks,
@@ -40,14 +40,14 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
                     }
                 }
                 drain(&mut theirs, &mut received);
-                if !session.finish_response(&mut pool) {
+                if !session.finish_response(&mut buffers) {
                     break 'chunks;
                 }
             }
             assert!(n > 0 || answered, "receive buffer full, yet no answer: the connection would stall");
         }
     }
-    session.release(&mut pool);
+    session.release(&mut buffers);
     drop(ours);
     drain(&mut theirs, &mut received);
     received

@@ -29,13 +29,13 @@ impl<B: Backend> Loop<B> {
             }
             conn.parked = false;
             if conn.session.is_sending() {
-                let shared = Shared { ex: &mut self.ex, server, pool: &mut self.pool };
+                let shared = Shared { ex: &mut self.ex, server, buffers: &mut self.buffers };
                 let (io, c) = conn.parts(slot);
                 match self.backend.send(io, c, shared) {
-                    Sent::Done if conn.session.finish_response(&mut self.pool) => continue,
+                    Sent::Done if conn.session.finish_response(&mut self.buffers) => continue,
                     // The half-close is a plain system call in every backend (`uring`: the
                     // ring never names a socket by number in an operation it may run late).
-                    Sent::Done if conn.session.linger(&conn.io, B::unread_input(&conn.io), &mut self.pool) => {}
+                    Sent::Done if conn.session.linger(&conn.io, B::unread_input(&conn.io), &mut self.buffers) => {}
                     Sent::Done | Sent::Failed => break false,
                     Sent::NeedRead => {} // receive the request body below
                     Sent::WaitScript => {
@@ -48,7 +48,7 @@ impl<B: Backend> Loop<B> {
                 }
             }
             let offloading = self.offload.is_some();
-            match conn.session.answer(&mut self.ex, server, &mut self.pool, closing, offloading) {
+            match conn.session.answer(&mut self.ex, server, &mut self.buffers, closing, offloading) {
                 Answered::Ready => continue,
                 Answered::Offload { bytes, must_close } => {
                     let (id, peer) = (conn.id(slot), conn.session.peer);
@@ -59,7 +59,7 @@ impl<B: Backend> Loop<B> {
                         park = Some((At::Offload, self.now + deadline));
                         break true;
                     }
-                    conn.session.end_hold(HoldEnd::Refused, &mut self.ex, server, &mut self.pool);
+                    conn.session.end_hold(HoldEnd::Refused, &mut self.ex, server, &mut self.buffers);
                     continue;
                 }
                 Answered::No => {}
@@ -68,7 +68,7 @@ impl<B: Backend> Loop<B> {
                 break false;
             }
             let (io, c) = conn.parts(slot);
-            match self.backend.receive(io, c, &mut self.pool) {
+            match self.backend.receive(io, c, &mut self.buffers) {
                 Received::Bytes => {}
                 Received::Wait => break true,
                 Received::Closed => break false,

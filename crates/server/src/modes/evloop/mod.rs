@@ -3,7 +3,7 @@
 //! As redis splits `ae.c` from `ae_epoll.c` and h2o's `evloop.c.h` calls its backend's
 //! `evloop_do_proceed`, the [`Loop`] core here owns everything the two modes have in
 //! common: the connections and their slots ([`conns`]), the [`Session`] of each, the
-//! exchanger and buffer pool, the deadlines and which one to arm ([`drive`]), accepting
+//! exchanger and buffers, the deadlines and which one to arm ([`drive`]), accepting
 //! under the shared `--max-conns` count ([`LoopLimit`]) with its back-off, and the drain
 //! on shutdown. A [`Backend`] supplies what really differs, readiness (epoll: ask, then do
 //! the system call) against completion (io_uring: submit the operation, learn when it is
@@ -38,7 +38,7 @@ use super::accept::EXHAUSTED_BACKOFF;
 use super::limit::{Accepted, LoopLimit};
 use super::loops::LoopContext;
 use super::send::Sent;
-use super::session::{HoldEnd, Pool, Session};
+use super::session::{Buffers, HoldEnd, Session};
 use super::timer::{At, Deadlines, Fixed, Kind};
 use crate::exchange::Exchanger;
 use crate::net::Shutdown;
@@ -66,7 +66,7 @@ pub(crate) enum Received {
 pub(crate) struct Shared<'a> {
     pub(crate) ex: &'a mut Exchanger,
     pub(crate) server: &'a Server,
-    pub(crate) pool: &'a mut Pool,
+    pub(crate) buffers: &'a mut Buffers,
 }
 
 /// What differs between `event` (epoll readiness) and `uring` (io_uring completions).
@@ -94,14 +94,14 @@ pub(crate) trait Backend: Sized {
     const RING: bool;
 
     /// A new connection's I/O state; may read already-arrived bytes into `session`.
-    fn open(&mut self, socket: OwnedFd, session: &mut Session, pool: &mut Pool) -> Self::Io;
+    fn open(&mut self, socket: OwnedFd, session: &mut Session, buffers: &mut Buffers) -> Self::Io;
 
     /// Sends what the session has pending (pumping a CGI body as needed);
     /// [`Sent::Blocked`] once the backend waits for the socket or an operation in flight.
     fn send(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent;
 
     /// Brings new client bytes into the session, or arranges to be told of them.
-    fn receive(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received;
+    fn receive(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received;
 
     /// Watches a running script's pipes (`Session::script_fds`); false if it cannot.
     fn watch_script(&mut self, io: &mut Self::Io, conn: ConnRef<'_>) -> bool;
@@ -140,7 +140,7 @@ struct Listening {
 pub(crate) struct Loop<B: Backend> {
     pub(crate) backend: B,
     pub(crate) conns: Conns<B::Io>,
-    pub(crate) pool: Pool,
+    pub(crate) buffers: Buffers,
     ex: Exchanger,
     server: Arc<Server>,
     shutdown: Shutdown,
@@ -168,7 +168,7 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B, offload: Option<Desk>
     let mut lp = Loop {
         backend,
         conns: Conns::new(),
-        pool: Pool::new(&lc.server),
+        buffers: Buffers::new(&lc.server),
         ex: Exchanger::new(),
         deadlines: Deadlines::new(&lc.server.timeouts),
         server: lc.server,
@@ -239,7 +239,7 @@ impl<B: Backend> Loop<B> {
         for done in answers.drain(..) {
             let slot = done.conn.slot;
             let Some(conn) = self.conns.live(done.conn) else { continue };
-            if conn.session.end_hold(HoldEnd::Answered(done.answer), &mut self.ex, &self.server, &mut self.pool) {
+            if conn.session.end_hold(HoldEnd::Answered(done.answer), &mut self.ex, &self.server, &mut self.buffers) {
                 self.drive(slot);
             }
         }
@@ -311,7 +311,7 @@ impl<B: Backend> Loop<B> {
         let Some(mut session) = Session::open(peer, &self.server, B::RING) else { return self.limit.give_back() };
         // The request has often arrived by the time the connection is accepted: the
         // backend may read it now, and the drive answers it at once.
-        let io = self.backend.open(socket, &mut session, &mut self.pool);
+        let io = self.backend.open(socket, &mut session, &mut self.buffers);
         let slot = self.conns.insert(session, io, 0, Kind::Idle);
         let stamp = self.deadlines.arm(Fixed::Idle, self.now, slot);
         if let Some(conn) = self.conns.get_mut(slot) {
@@ -325,7 +325,7 @@ impl<B: Backend> Loop<B> {
         if let Some(conn) = self.conns.remove(slot) {
             let id = conn.id(slot);
             let Conn { mut session, io, .. } = conn;
-            session.release(&mut self.pool);
+            session.release(&mut self.buffers);
             self.backend.close(io, id);
             self.limit.give_back();
         }
@@ -343,13 +343,13 @@ impl<B: Backend> Loop<B> {
                 Kind::Head if conn.session.is_handshaking() => self.close(slot),
                 Kind::Head => {
                     if !conn.session.is_sending() {
-                        conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.pool);
+                        conn.session.answer_timeout(&mut self.ex, &self.server, &mut self.buffers);
                     }
                     self.drive(slot);
                 }
                 // A `--delay` is over, or `hybrid`'s pool did not answer in time (504).
                 Kind::Delay | Kind::Offload => {
-                    if conn.session.end_hold(HoldEnd::Deadline, &mut self.ex, &self.server, &mut self.pool) {
+                    if conn.session.end_hold(HoldEnd::Deadline, &mut self.ex, &self.server, &mut self.buffers) {
                         self.drive(slot);
                     }
                 }

@@ -3,7 +3,7 @@
 //! The protocol is `crate::exchange`'s (see its module docs); the driver only learns
 //! whether to write, read the socket, or wait for the script.
 
-use super::{Outgoing, Pool, Session};
+use super::{Buffers, Outgoing, Session};
 use crate::exchange::{CgiStep, Exchanger};
 use crate::server::Server;
 use std::os::fd::BorrowedFd;
@@ -24,12 +24,12 @@ pub(crate) enum CgiFlow {
 
 impl Session {
     /// Pumps the CGI body once the out bytes have drained (call only then).
-    pub(super) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, pool: &mut Pool) -> CgiFlow {
+    pub(super) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) -> CgiFlow {
         self.out.clear();
         self.out_pos = 0;
         loop {
             if self.out.capacity() == 0 {
-                self.out = pool.take_out();
+                self.out = buffers.take_out();
             }
             let Some(Outgoing::Cgi(cgi)) = &mut self.body else {
                 return if self.out.is_empty() { CgiFlow::Done } else { CgiFlow::Write };
@@ -39,7 +39,7 @@ impl Session {
             match step {
                 CgiStep::NeedBody if self.start < self.end => {
                     self.start += cgi.feed_body(&self.inbuf[self.start..self.end]);
-                    self.release_inbuf_if_empty(pool);
+                    self.release_inbuf_if_empty(buffers);
                     if wrote {
                         return CgiFlow::Write;
                     }
@@ -53,7 +53,7 @@ impl Session {
                     self.body = None; // kills the script; reaped without blocking (cgi_process)
                     let answer = ex.local_redirect(server, &request, self.peer);
                     self.keep_alive &= answer.keep_alive;
-                    self.frame(&answer.head, answer.body, pool);
+                    self.frame(&answer.head, answer.body, buffers);
                     if !self.out.is_empty() {
                         return CgiFlow::Write;
                     }

@@ -6,7 +6,7 @@
 //! (more than one receive's room) taken first on the next read, so a driver must ask
 //! [`Session::inbound`] before it waits on the socket.
 
-use super::{Pool, Session};
+use super::{Buffers, Session};
 use crate::modes::tls::Inflow;
 use crate::modes::transport::{Inbound, Transport};
 use crate::server::Server;
@@ -48,10 +48,10 @@ impl Session {
     /// Reads the non-blocking socket `fd` once into the receive buffer (see the module docs).
     /// A lingering session ([`Session::linger`]) reads the socket itself and drops what it
     /// reads, TLS or not: nothing more is answered, so nothing is decrypted.
-    pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd, pool: &mut Pool) -> Inflow {
+    pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd, buffers: &mut Buffers) -> Inflow {
         let tls = match &mut self.transport {
             Transport::Tls(tls) if !self.lingering => tls,
-            _ => return self.read_plain(fd, pool),
+            _ => return self.read_plain(fd, buffers),
         };
         if !tls.has_plaintext() {
             match tls.read_from(fd) {
@@ -59,29 +59,29 @@ impl Session {
                 other => return other,
             }
         }
-        self.take_plaintext(pool);
+        self.take_plaintext(buffers);
         Inflow::Bytes { short: false }
     }
 
     /// One read(2) of the socket straight into the receive buffer.
-    fn read_plain<Fd: AsFd>(&mut self, fd: &Fd, pool: &mut Pool) -> Inflow {
-        let space = self.recv_space(pool);
+    fn read_plain<Fd: AsFd>(&mut self, fd: &Fd, buffers: &mut Buffers) -> Inflow {
+        let space = self.recv_space(buffers);
         let asked = space.len();
         match rustix::io::read(fd, space) {
             Ok(0) => {
-                self.received(0, pool);
+                self.received(0, buffers);
                 Inflow::Closed
             }
             Ok(n) => {
-                self.received(n, pool);
+                self.received(n, buffers);
                 Inflow::Bytes { short: n < asked }
             }
             Err(Errno::AGAIN) => {
-                self.received(0, pool); // gives an unused buffer back
+                self.received(0, buffers); // gives an unused buffer back
                 Inflow::Again
             }
             Err(Errno::INTR) => {
-                self.received(0, pool);
+                self.received(0, buffers);
                 Inflow::Bytes { short: false }
             }
             Err(_) => Inflow::Closed,
@@ -89,14 +89,14 @@ impl Session {
     }
 
     /// Moves what plaintext rustls holds into the receive buffer, as far as it has room.
-    fn take_plaintext(&mut self, pool: &mut Pool) {
+    fn take_plaintext(&mut self, buffers: &mut Buffers) {
         // Taken out while the receive buffer is borrowed, then put back.
         let mut transport = std::mem::replace(&mut self.transport, Transport::Plain);
         if let Transport::Tls(tls) = &mut transport {
             loop {
-                let space = self.recv_space(pool);
+                let space = self.recv_space(buffers);
                 let n = tls.take_plaintext(space); // 0 once none is left or there is no room
-                self.received(n, pool); // 0 gives an unused buffer back
+                self.received(n, buffers); // 0 gives an unused buffer back
                 if n == 0 {
                     break;
                 }

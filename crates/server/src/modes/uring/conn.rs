@@ -7,7 +7,7 @@
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
-use crate::modes::session::{Pool, Session};
+use crate::modes::session::{Buffers, Session};
 use crate::modes::tls::Inflow;
 use crate::modes::transport::{Ahead, Inbound, RingSend, Submitted};
 use spidey_sys::uring::Ring;
@@ -81,9 +81,9 @@ impl Io {
     /// ring. Nothing there yet: the ring receive is armed as usual.
     /// Over TLS, a ClientHello already there starts the handshake. A failed read or the
     /// end of the stream shows again at the connection's next receive.
-    pub(super) fn open(socket: OwnedFd, session: &mut Session, pool: &mut Pool) -> Io {
+    pub(super) fn open(socket: OwnedFd, session: &mut Session, buffers: &mut Buffers) -> Io {
         let stream = TcpStream::from(socket);
-        let input = match session.read_from(&stream, pool) {
+        let input = match session.read_from(&stream, buffers) {
             Inflow::Bytes { short: false } => Input::Left, // a full read may have left more
             Inflow::Bytes { short: true } | Inflow::Again | Inflow::Closed => Input::Drained,
         };
@@ -143,7 +143,7 @@ impl Io {
             expect_wait: self.input == Input::Drained,
         });
         let mut by_ring = RingSend::new(ring, conn.id.tag(Op::Send), ahead, self.returned.take());
-        let sent = conn.session.send(&self.stream, Some(&mut by_ring), shared.ex, shared.server, shared.pool);
+        let sent = conn.session.send(&self.stream, Some(&mut by_ring), shared.ex, shared.server, shared.buffers);
         match by_ring.submitted() {
             Some(Submitted::Ahead) => (self.send_ahead, self.recv_armed) = (true, true),
             Some(Submitted::Lent) => self.send_armed = true,
@@ -169,12 +169,12 @@ impl Io {
     /// transport. A TLS connection reads its ciphertext itself when a ring poll says the
     /// socket is readable (rustls reads in its own pieces), taking plaintext rustls still
     /// holds first.
-    pub(super) fn receive(&mut self, ring: &mut Ring, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
+    pub(super) fn receive(&mut self, ring: &mut Ring, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received {
         if self.recv_armed {
             return Received::Wait;
         }
         if conn.session.inbound() != Inbound::Ring {
-            match conn.session.read_from(&self.stream, pool) {
+            match conn.session.read_from(&self.stream, buffers) {
                 Inflow::Bytes { .. } => return Received::Bytes,
                 Inflow::Closed => return Received::Closed,
                 Inflow::Again => {}

@@ -28,7 +28,7 @@ use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::limit::LoopLimit;
 use super::loops::{self, LoopContext};
 use super::send::Sent;
-use super::session::{Held, Pool, Session};
+use super::session::{Buffers, Held, Session};
 use super::ModeContext;
 use conn::{Event, Io};
 use spidey_config::ConfigError;
@@ -95,7 +95,7 @@ impl Backend for Uring {
     /// while the ring still shows them, then the buffer goes back to the kernel.
     fn dispatch(lp: &mut Loop<Self>) -> anyhow::Result<()> {
         let mut events = std::mem::take(&mut lp.backend.events);
-        let (conns, pool) = (&mut lp.conns, &mut lp.pool);
+        let (conns, buffers) = (&mut lp.conns, &mut lp.buffers);
         lp.backend.ring.complete(|c: Completion<'_>| {
             let event = match c.outcome {
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
@@ -105,7 +105,7 @@ impl Backend for Uring {
                     // connection, reported as the end of the stream: never a silent gap.
                     let fitted = match Tag::decode(c.user_data) {
                         Some(Tag::Conn { slot, generation, .. }) => {
-                            conns.tagged(slot, generation).is_some_and(|conn| conn.session.push_bytes(bytes, pool))
+                            conns.tagged(slot, generation).is_some_and(|conn| conn.session.push_bytes(bytes, buffers))
                         }
                         _ => false,
                     };
@@ -161,8 +161,8 @@ impl Backend for Uring {
         }
     }
 
-    fn open(&mut self, socket: OwnedFd, session: &mut Session, pool: &mut Pool) -> Io {
-        Io::open(socket, session, pool)
+    fn open(&mut self, socket: OwnedFd, session: &mut Session, buffers: &mut Buffers) -> Io {
+        Io::open(socket, session, buffers)
     }
 
     fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
@@ -170,8 +170,8 @@ impl Backend for Uring {
         io.send(&mut self.ring, conn, shared, ahead)
     }
 
-    fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, pool: &mut Pool) -> Received {
-        io.receive(&mut self.ring, conn, pool)
+    fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received {
+        io.receive(&mut self.ring, conn, buffers)
     }
 
     fn watch_script(&mut self, io: &mut Io, conn: ConnRef<'_>) -> bool {

@@ -7,25 +7,25 @@ use crate::server::Server;
 /// Reusable buffers of one loop; a buffer is only held while it has bytes in it.
 /// Receive buffers keep their full length (no zeroing on reuse); output buffers are
 /// kept empty with their capacity.
-pub(crate) struct Pool {
+pub(crate) struct Buffers {
     ins: Vec<Vec<u8>>,
     outs: Vec<Vec<u8>>,
     size: usize,
 }
 
 /// Buffers kept for reuse per kind; beyond that they are freed.
-const POOL_KEEP: usize = 256;
+const KEEP: usize = 256;
 
 /// The least room [`Session::recv_space`] offers a driver that receives: `uring`'s ring
 /// buffers are this size, so every ring receive fits whole ([`Session::push_bytes`]).
 pub(crate) const RECV_ROOM: usize = 4096;
 
-impl Pool {
+impl Buffers {
     /// Buffers of `size` bytes: the largest head the limits allow plus one receive's worth
     /// ([`RECV_ROOM`]), so a partial head (the parser answers 431 beyond `max_head`) always
     /// leaves room for a whole receive once compacted.
-    pub(crate) fn new(server: &Server) -> Pool {
-        Pool { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + RECV_ROOM }
+    pub(crate) fn new(server: &Server) -> Buffers {
+        Buffers { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + RECV_ROOM }
     }
 
     pub(super) fn take_in(&mut self) -> Vec<u8> {
@@ -33,7 +33,7 @@ impl Pool {
     }
 
     pub(super) fn give_in(&mut self, buf: Vec<u8>) {
-        if self.ins.len() < POOL_KEEP {
+        if self.ins.len() < KEEP {
             self.ins.push(buf);
         }
     }
@@ -44,7 +44,7 @@ impl Pool {
 
     pub(super) fn give_out(&mut self, mut buf: Vec<u8>) {
         // Outsized buffers (a big listing) are freed rather than kept.
-        if buf.capacity() <= self.size && self.outs.len() < POOL_KEEP {
+        if buf.capacity() <= self.size && self.outs.len() < KEEP {
             buf.clear();
             self.outs.push(buf);
         }
