@@ -86,7 +86,7 @@ pub(crate) enum Sent {
 }
 
 /// Appends `head` and an in-memory body to `out`; returns the body to move after them.
-pub(crate) fn frame(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoing> {
+pub(crate) fn stage(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoing> {
     out.extend_from_slice(head);
     match body {
         Body::Empty => None,
@@ -133,11 +133,11 @@ pub(crate) trait Wire {
 
     /// Writes some of `bytes`; returns how many it took (0: it can take none, which fails
     /// the response). `more`: more of the response follows at once (MSG_MORE).
-    fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno>;
+    fn write(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno>;
 
     /// Writes up to `len` bytes of `file` from `offset`; returns how many (0: the file
     /// ended before `offset + len`, it shrank under us).
-    fn send_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno>;
+    fn write_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno>;
 
     /// Writes what the transport still holds of the response (TLS: ciphertext).
     fn flush(&mut self) -> Result<(), Errno> {
@@ -148,10 +148,10 @@ pub(crate) trait Wire {
     /// they are all that is left of the response, and the connection then waits for its
     /// next request. A transport that sends asynchronously (the ring) may take the buffer
     /// (`out` is then empty) and say EAGAIN until it gives it back.
-    fn send_out(&mut self, out: &mut Vec<u8>, pos: &mut usize, more: bool, then_waits: bool) -> Result<(), Errno> {
+    fn write_out(&mut self, out: &mut Vec<u8>, pos: &mut usize, more: bool, then_waits: bool) -> Result<(), Errno> {
         let _ = then_waits;
         while *pos < out.len() {
-            match self.send(&out[*pos..], more) {
+            match self.write(&out[*pos..], more) {
                 Ok(0) => return Err(Errno::IO),
                 Ok(n) => *pos += n,
                 Err(Errno::INTR) => {}
@@ -190,7 +190,7 @@ pub(crate) fn send_response<W: Wire>(wire: &mut W, response: Response<'_>) -> Se
     }
     if *pos < out.len() {
         let then_waits = after == After::Wait && body.is_none();
-        if let Err(e) = wire.send_out(out, pos, more, then_waits) {
+        if let Err(e) = wire.write_out(out, pos, more, then_waits) {
             return blocked_or_failed(e);
         }
     }
@@ -212,11 +212,11 @@ fn send_body<W: Wire>(wire: &mut W, body: &mut Option<Outgoing>) -> Sent {
     loop {
         let step = match body {
             Some(Outgoing::Shared { bytes, offset, end }) if *offset < *end => {
-                wire.send(&bytes[*offset..*end], false).inspect(|&n| *offset += n)
+                wire.write(&bytes[*offset..*end], false).inspect(|&n| *offset += n)
             }
             Some(Outgoing::File { file, offset, end }) if *offset < *end => {
                 let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
-                wire.send_file(file, *offset, chunk).inspect(|&n| *offset += n as u64)
+                wire.write_file(file, *offset, chunk).inspect(|&n| *offset += n as u64)
             }
             Some(Outgoing::Cgi(_)) | None => return Sent::Done,
             Some(Outgoing::Shared { .. } | Outgoing::File { .. }) => {
@@ -293,7 +293,7 @@ mod tests {
             self.log.push("cork".into());
         }
 
-        fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+        fn write(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
             let n = bytes.len().min(self.room);
             if n == 0 {
                 return Err(Errno::AGAIN);
@@ -303,7 +303,7 @@ mod tests {
             Ok(n)
         }
 
-        fn send_file(&mut self, _: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+        fn write_file(&mut self, _: &File, offset: u64, len: usize) -> Result<usize, Errno> {
             let left = usize::try_from(self.file_len.saturating_sub(offset)).unwrap();
             if self.room == 0 && left > 0 {
                 return Err(Errno::AGAIN);

@@ -233,7 +233,7 @@ impl Session {
             self.hold = Hold::Delay(delay);
         }
         self.release_inbuf_if_empty(buffers);
-        self.frame(&answer.head, answer.body, buffers);
+        self.stage(&answer.head, answer.body, buffers);
     }
 
     /// Whether the answer is held back, and the first time a `--delay` holds it, how long:
@@ -285,15 +285,15 @@ impl Session {
         self.out.clear();
         self.out_pos = 0;
         self.body = None;
-        self.frame(&answer.head, answer.body, buffers);
+        self.stage(&answer.head, answer.body, buffers);
     }
 
     /// Appends `head` and an in-memory body to the out bytes; sets the body to move after.
-    fn frame(&mut self, head: &[u8], body: Body, buffers: &mut Buffers) {
+    fn stage(&mut self, head: &[u8], body: Body, buffers: &mut Buffers) {
         if self.out.capacity() == 0 {
             self.out = buffers.take_out();
         }
-        self.body = send::frame(&mut self.out, head, body);
+        self.body = send::stage(&mut self.out, head, body);
     }
 
     /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`

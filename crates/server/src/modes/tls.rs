@@ -246,14 +246,14 @@ impl<Fd: AsFd> Wire for TlsWire<'_, Fd> {
     fn cork(&mut self) {}
 
     /// Encrypts up to one record of `bytes`.
-    fn send(&mut self, bytes: &[u8], _more: bool) -> Result<usize, Errno> {
+    fn write(&mut self, bytes: &[u8], _more: bool) -> Result<usize, Errno> {
         self.tls.flush(self.fd)?;
         let take = bytes.len().min(RECORD);
         Ok(self.tls.conn.writer().write(&bytes[..take]).unwrap_or(0))
     }
 
     /// Reads up to one record of the file with pread(2) and encrypts it.
-    fn send_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+    fn write_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
         self.tls.flush(self.fd)?;
         let Tls { conn, scratch, .. } = &mut *self.tls;
         scratch.resize(RECORD, 0);

@@ -132,13 +132,13 @@ impl<Fd: AsFd> Wire for Plain<'_, Fd> {
         let _ = rustix::net::sockopt::set_tcp_cork(self.0, true);
     }
 
-    fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+    fn write(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
         send::send_bytes(self.0, bytes, more)
     }
 
     /// sendfile(2): the file's bytes never pass through user space (with `--copy-loop`,
     /// a read and a send through a buffer instead: [`send::copy_file`]).
-    fn send_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+    fn write_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
         if let Some(copied) = send::copy_file(self.0, file, offset, len) {
             return copied;
         }

@@ -53,7 +53,7 @@ impl Session {
                     self.body = None; // kills the script; reaped without blocking (cgi_process)
                     let answer = ex.local_redirect(server, &request, self.peer);
                     self.keep_alive &= answer.keep_alive;
-                    self.frame(&answer.head, answer.body, buffers);
+                    self.stage(&answer.head, answer.body, buffers);
                     if !self.out.is_empty() {
                         return CgiFlow::Write;
                     }

@@ -90,18 +90,18 @@ impl<Fd: AsFd> Wire for RingWire<'_, '_, Fd> {
         self.plain.cork();
     }
 
-    fn send(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
-        self.plain.send(bytes, more)
+    fn write(&mut self, bytes: &[u8], more: bool) -> Result<usize, Errno> {
+        self.plain.write(bytes, more)
     }
 
-    fn send_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
-        self.plain.send_file(file, offset, len)
+    fn write_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
+        self.plain.write_file(file, offset, len)
     }
 
     /// A ring send of the out bytes: the buffer is lent to the ring (EAGAIN until the
     /// completion returns it), or, ending a keep-alive response on a quiet turn, a copy
     /// goes ahead of the next receive and the bytes count as out.
-    fn send_out(&mut self, out: &mut Vec<u8>, pos: &mut usize, more: bool, then_waits: bool) -> Result<(), Errno> {
+    fn write_out(&mut self, out: &mut Vec<u8>, pos: &mut usize, more: bool, then_waits: bool) -> Result<(), Errno> {
         let fd = self.plain.0.as_fd();
         let send = &mut *self.send;
         if let Some(ahead) = send.ahead.filter(|_| then_waits) {
