@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file below `dir`, into `out` (also the source scans of `modes/seam_tests.rs`).
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -15,6 +16,15 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }
+    }
+}
+
+/// A file's text without its inline `mod tests { .. }` (tests may call and import anything).
+pub(crate) fn production_text(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    match text.find("#[cfg(test)]\nmod tests {") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }
 
@@ -93,8 +103,7 @@ fn sibling_edges(src: &Path) -> BTreeMap<(Module, Module), PathBuf> {
             continue;
         }
         let me = module_of(src, &path);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let text = text.split("#[cfg(test)]\nmod tests {").next().unwrap_or("");
+        let text = production_text(&path);
         let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
         let mut named = Vec::new();
         for stmt in code.split("use ").skip(1) {

@@ -131,12 +131,6 @@ impl From<Arc<str>> for FieldValue {
     }
 }
 
-impl std::fmt::Display for FieldValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self)
-    }
-}
-
 /// An answer, before it is framed and written.
 #[derive(Debug)]
 pub struct Response {

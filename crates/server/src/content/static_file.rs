@@ -96,7 +96,7 @@ pub fn respond(
         }
         _ => RangeOutcome::Full,
     };
-    fields.push(("ETag", tag.clone().into()));
+    fields.push(("ETag", tag.into()));
     match wanted {
         RangeOutcome::Full => Response::new(StatusCode::OK, fields, body(0, len)),
         RangeOutcome::Partial { start, end } => {

@@ -38,11 +38,13 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
 pub(crate) fn event_loop(lc: LoopContext, offload: Option<Desk>) -> anyhow::Result<()> {
     let poll = Poll::new()?;
     let token = |tag: Tag| Token(tag.encode() as usize);
-    let fixed = [(Some(lc.shutdown.fd()), Tag::Shutdown), (Some(lc.limit.vacancy(lc.index)), Tag::Vacancy)];
-    for (fd, tag) in fixed.into_iter().chain([(offload.as_ref().map(Desk::doorbell), Tag::Doorbell)]) {
-        if let Some(fd) = fd {
-            poll.registry().register(&mut SourceFd(&fd.as_raw_fd()), token(tag), Interest::READABLE)?;
-        }
+    let watch = |fd: BorrowedFd<'_>, tag: Tag| {
+        poll.registry().register(&mut SourceFd(&fd.as_raw_fd()), token(tag), Interest::READABLE)
+    };
+    watch(lc.shutdown.fd(), Tag::Shutdown)?;
+    watch(lc.limit.vacancy(lc.index), Tag::Vacancy)?;
+    if let Some(desk) = &offload {
+        watch(desk.doorbell(), Tag::Doorbell)?;
     }
     evloop::run(lc, Epoll { poll, events: Events::with_capacity(1024) }, offload)
 }

@@ -4,6 +4,7 @@
 //! methods, each called by the blocking driver and by the event loops), and the transport
 //! is chosen in one place.
 
+use crate::layout_tests::{production_text, rust_files};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -12,26 +13,6 @@ const MAX_SESSION_METHODS: usize = 25;
 
 fn modes_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src/modes")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// A file's text without its inline `mod tests { .. }` (tests may call anything).
-fn production_text(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    match text.find("#[cfg(test)]\nmod tests {") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
 }
 
 /// The `pub(crate) fn`s of `impl Session` blocks in `text`, leaving out blocks behind a

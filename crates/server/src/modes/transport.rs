@@ -107,11 +107,14 @@ impl Transport {
     /// Where the connection's next client bytes come from ([`Inbound`]).
     pub(crate) fn inbound(&mut self) -> Inbound {
         match self {
-            Transport::Tls(tls) => match tls.has_plaintext() {
-                true => Inbound::Held,
-                false => Inbound::Socket,
-            },
             Transport::Plain => Inbound::Socket,
+            Transport::Tls(tls) => {
+                if tls.has_plaintext() {
+                    Inbound::Held
+                } else {
+                    Inbound::Socket
+                }
+            }
             Transport::Ring { .. } => Inbound::Ring,
         }
     }
