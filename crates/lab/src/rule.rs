@@ -41,11 +41,7 @@ impl Pooled {
 
     /// Above 1 (the claimed side ahead), below 1, or neither.
     pub fn call(&self) -> Call {
-        match (self.known(), self.lo > 1.0, self.hi < 1.0) {
-            (true, true, _) => Call::Win,
-            (true, _, true) => Call::Loss,
-            _ => Call::Level,
-        }
+        Call::of(self.lo, self.hi)
     }
 
     /// The interval lies within `1 ± band` (as factors: `[1/(1+band), 1+band]`).

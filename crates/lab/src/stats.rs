@@ -49,11 +49,7 @@ impl Interval {
 
     /// What the interval of a ratio (above 1: the first side is better) allows saying.
     pub fn call(&self) -> Call {
-        match (self.known(), self.lo > 1.0, self.hi < 1.0) {
-            (true, true, _) => Call::Win,
-            (true, _, true) => Call::Loss,
-            _ => Call::Level,
-        }
+        Call::of(self.lo, self.hi)
     }
 
     /// The coverage as the report prints it: `93.8%`, `75%`.
@@ -81,6 +77,17 @@ pub(crate) enum Call {
     Loss,
     /// The interval contains 1, or could not be computed.
     Level,
+}
+
+impl Call {
+    /// What the interval `[lo, hi]` of a ratio allows saying (NaN bounds: not computed).
+    pub(crate) fn of(lo: f64, hi: f64) -> Call {
+        match (lo.is_finite() && hi.is_finite(), lo > 1.0, hi < 1.0) {
+            (true, true, _) => Call::Win,
+            (true, _, true) => Call::Loss,
+            _ => Call::Level,
+        }
+    }
 }
 
 /// The median of `xs` with its order-statistic interval.

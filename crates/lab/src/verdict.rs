@@ -146,13 +146,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
             seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
             let p = pool(*metric, &pairs, 1.0);
-            let outcome = match p.call() {
-                _ if p.repeats == 0 => Outcome::NotMeasured,
-                Call::Win => Outcome::Reproduced,
-                Call::Loss => Outcome::NotReproduced,
-                Call::Level if p.within(*within) => Outcome::Level,
-                Call::Level => Outcome::Inconclusive,
-            };
+            let outcome = pooled_outcome(&p, *within);
             (seed_text, pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
         }
         Kind::Level { metric, a: sa, b, at, within, .. } => {
@@ -175,13 +169,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             let (pg, pb) = (pool(*metric, &gain, 1.0), pool(*metric, &base, 1.0));
             let terms: Vec<Term> = [terms(*metric, &gain, 1.0), terms(*metric, &base, -1.0)].concat();
             let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&terms) };
-            let outcome = match p.call() {
-                _ if p.repeats == 0 => Outcome::NotMeasured,
-                Call::Win => Outcome::Reproduced,
-                Call::Loss => Outcome::NotReproduced,
-                Call::Level if p.within(0.05) => Outcome::Level,
-                Call::Level => Outcome::Inconclusive,
-            };
+            let outcome = pooled_outcome(&p, 0.05);
             let geo = |ps: &[Pair]| {
                 let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
                 (v.len() == ps.len() && !v.is_empty())
@@ -246,13 +234,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         }
         Kind::Best { metric, server, among, at, .. } => {
             let (seed_text, here, p) = best(*metric, server, among, at, samples, &seed);
-            let outcome = match p.call() {
-                _ if p.repeats == 0 => Outcome::NotMeasured,
-                Call::Win => Outcome::Reproduced,
-                Call::Loss => Outcome::NotReproduced,
-                Call::Level if p.within(0.05) => Outcome::Level,
-                Call::Level => Outcome::Inconclusive,
-            };
+            let outcome = pooled_outcome(&p, 0.05);
             (seed_text, here, outcome, Some(p))
         }
         Kind::NotTestable { .. } => unreachable!("returned above"),
@@ -288,6 +270,18 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
 }
 
 /// A verdict's "here" without each point's median and the level band.
+/// The verdict of a pooled ratio for a claim that one side is ahead: reproduced if its
+/// interval lies above 1, not reproduced below, level if it lies within `within` of 1.
+fn pooled_outcome(p: &Pooled, within: f64) -> Outcome {
+    match p.call() {
+        _ if p.repeats == 0 => Outcome::NotMeasured,
+        Call::Win => Outcome::Reproduced,
+        Call::Loss => Outcome::NotReproduced,
+        Call::Level if p.within(within) => Outcome::Level,
+        Call::Level => Outcome::Inconclusive,
+    }
+}
+
 fn brief(here: &str) -> String {
     let cut = here.find(" (medians: ").map_or(here, |i| &here[..i]);
     match (cut.find(" (level band "), cut.find(") over ")) {
