@@ -289,14 +289,10 @@ impl Drop for CgiResponse {
 /// whether the connection may persist follow from the status and the client's version.
 fn head_output(request: &Request, head: &CgiHead, out: &mut Vec<u8>) -> Output {
     let status = StatusCode(head.status.unwrap_or(if head.location.is_some() { 302 } else { 200 }));
-    let mut fields: Vec<(&str, &str)> = Vec::new();
-    if let Some(ct) = &head.content_type {
-        fields.push(("Content-Type", ct));
-    }
-    if let Some(loc) = &head.location {
-        fields.push(("Location", loc));
-    }
-    fields.extend(head.fields.iter().chain(&request.extra).map(|(n, v)| (n.as_str(), v.as_str())));
+    let content_type = head.content_type.as_deref().map(|v| ("Content-Type", v));
+    let location = head.location.as_deref().map(|v| ("Location", v));
+    let rest = head.fields.iter().chain(&request.extra).map(|(n, v)| (n.as_str(), v.as_str()));
+    let fields = content_type.into_iter().chain(location).chain(rest);
     let framing = if status.forbids_body() {
         Framing::None
     } else if request.http10 {
