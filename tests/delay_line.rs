@@ -1,12 +1,13 @@
 //! `spidey delay-line` and `spidey lab --rtt`: two network namespaces joined by a TUN delay
 //! line. The calibration is checked with clients that are not Spidey's: ping (ICMP echo)
-//! and Python's TCP connect, each the median of many, within 10% of the asked round trip.
+//! and Python's TCP connect, each the median of many, between 90% of the asked round trip and
+//! the asked one plus the line's own (measured across a line that adds nothing).
 //! The clients run at a real-time priority (`chrt`), as the line's own threads do, so on a
 //! busy machine they time the link rather than their own wake-up.
 //! Needs root, /dev/net/tun, iproute2, ping and python3 (`scripts/test.sh` installs them);
 //! elsewhere each test prints why it skipped.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
@@ -32,6 +33,7 @@ impl Line {
             .args(["delay-line", "--rtt", rtt, "--name", name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn spidey delay-line");
         let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -50,13 +52,15 @@ impl Line {
         c
     }
 
-    fn stop(mut self) {
+    /// Stops the line and checks that it left nothing behind; what it wrote on stderr.
+    fn stop(mut self) -> String {
         drop(self.stdin.take());
         let status = self.child.wait().unwrap();
-        assert!(status.success(), "delay-line exited with {status}");
-        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let list = String::from_utf8_lossy(&list.stdout);
-        assert!(!list.contains(&format!("{}-", self.name)), "namespaces left behind: {list}");
+        let mut stderr = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        assert!(status.success(), "delay-line exited with {status}: {stderr}");
+        assert_eq!(left_of(&self.name), Vec::<String>::new(), "left behind once the line exited");
+        stderr
     }
 }
 
@@ -65,7 +69,10 @@ impl Drop for Line {
         let _ = self.child.kill();
         let _ = self.child.wait();
         for side in ["client", "server"] {
-            let _ = Command::new("ip").args(["netns", "del", &format!("{}-{side}", self.name)]).status();
+            let ns = format!("{}-{side}", self.name);
+            if Path::new("/run/netns").join(&ns).exists() {
+                let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+            }
         }
     }
 }
@@ -128,32 +135,44 @@ fn connect_rtts(line: &Line, n: usize) -> Vec<f64> {
     String::from_utf8_lossy(&out.stdout).lines().map(|l| l.parse().unwrap()).collect()
 }
 
+/// The line is specified to add the asked round trip with its own cost taken off, so a
+/// probe across it measures at least 90% of the asked round trip, and at most the asked one
+/// plus what the same probe measures across a line that adds nothing (the line's own cost,
+/// the probe's own wake-ups and whatever a busy machine adds to both, measured just before),
+/// plus 10%. A line that does not delay, or delays twice, fails; a busy machine does not.
 #[test]
-fn the_measured_round_trip_is_within_ten_percent_of_the_asked_one() {
-    let test = "the_measured_round_trip_is_within_ten_percent_of_the_asked_one";
+fn the_measured_round_trip_is_the_asked_one_within_the_lines_own_cost() {
+    let test = "the_measured_round_trip_is_the_asked_one_within_the_lines_own_cost";
     let Some(()) = usable(test) else { return };
     let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
     let name = format!("sdl{}", std::process::id() % 100_000);
+    let probes: [(&str, Probe); 2] = [("ping", ping_rtts), ("TCP connect", connect_rtts)];
+    let line = Line::start("0ms", &name);
+    let own: Vec<f64> = probes.iter().map(|(_, probe)| median(probe(&line, 40))).collect();
+    line.stop();
     // (asked, in ms) for each round trip the issue names.
     for (asked, ms) in [("500us", 0.5), ("1.5ms", 1.5), ("3ms", 3.0)] {
         let line = Line::start(asked, &name);
-        // Each probe's median of 40; a median outside the band is measured again, up to
-        // three times in all (a shared 2-core machine can disturb one batch), and every
-        // median is in the message if none falls inside.
-        let probes: [(&str, Probe); 2] = [("ping", ping_rtts), ("TCP connect", connect_rtts)];
-        for (what, probe) in probes {
+        for ((what, probe), own) in probes.iter().zip(&own) {
+            let (low, high) = (ms * 0.9, ms * 1.1 + own);
+            // Each probe's median of 40; a median outside the band is measured again, up
+            // to three times in all (a shared 2-core machine can disturb one batch), and
+            // every median is in the message if none falls inside.
             let mut medians = Vec::new();
             while medians.len() < 3 {
                 medians.push(median(probe(&line, 40)));
-                if (medians[medians.len() - 1] - ms).abs() <= ms * 0.10 {
+                if (low..=high).contains(&medians[medians.len() - 1]) {
                     break;
                 }
             }
             let last = medians[medians.len() - 1];
-            assert!((last - ms).abs() <= ms * 0.10, "{what} across a {asked} line: medians {medians:.3?} ms");
+            assert!(
+                (low..=high).contains(&last),
+                "{what} across a {asked} line: medians {medians:.3?} ms, outside [{low:.3}, {high:.3}] \
+                 (the line's own round trip measured {own:.3} ms)"
+            );
         }
         line.stop();
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -290,40 +309,94 @@ table.dims = ["server"]
 table.columns = [{ header = "Requests/s", metric = "rps" }]
 "#;
 
-/// A lab run stopped by SIGTERM (or Ctrl-C) runs no destructor: the delay line's own signal
-/// thread removes the namespaces, and with the server gone their devices and the route to
-/// the server's address go too.
-#[test]
-fn a_lab_run_stopped_by_sigterm_leaves_no_namespace_or_route_behind() {
-    let test = "a_lab_run_stopped_by_sigterm_leaves_no_namespace_or_route_behind";
-    let Some(()) = usable(test) else { return };
-    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let mut run =
-        lab(dir.path(), "903-long.toml", LONG, &["903"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+/// What a delay line named `name` has on this host: its namespaces, the host end of its
+/// control veth, and a route to the server's address through it.
+fn left_of(name: &str) -> Vec<String> {
+    let text =
+        |args: &[&str]| String::from_utf8_lossy(&Command::new("ip").args(args).output().unwrap().stdout).into_owned();
+    let mut left: Vec<String> = text(&["netns", "list"])
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}-")))
+        .map(|l| format!("namespace {l}"))
+        .collect();
+    if Path::new(&format!("/sys/class/net/{name}r")).exists() {
+        left.push(format!("device {name}r"));
+    }
+    let route = text(&["route", "show", "to", SERVER_IP]);
+    left.extend(route.lines().filter(|l| l.contains(&format!(" dev {name}r"))).map(|l| format!("route {}", l.trim())));
+    left
+}
+
+/// Starts a lab run of the long sweep in `dir` and waits until its delay line is up; its
+/// line's name.
+fn start_long_run(dir: &Path) -> (Child, String) {
+    let run = lab(dir, "903-long.toml", LONG, &["903"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let name = format!("spl{}", run.id() % 100_000);
-    let netns =
-        || String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).into_owned();
-    let route =
-        || String::from_utf8_lossy(&Command::new("ip").args(["route", "show"]).output().unwrap().stdout).into_owned();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    // The line is up once both namespaces and the control route exist.
-    while !netns().contains(&format!("{name}-server")) || !route().contains(SERVER_IP) {
-        assert!(std::time::Instant::now() < deadline, "the lab never set up its line: {}", netns());
+    // The line is up once its namespaces, its control veth and the route exist.
+    while left_of(&name).len() < 4 {
+        assert!(std::time::Instant::now() < deadline, "the lab never set up its line: {:?}", left_of(&name));
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(3));
-    rustix::process::kill_process(rustix::process::Pid::from_child(&run), rustix::process::Signal::TERM).unwrap();
-    let status = run.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + 15), "the lab exits as SIGTERM would have it: {status}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while netns().contains(&name) || route().contains(SERVER_IP) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "left behind after SIGTERM: namespaces {:?}, routes {:?}",
-            netns(),
-            route()
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    (run, name)
+}
+
+/// A lab run stopped by SIGTERM, SIGINT or SIGHUP runs no destructor: the delay line's own
+/// signal thread removes the line and waits until it is gone before the process exits, so
+/// nothing is left the moment the run has exited (the test does not wait for the kernel).
+#[test]
+fn a_lab_run_stopped_by_a_signal_leaves_no_namespace_device_or_route_behind() {
+    let test = "a_lab_run_stopped_by_a_signal_leaves_no_namespace_device_or_route_behind";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::HUP] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut run, name) = start_long_run(dir.path());
+        rustix::process::kill_process(rustix::process::Pid::from_child(&run), signal).unwrap();
+        let status = run.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + signal.as_raw()), "the lab exits as {signal:?} would have it: {status}");
+        assert_eq!(left_of(&name), Vec::<String>::new(), "left behind after {signal:?}");
     }
+}
+
+/// SIGKILL cannot be caught: a killed run leaves its line (and its server) behind, and the
+/// next line to start removes them first, says so, and starts cleanly.
+#[test]
+fn a_line_left_by_a_killed_lab_run_is_removed_by_the_next_one() {
+    let test = "a_line_left_by_a_killed_lab_run_is_removed_by_the_next_one";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (mut run, killed) = start_long_run(dir.path());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert_eq!(left_of(&killed).len(), 4, "a killed run leaves its line: {:?}", left_of(&killed));
+    let name = format!("sdk{}", std::process::id() % 100_000);
+    let line = Line::start("1ms", &name);
+    assert_eq!(left_of(&killed), Vec::<String>::new(), "the killed run's line is gone");
+    let stderr = line.stop();
+    assert!(stderr.contains(&format!("removed {killed}, left behind by process")), "it says what it removed: {stderr}");
+}
+
+/// A route to the server's address that is not a delay line's: the line refuses in one line
+/// and exit code 2, and leaves the route alone.
+#[test]
+fn a_line_whose_address_is_taken_by_something_else_says_so() {
+    let test = "a_line_whose_address_is_taken_by_something_else_says_so";
+    let Some(()) = usable(test) else { return };
+    let _one = ONE_LINE.lock().unwrap_or_else(|e| e.into_inner());
+    let route = ["route", "add", "blackhole", &format!("{SERVER_IP}/32")];
+    assert!(Command::new("ip").args(route).status().unwrap().success());
+    let out = Command::new(SPIDEY)
+        .args(["delay-line", "--rtt", "1ms", "--name", "sdtaken"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = Command::new("ip").args(["route", "del", "blackhole", &format!("{SERVER_IP}/32")]).status();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("already routed") && stderr.contains("not by a delay line"), "{stderr}");
+    assert_eq!(left_of("sdtaken"), Vec::<String>::new());
 }

@@ -2,6 +2,8 @@
 //! host, each started by the test in a network namespace ([`fixture`]) with a private `/tmp`
 //! (a tmpfs in a mount namespace of its own): like a real host, it does not see the lab's
 //! temporary directory, so the server can only serve the document root the lab copied there.
+//! The build's target directory stays in view wherever the checkout lives (under /tmp too):
+//! it holds the binary the lab runs on the host and the sshd's own files.
 //! The key pairs are made at test time. Needs root, iproute2, unshare and openssh-server
 //! (`scripts/test.sh` installs them); elsewhere the test prints why it skipped.
 
@@ -42,10 +44,17 @@ impl Sshd {
         std::fs::write(&config, text).unwrap();
         // sshd's privilege separation directory.
         std::fs::create_dir_all("/run/sshd").unwrap();
+        // The private /tmp hides whatever the host has under /tmp, and a checkout may live
+        // there: the build's target directory (the spidey binary the lab runs on the host,
+        // and `dir`, which is under it) is bound aside first and moved back on top of the
+        // new /tmp, as a real host has the binary where the lab expects it.
+        let target = target_dir();
         let script = format!(
-            "mount -t tmpfs spidey-host-tmp /tmp && exec {SSHD} -D -f {} -E {}",
+            "set -e; mount --bind {target} /mnt; mount -t tmpfs spidey-host-tmp /tmp; mkdir -p {target}; \
+             mount --move /mnt {target}; exec {SSHD} -D -f {} -E {}",
             config.display(),
-            log.display()
+            log.display(),
+            target = target.display(),
         );
         let child = host.command("unshare").args(["--mount", "sh", "-c", &script]).spawn().expect("start sshd");
         let mut sshd = Sshd { child, log, ns: host.ns.clone() };
@@ -81,6 +90,19 @@ impl Drop for Sshd {
             let _ = Command::new("kill").args(["-KILL", pid]).status();
         }
     }
+}
+
+/// The build's target directory: the spidey binary and `CARGO_TARGET_TMPDIR` are in it.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target/tmp has a parent").to_path_buf()
+}
+
+/// What a host's private /tmp holds besides what the lab left: the first directory of the
+/// path to the target directory, when the checkout is under /tmp.
+fn tmp_skeleton() -> Option<String> {
+    let target = target_dir();
+    let inside = target.strip_prefix("/tmp").ok()?;
+    Some(inside.components().next()?.as_os_str().to_string_lossy().into_owned())
 }
 
 /// A new ed25519 key pair at `path` and `path`.pub.
@@ -209,7 +231,8 @@ fn lab_over_ssh_copies_the_root_to_the_server_host_and_removes_it() {
     let (ok, _) = run_over_ssh(control, &to_server, &format!("test -e {copy}"));
     assert!(!ok, "{copy} removed from the server host");
     let (ok, left) = run_over_ssh(control, &to_server, "ls -A /tmp");
-    assert!(ok && left.trim().is_empty(), "the server host's /tmp is empty again: {left}");
+    let left: Vec<&str> = left.lines().filter(|l| Some(l.to_string()) != tmp_skeleton()).collect();
+    assert!(ok && left.is_empty(), "the server host's /tmp is empty again: {left:?}");
     // The servers were stopped there: killing ssh here would not have stopped them. The
     // namespaces share this pid namespace, so this host's /proc shows the server host's.
     let left: Vec<String> = processes().into_iter().filter(|c| c.contains(copy) && c.contains(" serve ")).collect();

@@ -22,6 +22,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::num::NonZeroU64;
 use std::os::fd::AsFd;
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,7 +66,8 @@ pub struct LinkSpec {
     pub name: String,
 }
 
-/// A running delay line; dropping it stops the forwarding and removes the namespaces.
+/// A running delay line; dropping it stops the forwarding and removes the namespaces, the
+/// control veth and its route, and returns once they are gone.
 pub struct DelayLine {
     spec: LinkSpec,
     one_way_ns: Arc<AtomicU64>,
@@ -80,7 +82,7 @@ pub struct DelayLine {
     /// The one-way sleep each round trip was calibrated to, so a sweep that comes back to a
     /// round trip gets the same line.
     one_way_for: Mutex<BTreeMap<Duration, u64>>,
-    /// Stops the thread that removes the namespaces on SIGINT or SIGTERM.
+    /// Stops the thread that removes the line on SIGINT, SIGTERM or SIGHUP.
     on_signal: Option<signal_hook::iterator::Handle>,
 }
 
@@ -91,9 +93,9 @@ impl DelayLine {
             return Err(ConfigError(format!("link name {:?} must be 1 to 12 letters or digits", spec.name)).into());
         }
         let (cns, sns) = (client_ns(&spec.name), server_ns(&spec.name));
-        let on_signal = remove_on_signal([cns.clone(), sns.clone()])?;
+        remove_stale_lines(&spec.name)?;
+        let on_signal = remove_on_signal(spec.name.clone())?;
         for ns in [&cns, &sns] {
-            let _ = ip(&["netns", "del", ns]);
             ip(&["netns", "add", ns])?;
         }
         let mut line = DelayLine {
@@ -275,11 +277,9 @@ impl DelayLine {
 impl Drop for DelayLine {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        // Removing the namespaces removes the devices; the threads see `stop` within
-        // IDLE_WAIT.
-        // The route and the control veth go with the server's namespace.
-        for ns in [self.client_ns(), self.server_ns()] {
-            let _ = ip(&["netns", "del", &ns]);
+        // The threads see `stop` within IDLE_WAIT; the TUN devices go with their files.
+        if let Err(e) = remove_line(&self.spec.name) {
+            eprintln!("delay line: {e:#}");
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -290,19 +290,18 @@ impl Drop for DelayLine {
     }
 }
 
-/// A process stopped by SIGINT or SIGTERM runs no destructor: this thread kills what runs
-/// in the namespaces (a namespace outlives its name while a process is in it, and with it
-/// the control veth and its route), removes them and then exits with the status the signal
-/// would have given, so a stopped lab run leaves nothing behind.
-fn remove_on_signal(namespaces: [String; 2]) -> anyhow::Result<signal_hook::iterator::Handle> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+/// A process stopped by SIGINT, SIGTERM or SIGHUP runs no destructor: this thread removes
+/// the line (`remove_line`) and then exits with the status the signal would have given, so
+/// a stopped lab run leaves nothing behind. SIGKILL cannot be caught: the next line to start
+/// removes what a killed one left (`remove_stale_lines`).
+fn remove_on_signal(name: String) -> anyhow::Result<signal_hook::iterator::Handle> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     let handle = signals.handle();
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            for ns in &namespaces {
-                kill_inside(ns);
-                let _ = ip(&["netns", "del", ns]);
+            if let Err(e) = remove_line(&name) {
+                eprintln!("delay line: {e:#}");
             }
             std::process::exit(128 + sig);
         }
@@ -310,8 +309,140 @@ fn remove_on_signal(namespaces: [String; 2]) -> anyhow::Result<signal_hook::iter
     Ok(handle)
 }
 
+/// How long removing a line may take before it is reported as left behind.
+const REMOVAL_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The alias the control veth's host end carries (`ip link set dev .. alias ..`): the mark
+/// by which a later line knows a line of ours, and the process that made it.
+const ALIAS_PREFIX: &str = "spidey-delay-line pid=";
+
+/// Removes everything line `name` made, and waits until it is gone: the processes still
+/// running in its namespaces are killed, the host end of the control veth is deleted (the
+/// route to the server through it goes with it, at once: deleting a device is synchronous,
+/// while a namespace's devices go only when the kernel gets round to destroying the
+/// namespace), then the namespaces' names. Removing what is not there is not an error.
+fn remove_line(name: &str) -> anyhow::Result<()> {
+    let (cns, sns) = (client_ns(name), server_ns(name));
+    for ns in [&cns, &sns] {
+        kill_inside(ns);
+    }
+    let here = control_device(name);
+    if device_exists(&here) {
+        let _ = ip(&["link", "del", "dev", &here]);
+    }
+    for ns in [&cns, &sns] {
+        if Path::new(&format!("/run/netns/{ns}")).exists() {
+            let _ = ip(&["netns", "del", ns]);
+        }
+    }
+    let deadline = Instant::now() + REMOVAL_DEADLINE;
+    loop {
+        let left: Vec<String> = [
+            device_exists(&here).then(|| format!("device {here}")),
+            Path::new(&format!("/run/netns/{cns}")).exists().then(|| format!("namespace {cns}")),
+            Path::new(&format!("/run/netns/{sns}")).exists().then(|| format!("namespace {sns}")),
+            route_to_server().filter(|r| r.contains(&format!(" dev {here}"))).map(|r| format!("route {r}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if left.is_empty() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "delay line {name}: still there {}s after removal: {}",
+            REMOVAL_DEADLINE.as_secs(),
+            left.join(", ")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Before a line starts: removes a line of the same name, and every line of ours whose
+/// process is gone (killed with SIGKILL, say: it ran no clean-up); then refuses, in one
+/// line, if the addresses the line needs are taken by something else.
+fn remove_stale_lines(name: &str) -> anyhow::Result<()> {
+    let ours = lines_of_ours();
+    for (device, pid) in &ours {
+        if !spidey_is_running(*pid) {
+            let stale = device.strip_suffix('r').unwrap_or(device);
+            remove_line(stale)?;
+            eprintln!("delay line: removed {stale}, left behind by process {pid}, which is gone");
+        }
+    }
+    // A line of this name that carries no mark (stopped before its veth was made) is
+    // stale too; one whose process is running is refused below.
+    if !ours.iter().any(|(d, pid)| *d == control_device(name) && spidey_is_running(*pid)) {
+        remove_line(name)?;
+    }
+    if let Some(route) = route_to_server() {
+        let owner = lines_of_ours().into_iter().find(|(d, _)| route.contains(&format!(" dev {d}")));
+        return Err(ConfigError(match owner {
+            Some((device, pid)) => format!(
+                "another delay line ({}, process {pid}) is running: one runs at a time (its addresses are fixed)",
+                device.strip_suffix('r').unwrap_or(&device)
+            ),
+            None => {
+                format!("{SERVER_IP} is already routed here ({route}), not by a delay line: remove that route first")
+            }
+        })
+        .into());
+    }
+    let taken = Command::new("ip").args(["-o", "addr", "show", "to", &format!("{CONTROL_HERE}/32")]).output()?;
+    let taken = String::from_utf8_lossy(&taken.stdout);
+    if let Some(line) = taken.lines().next() {
+        let device = line.split_whitespace().nth(1).unwrap_or("?");
+        return Err(ConfigError(format!(
+            "{CONTROL_HERE}, the delay line's control address, is already on device {device}: remove it first"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The host ends of control veths a delay line of ours made, with the process that made
+/// each (from the alias it carries).
+fn lines_of_ours() -> Vec<(String, u32)> {
+    let Ok(entries) = std::fs::read_dir("/sys/class/net") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let alias = std::fs::read_to_string(e.path().join("ifalias")).ok()?;
+            let pid = alias.trim().strip_prefix(ALIAS_PREFIX)?.parse().ok()?;
+            Some((e.file_name().to_string_lossy().into_owned(), pid))
+        })
+        .collect()
+}
+
+/// Whether `pid` is a running Spidey other than this process (a pid reused by another
+/// program does not keep a stale line alive).
+fn spidey_is_running(pid: u32) -> bool {
+    pid != std::process::id()
+        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end().starts_with("spidey"))
+}
+
+/// This namespace's route to the server's address, as `ip route` prints it, if any.
+fn route_to_server() -> Option<String> {
+    let out = Command::new("ip").args(["route", "show", "to", &format!("{SERVER_IP}/32")]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
+}
+
+fn device_exists(dev: &str) -> bool {
+    Path::new(&format!("/sys/class/net/{dev}")).exists()
+}
+
+/// The host end of line `name`'s control veth.
+fn control_device(name: &str) -> String {
+    format!("{name}r")
+}
+
 /// SIGKILL to every process in namespace `ns` but this one (`ip netns pids`).
 fn kill_inside(ns: &str) {
+    if !Path::new(&format!("/run/netns/{ns}")).exists() {
+        return;
+    }
     let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() else { return };
     let me = std::process::id();
     for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
@@ -352,8 +483,9 @@ fn configure(ns: &str, dev: &str, local: Ipv4Addr, peer: Ipv4Addr, rate: Option<
 /// look at the server (is it up yet?): a veth pair, and a route to the server's address
 /// through it. The clients' namespace has only the delay line.
 fn control_path(name: &str, sns: &str) -> anyhow::Result<()> {
-    let (here, there) = (format!("{name}r"), format!("{name}p"));
+    let (here, there) = (control_device(name), format!("{name}p"));
     ip(&["link", "add", &here, "type", "veth", "peer", "name", &there, "netns", sns])?;
+    ip(&["link", "set", "dev", &here, "alias", &format!("{ALIAS_PREFIX}{}", std::process::id())])?;
     ip(&["addr", "add", &format!("{CONTROL_HERE}/30"), "dev", &here])?;
     ip(&["link", "set", "dev", &here, "up"])?;
     ip(&["-n", sns, "addr", "add", &format!("{CONTROL_THERE}/30"), "dev", &there])?;
