@@ -317,6 +317,68 @@ fn scripts_are_files_without_the_cgi_flag(mode: &str) {
     assert!(!fx.root().join("forever.pid").exists(), "a script ran without --cgi");
 }
 
+/// With CGI on, a page named by `--index`, `--fallback` or `--error-page` goes through the
+/// same script-or-file decision as its own address: a script page runs (an error page with
+/// the error's status, whatever its `Status:` says), and none is ever served as its source.
+fn pages_that_are_scripts_run_and_are_never_served_as_source(mode: &str) {
+    let fx = cgi_fixture();
+    let r = fx.root();
+    script(
+        &r,
+        "front/index.php",
+        "<?php echo 'front ', $_SERVER['SCRIPT_NAME'], ' ', $_SERVER['REQUEST_URI'];\n",
+        0o644,
+    );
+    script(
+        &r,
+        "php/router.php",
+        "<?php echo 'router ', $_SERVER['SCRIPT_NAME'], ' ', $_SERVER['REQUEST_URI'];\n",
+        0o644,
+    );
+    script(
+        &r,
+        "cgi-bin/err.sh",
+        "#!/bin/sh\nprintf 'Status: 200 OK\\nContent-Type: text/plain\\n\\nerror page for %s' \"$REQUEST_URI\"\n",
+        0o755,
+    );
+    let pages = [
+        "--index",
+        "index.php",
+        "--fallback",
+        "/php/router.php",
+        "--error-page",
+        "404=/cgi-bin/err.sh",
+        "--error-page",
+        "403=/cgi-bin/noexec.sh",
+    ];
+    let s = Spidey::start(mode, &r, &[PHP, &pages].concat());
+    // (path, status, what the body says)
+    let cases = [
+        ("/front/", 200, "front /front/index.php /front/"),
+        ("/front/?a=%3Cb%3E", 200, "front /front/index.php /front/?a=%3Cb%3E"),
+        ("/users/42?x=1", 200, "router /php/router.php /users/42?x=1"),
+        ("/no/such/%22page%22", 200, "router /php/router.php /no/such/%22page%22"),
+        ("/cgi-bin/missing.sh", 404, "error page for /cgi-bin/missing.sh"),
+        ("/tools/missing.cgi", 404, "error page for /tools/missing.cgi"),
+        ("/cgi-bin/noexec.sh", 403, "may not be served"),
+    ];
+    for (path, status, says) in cases {
+        let reply = s.get(path, &[]);
+        let text = reply.text();
+        assert_eq!(reply.status, status, "{path}: {text}");
+        assert!(text.contains(says), "{path}: {text}");
+        for source in ["<?php", "#!/bin/sh", "echo secret"] {
+            assert!(!text.contains(source), "{path} served a script's source: {text}");
+        }
+    }
+    // An error-page script runs for GET and HEAD only: a POST to nothing keeps the built-in
+    // 404, and never the script's source.
+    let reply =
+        s.raw(b"POST /cgi-bin/missing.sh HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    assert_eq!(status_of(&reply), 404, "{reply}");
+    assert!(!reply.contains("error page for") && !reply.contains("#!/bin/sh"), "{reply}");
+}
+
 fn no_zombies_after_many(mode: &str) {
     let fx = cgi_fixture();
     let mut s = start(mode, &fx);
@@ -396,5 +458,6 @@ for_each_mode!(
     timeout_kills_script_504,
     disconnect_kills_script,
     scripts_are_files_without_the_cgi_flag,
+    pages_that_are_scripts_run_and_are_never_served_as_source,
     no_zombies_after_many,
 );

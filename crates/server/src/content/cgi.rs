@@ -126,11 +126,6 @@ pub(crate) fn script(
         return None;
     }
     let relative = decode_path(raw_script).ok()?;
-    let interpreter = match kind(opts, &relative, meta) {
-        Kind::Script(interpreter) => interpreter,
-        Kind::Forbidden => return Some(Err(ResolveError::Forbidden)),
-        Kind::Static => return None,
-    };
     let path_info = match raw_rest {
         "" | "/" => String::new(),
         rest => match decode_path(rest) {
@@ -138,14 +133,49 @@ pub(crate) fn script(
             Err(e) => return Some(Err(e)),
         },
     };
+    let script_name =
+        format!("/{}", raw_script.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/"));
+    decide(opts, &relative, script_name, path_info, file, meta)
+}
+
+/// The script a page names (an `--index` name, the `--fallback`, an `--error-page`), by
+/// its decoded path `relative`, or `None` if the file is not one: the same decision as for
+/// a request's own path, so a page is never served as its source when its own address
+/// would run it. Its `SCRIPT_NAME` is the page's path (`/index.php`), as nginx's
+/// `fastcgi_index` and `try_files ... /index.php` give it; the request keeps its own URI.
+pub(crate) fn page_script(
+    opts: &CgiOptions,
+    relative: &[u8],
+    file: &File,
+    meta: &Metadata,
+) -> Option<Result<Script, ResolveError>> {
+    if !opts.enabled {
+        return None;
+    }
+    let script_name = format!("/{}", String::from_utf8_lossy(relative));
+    decide(opts, relative, script_name, String::new(), file, meta)
+}
+
+/// The script-or-file decision for the opened `file` at `relative` (decoded).
+fn decide(
+    opts: &CgiOptions,
+    relative: &[u8],
+    script_name: String,
+    path_info: String,
+    file: &File,
+    meta: &Metadata,
+) -> Option<Result<Script, ResolveError>> {
+    let interpreter = match kind(opts, relative, meta) {
+        Kind::Script(interpreter) => interpreter,
+        Kind::Forbidden => return Some(Err(ResolveError::Forbidden)),
+        Kind::Static => return None,
+    };
     let Ok(filename) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
         return Some(Err(ResolveError::Internal));
     };
     let Ok(file) = file.try_clone() else {
         return Some(Err(ResolveError::Internal));
     };
-    let script_name =
-        format!("/{}", raw_script.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/"));
     Some(Ok(Script { filename, interpreter, file, script_name, path_info }))
 }
 

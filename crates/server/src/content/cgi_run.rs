@@ -110,6 +110,9 @@ pub struct CgiRun {
     raw: Vec<u8>,
     /// The read buffer, allocated at spawn.
     buf: Vec<u8>,
+    /// The status the answer has whatever the script's head says (an `--error-page`
+    /// script's: the error's), if any.
+    status: Option<StatusCode>,
 }
 
 const READ_SIZE: usize = 64 * 1024;
@@ -127,7 +130,14 @@ impl CgiRun {
             slot: None,
             raw: Vec::new(),
             buf: Vec::new(),
+            status: None,
         }
+    }
+
+    /// Answers with `status` whatever the script's head says, as an `--error-page` script
+    /// keeps the error's status; a `Location` is then a field, never a local redirect.
+    pub(crate) fn answer_with(&mut self, status: StatusCode) {
+        self.status = Some(status);
     }
 
     /// Takes request-body bytes from the front of `bytes`; returns how many belonged to
@@ -273,7 +283,10 @@ impl CgiRun {
     }
 
     /// Head → Body, or Over for a local redirect or a status that is not final.
-    fn head(&mut self, head: CgiHead, len: usize) -> CgiEvent<'_> {
+    fn head(&mut self, mut head: CgiHead, len: usize) -> CgiEvent<'_> {
+        if let Some(status) = self.status {
+            head.status = Some(status.0);
+        }
         if let Some(path) = head.local_redirect() {
             let path = path.to_string();
             self.over();

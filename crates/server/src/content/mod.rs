@@ -263,7 +263,8 @@ impl Site {
 
     /// Whether answering `req` may block or burn CPU, so `hybrid` answers it on its worker
     /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
-    /// may name a CGI script (judged by its name alone, erring towards the pool), a
+    /// may name a CGI script (judged by its name alone, erring towards the pool), any
+    /// request when the `--fallback` may be a script (a front controller answers most), a
     /// directory (a listing of a large one reads and stats every entry), or a GET that may
     /// encode a file on the fly ([`Site::may_encode`]). Cheap: no system call, no
     /// allocation (`path` is `req`'s, decoded by the caller).
@@ -274,6 +275,7 @@ impl Site {
         let Ok(relative) = &path.0 else { return false };
         handler::find(&self.options.handlers, relative).is_some()
             || cgi::may_run(&self.options.cgi, relative)
+            || self.options.fallback.as_deref().is_some_and(|page| cgi::may_run(&self.options.cgi, page))
             || self.may_encode(req, relative)
     }
 
@@ -309,7 +311,7 @@ impl Site {
                 None => self.answer(req, path, peer, body),
             },
         };
-        let mut response = serving::with_error_page(&self.root, &self.options.error_pages, response);
+        let mut response = self.with_error_page(req, peer, response);
         if let Some(cors) = &self.options.cors {
             cors.decorate(req, &mut response);
         }
@@ -365,7 +367,7 @@ impl Site {
             Ok(resolved) => resolved,
             Err(resolve::ResolveError::NotFound) => {
                 return self
-                    .fallback(req, relative.as_deref().unwrap_or_default())
+                    .fallback(req, peer, relative.as_deref().unwrap_or_default())
                     .unwrap_or_else(|| resolve::ResolveError::NotFound.response())
             }
             Err(e) => return e.response(),
@@ -378,20 +380,59 @@ impl Site {
         match resolved {
             // The content type comes from the name that was opened, decoded.
             resolve::Resolved::File(file, meta) => self.file(req, file, &meta, relative.as_deref().unwrap_or_default()),
-            resolve::Resolved::Dir(dir) => self.directory(req, dir),
+            resolve::Resolved::Dir(dir) => self.directory(req, peer, dir),
         }
     }
 
-    /// The `--fallback` file for a GET or HEAD of `relative`, which names nothing, when
+    /// The `--fallback` page for a GET or HEAD of `relative`, which names nothing, when
     /// [`serving::fallback_allowed`] says it may answer.
-    fn fallback(&self, req: &Request<'_, '_>, relative: &[u8]) -> Option<Response> {
+    fn fallback(&self, req: &Request<'_, '_>, peer: SocketAddr, relative: &[u8]) -> Option<Response> {
         let page = self.options.fallback.as_deref()?;
         if !serving::fallback_allowed(req, relative, &self.options.cgi) {
             return None;
         }
         match self.root.resolve_decoded(page) {
-            Ok(resolve::Resolved::File(file, meta)) => Some(self.file(req, file, &meta, page)),
+            Ok(resolve::Resolved::File(file, meta)) => Some(self.page(req, peer, file, &meta, page)),
             _ => None,
+        }
+    }
+
+    /// A page at `relative` (an index or the fallback, opened): a script if its own
+    /// address would run it ([`cgi::page_script`]), else the file.
+    fn page(
+        &self,
+        req: &Request<'_, '_>,
+        peer: SocketAddr,
+        file: Arc<File>,
+        meta: &std::fs::Metadata,
+        relative: &[u8],
+    ) -> Response {
+        match cgi::page_script(&self.options.cgi, relative, &file, meta) {
+            Some(found) => self.run_script(req, peer, found.map_err(resolve::ResolveError::response)),
+            None => self.file(req, file, meta, relative),
+        }
+    }
+
+    /// `response` with its status's `--error-page`, if it is a built-in error page and that
+    /// page is a regular file now (see [`serving`]: a script page runs, for GET and HEAD,
+    /// with the error's status); otherwise `response` unchanged.
+    fn with_error_page(&self, req: &Request<'_, '_>, peer: SocketAddr, response: Response) -> Response {
+        if !response.builtin_page {
+            return response;
+        }
+        let Some((_, page)) = self.options.error_pages.iter().find(|(status, _)| *status == response.status.0) else {
+            return response;
+        };
+        let Ok(resolve::Resolved::File(file, meta)) = self.root.resolve_decoded(page) else {
+            return response;
+        };
+        match cgi::page_script(&self.options.cgi, page, &file, &meta) {
+            None => serving::file_page(response, page, file, meta.len()),
+            Some(Ok(script)) if matches!(req.method, Method::Get | Method::Head) => {
+                let run = cgi::respond(&self.options.cgi, &self.root_path, req, script, peer);
+                serving::script_page(response, run)
+            }
+            Some(_) => response,
         }
     }
 
@@ -402,12 +443,12 @@ impl Site {
         }
     }
 
-    fn directory(&self, req: &Request<'_, '_>, dir: resolve::OpenDir) -> Response {
+    fn directory(&self, req: &Request<'_, '_>, peer: SocketAddr, dir: resolve::OpenDir) -> Response {
         if !req.target.path.ends_with('/') {
             return redirect_to_slash(req);
         }
         match self.root.index(&dir, &self.options.index_names) {
-            Some((file, meta, path)) => self.file(req, file, &meta, &path),
+            Some((file, meta, path)) => self.page(req, peer, file, &meta, &path),
             // 404 rather than 403: a directory's existence is not disclosed either.
             None if self.options.no_listing => resolve::ResolveError::NotFound.response(),
             None => listing::respond(req, &dir, &self.options),

@@ -20,6 +20,15 @@
 //!   same other fields (`Allow`, `WWW-Authenticate`, `Location`...). Answers made before
 //!   the request is understood (400, 408, 413, 414, 431, 503 busy) keep the built-in page,
 //!   as do the answers of scripts and handlers.
+//! - **Pages that are scripts.** With CGI on, every page goes through the same
+//!   script-or-file decision as a request's own path ([`cgi::page_script`]), so a page is
+//!   never served as its source where its own address would run it: an index or fallback
+//!   script runs (`SCRIPT_NAME` is the page, `REQUEST_URI` the request's, as nginx's
+//!   `try_files $uri /index.php` gives a front controller); an error-page script runs for
+//!   GET and HEAD with the error's status, which its `Status:` cannot change (for another
+//!   method the built-in page stands); a page that is a forbidden script (not executable
+//!   under `cgi-bin/`) is never sent: 403 for an index or fallback, the built-in page for
+//!   an error.
 //! - **One file as the root.** `spidey serve report.pdf` serves that file at `/` and at
 //!   `/report.pdf` (as miniserve does) and nothing else: every other path is 404. The file
 //!   is found once at start (symlinks followed there); CGI is off.
@@ -91,23 +100,32 @@ pub(crate) fn single_file(
     }
 }
 
-/// `response` with the body of its status's `--error-page`, if it is a built-in error
-/// page and that page is a regular file now; otherwise `response` unchanged.
-pub(crate) fn with_error_page(root: &resolve::Root, pages: &[(u16, Vec<u8>)], mut response: Response) -> Response {
-    if !response.builtin_page {
-        return response;
-    }
-    let Some((_, page)) = pages.iter().find(|(status, _)| *status == response.status.0) else {
-        return response;
-    };
-    let Ok(resolve::Resolved::File(file, meta)) = root.resolve_decoded(page) else {
-        return response;
-    };
+/// The `--error-page` file for `response` (a built-in error page whose status has one):
+/// that file's bytes and type, with the same status and the same other fields.
+pub(crate) fn file_page(
+    mut response: Response,
+    page: &[u8],
+    file: std::sync::Arc<std::fs::File>,
+    len: u64,
+) -> Response {
     response.fields.retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
     response.fields.push(("Content-Type", super::static_file::content_type(page).into()));
-    response.body = Body::File { file, offset: 0, len: meta.len() };
+    response.body = Body::File { file, offset: 0, len };
     response.builtin_page = false;
     response
+}
+
+/// The `--error-page` script's answer for `response`: `run` (a script's response) with
+/// `response`'s status, which the script cannot change, and its other fields (`Allow`,
+/// `WWW-Authenticate`, `Location`...); `response` itself when `run` is not a script's
+/// (it could not be prepared: the built-in page stands).
+pub(crate) fn script_page(response: Response, mut run: Response) -> Response {
+    let Body::Cgi(script) = &mut run.body else { return response };
+    script.answer_with(response.status);
+    run.status = response.status;
+    run.close |= response.close;
+    run.fields = response.fields.into_iter().filter(|(name, _)| !name.eq_ignore_ascii_case("content-type")).collect();
+    run
 }
 
 #[cfg(test)]
