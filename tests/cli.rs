@@ -76,6 +76,9 @@ fn a_busy_port_does_not_hide_a_configuration_mistake() {
         (&["--cors", ""], "cors"),
         (&["--max-conns", "0"], "--max-conns"),
         (&["--workers", "2", "--mode", "single"], "--workers"),
+        // Third audit (Info): read whole with no bound, these ran out of memory.
+        (&["--config", "/dev/zero"], "--config /dev/zero: larger than"),
+        (&["--basic-auth-file", "/dev/zero"], "--basic-auth-file /dev/zero: larger than"),
     ];
     for (args, needle) in cases {
         let all = [&["serve", root, "--port", &port], *args].concat();

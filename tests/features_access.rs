@@ -17,7 +17,10 @@ for_each_mode!(
     cors_any_origin,
     basic_auth_guards_files_listings_scripts_and_handlers,
     long_password_costs_no_more_than_a_short_one,
-    failed_guesses_are_limited_per_address,
+    failed_guesses_are_limited_per_user_and_address,
+    simultaneous_wrong_guesses_are_hashed_at_most_the_limit,
+    a_logged_in_user_keeps_getting_in_while_the_address_is_limited,
+    a_wrong_guess_does_not_stall_a_logged_in_client,
     listing_json_by_accept_in_nginx_schema,
 );
 
@@ -216,10 +219,11 @@ fn long_password_costs_no_more_than_a_short_one(mode: &str) {
     assert!(long <= bound, "a 12 KB password took {long:?} (median), a 12-byte one {short:?}");
 }
 
-/// After 20 wrong passwords from one address within a minute, that address gets 429 with
-/// `Retry-After` and nothing is checked, the right password included; a request without
-/// credentials still gets the challenge. Counted across `fork`'s and `prefork`'s processes.
-fn failed_guesses_are_limited_per_address(mode: &str) {
+/// After 20 wrong passwords for one user from one address within a minute, that user gets
+/// 429 with `Retry-After` from that address and nothing is checked, the right password
+/// included; a request without credentials still gets the challenge. Counted across
+/// `fork`'s and `prefork`'s processes.
+fn failed_guesses_are_limited_per_user_and_address(mode: &str) {
     let fx = Fixture::new();
     let s = start_with_user(mode, &fx, "right");
     for i in 0..20 {
@@ -235,6 +239,125 @@ fn failed_guesses_are_limited_per_address(mode: &str) {
     }
     let (head, _) = fetch(&s, &get("/hello.txt", ""));
     assert_eq!(status_of(&head), 401, "{head}");
+}
+
+/// A SHA-256-crypt hash of `password` at 1000 rounds (a debug build checks it quickly).
+fn cheap_hash(password: &str) -> String {
+    sha_crypt::sha256_simple(password, &sha_crypt::Sha256Params::new(1000).unwrap()).unwrap()
+}
+
+/// A bcrypt hash of `password` at `cost`, as `htpasswd -B` writes it.
+fn bcrypt_hash(password: &str, cost: u32) -> String {
+    bcrypt::hash(password, cost).unwrap().replacen("$2b$", "$2y$", 1)
+}
+
+/// `n` connections, each with one request sent before any answer is read (so guesses that
+/// take a while to check overlap in every mode that answers connections side by side):
+/// each connection's status.
+fn all_at_once(s: &Spidey, requests: &[String]) -> Vec<u16> {
+    let mut conns: Vec<_> = requests
+        .iter()
+        .map(|request| {
+            let mut c = s.connect();
+            c.write_all(request.as_bytes()).unwrap();
+            c
+        })
+        .collect();
+    conns
+        .iter_mut()
+        .map(|c| {
+            let mut out = Vec::new();
+            let _ = c.read_to_end(&mut out);
+            status_of(&String::from_utf8_lossy(&out))
+        })
+        .collect()
+}
+
+/// Third audit, M1: the limit was checked before hashing and counted after, so 80
+/// simultaneous guesses were all hashed in `thread`, `pool`, `prefork` and `fork`. A guess
+/// now takes its place before it is hashed: of 60 at once, at most 20 are checked (401),
+/// and the rest are 429 without hashing.
+fn simultaneous_wrong_guesses_are_hashed_at_most_the_limit(mode: &str) {
+    let fx = Fixture::new();
+    let s = start(mode, &fx, &["--max-conns", "200", "--basic-auth", &format!("ann:{}", bcrypt_hash("right", 6))]);
+    let requests: Vec<String> = (0..60).map(|i| get("/hello.txt", &basic(&format!("ann:wrong{i}")))).collect();
+    let statuses = all_at_once(&s, &requests);
+    // 401: checked; 429: refused unchecked by the limit; 503: refused unchecked by a full
+    // worker queue (the pool `event`, `uring` and `hybrid` hash passwords on is bounded).
+    let hashed = statuses.iter().filter(|&&st| st == 401).count();
+    assert!(statuses.iter().all(|st| [401, 429, 503].contains(st)), "{statuses:?}");
+    assert!(hashed <= 20, "{hashed} of 60 simultaneous wrong guesses were checked, past the limit of 20: {statuses:?}");
+    assert!(statuses.contains(&429), "the limit answered some: {statuses:?}");
+}
+
+/// Third audit, M3: the limit locked out an address, so one guesser denied every user
+/// behind it, and in `fork` and `prefork` users who had logged in before were refused too.
+/// Now guessing one user's password limits that user from that address; spraying names
+/// is stopped by the address's own count (100), which refuses new logins from it but not
+/// a user who has logged in (remembered by every process of the server).
+fn a_logged_in_user_keeps_getting_in_while_the_address_is_limited(mode: &str) {
+    let fx = Fixture::new();
+    let users: Vec<String> =
+        ["ann", "bob", "carol", "dave"].iter().map(|u| format!("{u}:{}", cheap_hash(&format!("{u}-pw")))).collect();
+    let flags: Vec<&str> = users.iter().flat_map(|u| ["--basic-auth", u.as_str()]).collect();
+    let s = start(mode, &fx, &flags);
+    let status = |user_pass: &str| status_of(&fetch(&s, &get("/hello.txt", &basic(user_pass))).0);
+    assert_eq!(status("bob:bob-pw"), 200, "bob logs in");
+    // (wrong guesses: user, how many) -> then (request, status). Carol logs in while only
+    // ann is limited; dave tries only once the address is, and is refused.
+    type Then<'a> = &'a [(&'a str, u16)];
+    let steps: [(&str, u32, Then); 2] = [
+        ("ann", 20, &[("ann:ann-pw", 429), ("carol:carol-pw", 200), ("bob:bob-pw", 200)]),
+        // ann's 20, and 80 more over four names nobody has: the address's 100.
+        ("<script>", 80, &[("dave:dave-pw", 429), ("bob:bob-pw", 200), ("carol:carol-pw", 200)]),
+    ];
+    for (user, n, then) in steps {
+        for i in 0..n {
+            let name = if user == "ann" { "ann".to_string() } else { format!("{user}{}", i / 20) };
+            let got = status(&format!("{name}:wrong{i}"));
+            assert_eq!(got, 401, "wrong guess {i} at {name}");
+        }
+        for (user_pass, want) in then {
+            assert_eq!(status(user_pass), *want, "{user_pass} after {n} wrong guesses at {user}");
+        }
+    }
+}
+
+/// Third audit, M2: a wrong password was hashed on the event loop in `event`, `uring` and
+/// `hybrid`, so two guessers stalled every client of the loop for seconds. Now a password
+/// to hash is checked on a worker: while four wrong guesses at a bcrypt hash are being
+/// checked (enough to reach every loop of a 2-core machine), a logged-in client is
+/// answered, and before any guess. (`single` answers
+/// one connection at a time by design: it waits behind them.)
+fn a_wrong_guess_does_not_stall_a_logged_in_client(mode: &str) {
+    if mode == "single" {
+        return;
+    }
+    let fx = Fixture::new();
+    let (ann, bob) = (format!("ann:{}", bcrypt_hash("right", 10)), format!("bob:{}", cheap_hash("bob-pw")));
+    let s = start(mode, &fx, &["--basic-auth", &ann, "--basic-auth", &bob]);
+    assert_eq!(status_of(&fetch(&s, &get("/hello.txt", &basic("bob:bob-pw"))).0), 200, "bob logs in");
+    let mut guesses: Vec<_> = (0..4)
+        .map(|i| {
+            let mut c = s.connect();
+            c.write_all(get("/hello.txt", &basic(&format!("ann:wrong{i}"))).as_bytes()).unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (head, _) = fetch(&s, &get("/hello.txt", &basic("bob:bob-pw")));
+    assert_eq!(status_of(&head), 200, "{head}");
+    for (i, c) in guesses.iter_mut().enumerate() {
+        c.set_read_timeout(Some(std::time::Duration::from_millis(10))).unwrap();
+        let early = c.read(&mut [0u8; 64]);
+        assert!(early.is_err(), "guess {i} was answered before the logged-in client: {early:?}");
+        c.set_read_timeout(None).unwrap();
+    }
+    for c in &mut guesses {
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        assert_eq!(status_of(&String::from_utf8_lossy(&out)), 401);
+    }
 }
 
 fn listing_json_by_accept_in_nginx_schema(mode: &str) {

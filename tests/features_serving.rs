@@ -20,6 +20,8 @@ for_each_mode!(
     security_headers_on_every_response,
     basic_auth_file_from_htpasswd_and_openssl,
     redirect_http_answers_308_to_https,
+    no_listing_does_not_tell_a_directory_exists,
+    a_single_file_root_serves_no_precompressed_sibling,
 );
 
 /// Markup, quotes, an ampersand, spaces and UTF-8: how every page here is named.
@@ -205,6 +207,34 @@ fn a_single_file_is_served_at_root_and_its_name(mode: &str) {
     }
     let (head, body) = fetch(&s, "GET", "/", "Range: bytes=10-19\r\n");
     assert_eq!((status_of(&head), body.as_slice()), (206, &bytes[10..20]), "{head}");
+}
+
+/// Third audit, L3: with `--no-listing`, `/list` (a directory without an index) answered
+/// 301 where a path naming nothing answers 404, which told that it exists. Both are 404
+/// now; a directory with an index still redirects to its slash.
+fn no_listing_does_not_tell_a_directory_exists(mode: &str) {
+    let fx = fixture();
+    let s = start(mode, &fx.root(), &["--no-listing"]);
+    // path -> status
+    let cases = [("/list", 404), ("/list/", 404), ("/no-such-dir", 404), ("/list/sub%20dir", 404), ("/site", 301)];
+    for (path, status) in cases {
+        let (head, _) = fetch(&s, "GET", path, "");
+        assert_eq!(status_of(&head), status, "{path}: {head}");
+    }
+}
+
+/// Third audit (Info): a single-file root with `--precompressed` served the file's `.gz`
+/// sibling, another file with any content. Only the named file is served now.
+fn a_single_file_root_serves_no_precompressed_sibling(mode: &str) {
+    let fx = fixture();
+    let name = "notes <1>.txt";
+    std::fs::write(fx.root().join(name), b"the file itself\n").unwrap();
+    std::fs::write(fx.root().join(format!("{name}.gz")), b"not a gzip of it at all").unwrap();
+    let s = start(mode, &fx.root().join(name), &["--precompressed"]);
+    let (head, body) = fetch(&s, "GET", "/", "Accept-Encoding: gzip\r\n");
+    assert_eq!(status_of(&head), 200, "{head}");
+    assert_eq!(head_field(&head, "content-encoding"), None, "{head}");
+    assert_eq!(body, b"the file itself\n");
 }
 
 fn security_headers_on_every_response(mode: &str) {

@@ -25,3 +25,16 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(s).map_err(|e| format!("invalid duration '{s}': {e}"))
 }
+
+/// Reads the configuration file `path` named by `flag`, refusing one larger than `limit`
+/// bytes (a device such as `/dev/zero` included: at most `limit` + 1 bytes are read).
+pub fn read_bounded(flag: &str, path: &std::path::Path, limit: u64) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| ConfigError(format!("cannot read {flag} {}: {e}", path.display()));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(cannot)?.take(limit + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(ConfigError(format!("{flag} {}: larger than {limit} bytes", path.display())));
+    }
+    String::from_utf8(bytes).map_err(|_| ConfigError(format!("{flag} {}: not UTF-8 text", path.display())))
+}

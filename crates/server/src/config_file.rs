@@ -18,6 +18,9 @@ use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
+/// The largest `--config` file read (a configuration is a few kilobytes).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// `args` (the whole command line, program name first) with the `--config` file of a
 /// `serve` command turned into arguments; any other command line unchanged.
 pub fn expand(args: Vec<OsString>) -> Result<Vec<OsString>, ConfigError> {
@@ -27,8 +30,7 @@ pub fn expand(args: Vec<OsString>) -> Result<Vec<OsString>, ConfigError> {
     let serve = &<ServeArgs as clap::Args>::augment_args(clap::Command::new("serve"));
     let given = scan(serve, &args[2..]);
     let Some(path) = given.config.clone() else { return Ok(args) };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| ConfigError(format!("cannot read --config {}: {e}", path.display())))?;
+    let text = spidey_config::read_bounded("--config", &path, MAX_CONFIG_BYTES)?;
     let (flags, root) = arguments(serve, &given, &path, &text)?;
     let mut out = args[..2].to_vec();
     out.extend(flags);

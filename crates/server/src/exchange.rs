@@ -111,12 +111,25 @@ pub enum Step<'h> {
     /// Not a whole request head yet.
     Partial,
     Respond(Answer<'h>),
-    /// A whole head whose answer may block or burn CPU ([`Site::is_heavy`]): only from
-    /// [`Exchanger::step_routed`] asked to offload; nothing was consumed or answered, and
-    /// the caller runs [`Exchanger::step`] on the same bytes elsewhere (`hybrid`'s pool).
+    /// A whole head that [`Exchanger::step_routed`]'s [`Offloading`] sends to a worker
+    /// pool: nothing was consumed or answered, and the caller runs [`Exchanger::step`] on
+    /// the same bytes there.
+    Offload,
+}
+
+/// Which requests an event loop hands to its worker pool rather than answering them itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offloading {
+    /// Every request is answered where it was read (no pool).
+    Never,
+    /// (`event`, `uring` with `--basic-auth`) A password to hash ([`Site::must_hash`]).
+    ///
+    /// [`Site::must_hash`]: crate::content::Site::must_hash
+    Passwords,
+    /// (`hybrid`) Whatever may block or burn CPU ([`Site::is_heavy`]), passwords included.
     ///
     /// [`Site::is_heavy`]: crate::content::Site::is_heavy
-    Offload,
+    Heavy,
 }
 
 impl Exchanger {
@@ -129,10 +142,10 @@ impl Exchanger {
     /// `must_close` asks for `Connection: close` whatever the client wants (the request cap
     /// was reached, or the server is shutting down).
     pub fn step(&mut self, server: &Server, buf: &[u8], peer: SocketAddr, must_close: bool) -> Step<'_> {
-        self.step_routed(server, buf, peer, must_close, false)
+        self.step_routed(server, buf, peer, must_close, Offloading::Never)
     }
 
-    /// [`Exchanger::step`], but with `offload` a request whose answer may block is not
+    /// [`Exchanger::step`], but a request that `offload` sends to a worker pool is not
     /// answered: [`Step::Offload`] says so, after one parse of the head.
     pub fn step_routed(
         &mut self,
@@ -140,7 +153,7 @@ impl Exchanger {
         buf: &[u8],
         peer: SocketAddr,
         must_close: bool,
-        offload: bool,
+        offload: Offloading,
     ) -> Step<'_> {
         let mut slots = HeaderSlots::new();
         let (req, head_len) = match parse(buf, &mut slots, &server.limits) {
@@ -149,7 +162,12 @@ impl Exchanger {
             Err(e) => return Step::Respond(self.parse_error(server, e, buf, peer)),
         };
         let path = DecodedPath::of(&req);
-        if offload && server.site.is_heavy(&req, &path) {
+        let offloaded = match offload {
+            Offloading::Never => false,
+            Offloading::Passwords => server.site.must_hash(&req),
+            Offloading::Heavy => server.site.is_heavy(&req, &path),
+        };
+        if offloaded {
             return Step::Offload;
         }
         let mut answer = self.answer(server, &req, path, head_len, buf, peer, must_close, Redirect::Allowed);

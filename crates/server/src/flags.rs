@@ -147,8 +147,9 @@ pub(crate) fn serve_features(args: &ServeArgs) -> Result<ServeFeatures, ConfigEr
             .collect();
     }
     if let Some(path) = &args.basic_auth_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read --basic-auth-file {}: {e}", path.display())))?;
+        // Every user's name is compared on each uncached check (in constant time), so the
+        // file's size bounds that work too.
+        let text = spidey_config::read_bounded("--basic-auth-file", path, 4 << 20)?;
         features.htpasswd = access::parse_htpasswd(&path.display().to_string(), &text).map_err(ConfigError)?;
     }
     if let Some(port) = args.redirect_http {

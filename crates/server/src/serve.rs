@@ -190,9 +190,13 @@ fn site_features(args: &ServeArgs, features: ServeFeatures) -> Result<SiteOption
         args.header.iter().map(|h| headers::parse_header(h)).collect::<Result<_, _>>().map_err(ConfigError)?;
     response_headers.extend(features.security_headers);
     let users = [args.basic_auth.as_slice(), &features.htpasswd].concat();
+    let auth = access::BasicAuth::parse(&users).map_err(ConfigError)?;
+    if let Some(warning) = auth.as_ref().and_then(access::BasicAuth::uneven_costs) {
+        eprintln!("spidey: warning: {warning}");
+    }
     Ok(SiteOptions {
         compress: compress::CompressOptions { precompressed: args.precompressed, on_the_fly: args.compress },
-        auth: access::BasicAuth::parse(&users).map_err(ConfigError)?,
+        auth,
         index_names: features.index_names,
         fallback: features.fallback,
         error_pages: features.error_pages,

@@ -11,20 +11,28 @@
 //! with `WWW-Authenticate: Basic realm="spidey", charset="UTF-8"`. The user name is
 //! compared with every listed name in constant time (`subtle`), and a password is always
 //! hashed, against the first user's hash when the name is unknown, so the time taken does
-//! not tell which names exist. Hashing is deliberately slow (5000 rounds by default, about
-//! 1.2 ms in a release build), so a credential that passed is remembered: a keyed SHA-256
-//! of the whole `Authorization` value, at most [`REMEMBERED`] of them per process, so a
-//! client sending the same credentials again pays one SHA-256, not the rounds again.
+//! not tell which names exist when every user's hash has the same kind and cost (a start
+//! warns when they differ: [`BasicAuth::uneven_costs`]). Hashing is deliberately slow (5000
+//! rounds by default, about 1.2 ms in a release build), so a credential that passed is
+//! remembered: a keyed SHA-256 of the whole `Authorization` value, at most [`REMEMBERED`]
+//! of them for the whole server, so a client sending the same credentials again pays one
+//! SHA-256, not the rounds again. bcrypt reads at most 72 bytes of a password.
 //! Failures are never remembered: every wrong guess costs the full rounds.
 //!
 //! A guess's cost is bounded: SHA-crypt's work grows with the password's length, so
 //! credentials longer than [`MAX_CREDENTIALS`] bytes (`user:password`, decoded) are
 //! refused (401) before any hashing, and the longest that is hashed costs a few times a
-//! short one. Guesses are limited: after `auth_limit::LIMIT` wrong passwords from one
-//! client address within `auth_limit::WINDOW` seconds, that address is answered 429 with
-//! `Retry-After` and nothing is hashed until the window ends (credentials that passed
-//! before are still accepted from memory). Plain HTTP carries the password in the clear;
-//! see SECURITY.md.
+//! short one; a hash dearer than about a quarter of a second is refused at start (bcrypt
+//! cost above [`MAX_BCRYPT_COST`], SHA-crypt `rounds=` above [`MAX_SHA_ROUNDS`]). Guesses
+//! are limited per guesser (`auth_limit`): a guess takes its place in the counts of its
+//! user name and its address before it is hashed, so simultaneous guesses cannot
+//! overshoot; past a limit the answer is 429 with `Retry-After` and nothing is hashed.
+//! Credentials that passed are remembered in a table shared by every process of the
+//! server (mapped before any fork), so a user who has logged in keeps getting in, in every
+//! mode, while their address is limited. Where answering happens on an event loop
+//! (`event`, `uring`, `hybrid`), a password that must be hashed is checked on a worker
+//! pool ([`BasicAuth::must_hash`]), never on the loop. Plain HTTP carries the password in
+//! the clear; see SECURITY.md.
 //!
 //! **CORS.** `--cors '*'` or `--cors https://a.example,https://b.example`: a response to a
 //! request with an `Origin` gets `Access-Control-Allow-Origin` (`*`, or the origin itself
@@ -39,18 +47,25 @@ use super::Response;
 use base64::Engine;
 use spidey_http::{Method, Request, StatusCode};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use subtle::ConstantTimeEq;
 
 /// The realm in `WWW-Authenticate`.
 const REALM: &str = "spidey";
 
-/// How many accepted credentials a process remembers (then it forgets them all).
-const REMEMBERED: usize = 64;
+/// How many accepted credentials the server remembers, in all its processes together (then
+/// a new one replaces the oldest).
+const REMEMBERED: usize = 256;
 
-/// The highest bcrypt cost accepted: every wrong password costs a full hash on the thread
-/// that answers (2^12 rounds, about a quarter of a second), so a dearer hash would let
-/// anyone without the password stall the server with a few requests.
+/// The highest bcrypt cost accepted: every wrong password costs a full hash (2^12 rounds,
+/// about a quarter of a second), so a dearer hash would let anyone without the password
+/// buy seconds of CPU with a few requests. (Caddy's `hash-password` makes cost 14: make
+/// one with `htpasswd -nB -C 12 USER` instead.)
 pub const MAX_BCRYPT_COST: u32 = 12;
+
+/// The most SHA-crypt rounds accepted (`$6$rounds=N$`): about a quarter of a second, as
+/// [`MAX_BCRYPT_COST`]. The default (no `rounds=`) is 5000.
+pub const MAX_SHA_ROUNDS: u32 = 1_000_000;
 
 /// The longest `user:password` (decoded, in bytes) that is checked; longer ones are 401
 /// without hashing. SHA-crypt's cost grows with the password's length.
@@ -74,7 +89,7 @@ pub struct BasicAuth {
     /// INVARIANT: at least one user, each hash [`well_formed`].
     users: Vec<(String, String)>,
     /// Keyed digests of `Authorization` values that passed (see the module docs).
-    accepted: std::sync::Mutex<Vec<[u8; 32]>>,
+    accepted: Remembered,
     /// The digest's key: random per process start, so the digests say nothing elsewhere.
     key: [u8; 16],
     /// Recent failed guesses by client address, shared by every process of the server.
@@ -96,35 +111,54 @@ impl BasicAuth {
             return Ok(None);
         }
         let failures = Failures::new().map_err(|e| format!("--basic-auth: no shared table of failed guesses: {e}"))?;
-        Ok(Some(BasicAuth { users, accepted: Default::default(), key, failures: Some(failures) }))
+        let accepted = Remembered::new().map_err(|e| format!("--basic-auth: no shared table of credentials: {e}"))?;
+        Ok(Some(BasicAuth { users, accepted, key, failures: Some(failures) }))
+    }
+
+    /// A warning for the operator when the users' hashes differ in kind or cost: a wrong
+    /// password for an unknown name is checked against the first user's hash, so the time
+    /// an answer takes then tells some names from others.
+    pub fn uneven_costs(&self) -> Option<String> {
+        let costs: Vec<String> = self.users.iter().map(|(user, hash)| format!("{user}: {}", cost_of(hash))).collect();
+        let first = cost_of(&self.users[0].1);
+        let uneven = self.users.iter().any(|(_, hash)| cost_of(hash) != first);
+        uneven.then(|| {
+            format!(
+                "--basic-auth: the users' hashes differ in kind or cost ({}): the time a wrong password takes tells which user names exist; give every user the same kind and cost",
+                costs.join(", ")
+            )
+        })
+    }
+
+    /// Whether checking `authorization` would hash a password: credentials given, not
+    /// remembered. Costs one keyed SHA-256 and a look at the shared table; event loops send
+    /// such a request to a worker pool.
+    pub fn must_hash(&self, authorization: Option<&[u8]>) -> bool {
+        authorization.is_some_and(|value| !self.accepted.holds(&self.digest(value)))
     }
 
     /// Whether an `Authorization` value from `peer` names a listed user with the right
-    /// password; a wrong one counts against `peer`'s address.
+    /// password. A guess takes its place in the counts of its user name and its address
+    /// before it is hashed, and gives it back if it was right.
     pub fn check(&self, authorization: Option<&[u8]>, peer: IpAddr) -> Verdict {
         let Some(value) = authorization else { return Verdict::Denied };
         let digest = self.digest(value);
-        let remembered = self.accepted.lock().unwrap_or_else(|e| e.into_inner());
-        if remembered.iter().any(|d| bool::from(d.ct_eq(&digest))) {
+        if self.accepted.holds(&digest) {
             return Verdict::Allowed;
         }
-        drop(remembered);
-        let now = Failures::now();
-        if let Some(retry_after) = self.failures.as_ref().and_then(|f| f.blocked(peer, now)) {
-            return Verdict::Limited { retry_after };
-        }
         let Some((user, password)) = credentials(value) else { return Verdict::Denied };
+        let reservation = match self.failures.as_ref().map(|f| f.reserve(peer, &user, Failures::now())) {
+            Some(Err(retry_after)) => return Verdict::Limited { retry_after },
+            Some(Ok(reservation)) => Some(reservation),
+            None => None,
+        };
         if !self.check_credentials(&user, &password) {
-            if let Some(failures) = &self.failures {
-                failures.record(peer, now);
-            }
             return Verdict::Denied;
         }
-        let mut remembered = self.accepted.lock().unwrap_or_else(|e| e.into_inner());
-        if remembered.len() >= REMEMBERED {
-            remembered.clear();
+        if let (Some(failures), Some(reservation)) = (&self.failures, reservation) {
+            failures.give_back(reservation);
         }
-        remembered.push(digest);
+        self.accepted.insert(&digest);
         Verdict::Allowed
     }
 
@@ -169,6 +203,61 @@ impl BasicAuth {
     }
 }
 
+/// Credentials that passed, as keyed digests cut to 128 bits, in [`REMEMBERED`] slots of
+/// two words each, mapped shared before any fork (`spidey_sys::shared`) so `fork`'s
+/// connection processes and `prefork`'s workers see what any of them accepted; a new one
+/// takes the next slot round the table (the first word of the table says which).
+///
+/// INVARIANT: a slot's first word is 0 (empty, never a digest's: its low bit is set) or
+/// the first half of the digest whose second half is in its second word, except while
+/// [`Remembered::insert`] rewrites it: the first word is cleared first and set last, and
+/// [`Remembered::holds`] reads it before and after the second, so a half-written slot
+/// never matches.
+#[derive(Debug, Default)]
+struct Remembered {
+    words: &'static [AtomicU64],
+}
+
+impl Remembered {
+    fn new() -> std::io::Result<Remembered> {
+        Ok(Remembered { words: spidey_sys::shared::shared_counters(1 + 2 * REMEMBERED)? })
+    }
+
+    /// The two words a digest is kept as.
+    fn halves(digest: &[u8; 32]) -> (u64, u64) {
+        let word = |i: usize| u64::from_le_bytes(digest[i..i + 8].try_into().expect("8 bytes"));
+        (word(0) | 1, word(8))
+    }
+
+    fn holds(&self, digest: &[u8; 32]) -> bool {
+        let (a, b) = Remembered::halves(digest);
+        self.words
+            .get(1..)
+            .unwrap_or_default()
+            .chunks_exact(2)
+            .any(|slot| slot[0].load(Relaxed) == a && slot[1].load(Relaxed) == b && slot[0].load(Relaxed) == a)
+    }
+
+    fn insert(&self, digest: &[u8; 32]) {
+        let Some((next, slots)) = self.words.split_first() else { return };
+        let (a, b) = Remembered::halves(digest);
+        let i = (next.fetch_add(1, Relaxed) as usize % REMEMBERED) * 2;
+        slots[i].store(0, Relaxed);
+        slots[i + 1].store(b, Relaxed);
+        slots[i].store(a, Relaxed);
+    }
+}
+
+/// A hash's kind and cost, for [`BasicAuth::uneven_costs`].
+fn cost_of(hash: &str) -> String {
+    if let Some(cost) = bcrypt_cost(hash) {
+        return format!("bcrypt cost {cost}");
+    }
+    let kind = if hash.starts_with("$6$") { "SHA-512-crypt" } else { "SHA-256-crypt" };
+    let rounds = hash.split('$').nth(2).and_then(|p| p.strip_prefix("rounds=")).unwrap_or("5000");
+    format!("{kind} {rounds} rounds")
+}
+
 /// Checks one `user:HASH` (`what` names where it came from, for the message).
 fn parse_user<'a>(what: &str, entry: &'a str) -> Result<(&'a str, &'a str), String> {
     let Some((user, hash)) = entry.split_once(':') else {
@@ -180,6 +269,11 @@ fn parse_user<'a>(what: &str, entry: &'a str) -> Result<(&'a str, &'a str), Stri
     if bcrypt_cost(hash).is_some_and(|cost| cost > MAX_BCRYPT_COST) {
         return Err(format!(
             "{what} {user}: bcrypt cost above {MAX_BCRYPT_COST} (each wrong password would cost too much; make one with: htpasswd -nB -C 10 {user})"
+        ));
+    }
+    if sha_rounds(hash).is_some_and(|rounds| rounds > MAX_SHA_ROUNDS) {
+        return Err(format!(
+            "{what} {user}: SHA-crypt rounds above {MAX_SHA_ROUNDS} (each wrong password would cost too much; make one with: mkpasswd -m sha-512 -R 5000)"
         ));
     }
     if !well_formed(hash) {
@@ -226,9 +320,17 @@ fn bcrypt_cost(hash: &str) -> Option<u32> {
     rest.get(..2)?.parse().ok()
 }
 
+/// The `rounds=` of a SHA-crypt hash that names them.
+fn sha_rounds(hash: &str) -> Option<u32> {
+    let mut parts = hash.split('$');
+    matches!((parts.next(), parts.next()), (Some(""), Some("5" | "6")))
+        .then(|| parts.next()?.strip_prefix("rounds=")?.parse().ok())
+        .flatten()
+}
+
 /// A bcrypt hash of an accepted cost ([`bcrypt_cost`]), or
 /// `$6$[rounds=N$]SALT$HASH` (86 characters of hash) or `$5$...` (43), as crypt(3) writes
-/// them: the salt at most 16 characters, N from 1000 to 999,999,999, and both in crypt's
+/// them: the salt at most 16 characters, N from 1000 to [`MAX_SHA_ROUNDS`], and both in crypt's
 /// base-64 alphabet. (sha-crypt's check does not say whether it failed on the format or
 /// the password, so the format is checked here, once.)
 fn well_formed(hash: &str) -> bool {
@@ -245,7 +347,7 @@ fn well_formed(hash: &str) -> bool {
     };
     if parts.len() == 5 {
         let rounds = parts.remove(2).strip_prefix("rounds=").and_then(|n| n.parse::<u32>().ok());
-        if !rounds.is_some_and(|n| (1000..=999_999_999).contains(&n)) {
+        if !rounds.is_some_and(|n| (1000..=MAX_SHA_ROUNDS).contains(&n)) {
             return false;
         }
     }
@@ -386,7 +488,7 @@ mod tests {
                 );
             }
         }
-        let remembered = auth.accepted.lock().unwrap().len();
+        let remembered = auth.accepted.words[0].load(Relaxed);
         assert_eq!(remembered, 3, "the three accepted values, each once; failures never");
     }
 
@@ -406,13 +508,14 @@ mod tests {
         assert_eq!(other.check(Some(&huge), PEER), Verdict::Denied);
     }
 
-    /// After `LIMIT` wrong guesses an address gets 429 and nothing is hashed (a right
-    /// password is refused too), but credentials that passed before still pass, and
-    /// another address is not limited.
+    /// After `LIMIT` wrong guesses at one user from one address, that user gets 429 from
+    /// that address and nothing is hashed (a right password is refused too), but
+    /// credentials that passed before still pass, another user from the same address is
+    /// not limited, and neither is another address.
     #[test]
-    fn failed_guesses_are_limited_per_address() {
+    fn failed_guesses_are_limited_per_user_and_address() {
         use super::super::auth_limit::{LIMIT, WINDOW};
-        let auth = BasicAuth::parse(&[format!("ann:{}", hash("pw"))]).unwrap().unwrap();
+        let auth = BasicAuth::parse(&[format!("ann:{}", hash("pw")), format!("bob:{}", hash("pw2"))]).unwrap().unwrap();
         let other: IpAddr = "192.0.2.9".parse().unwrap();
         assert_eq!(auth.check(Some(&basic("ann:pw")), PEER), Verdict::Allowed);
         for _ in 0..LIMIT {
@@ -426,6 +529,7 @@ mod tests {
         assert_eq!(auth.check(Some(&basic("ann:pw")), PEER), Verdict::Allowed, "remembered");
         assert!(matches!(auth.check(Some(&basic("ann:pw ")), PEER), Verdict::Limited { .. }), "not hashed");
         assert_eq!(auth.check(Some(&basic("ann:wrong")), other), Verdict::Denied);
+        assert_eq!(auth.check(Some(&basic("bob:pw2")), PEER), Verdict::Allowed, "another user");
         assert_eq!(auth.check(None, PEER), Verdict::Denied, "no credentials: the challenge");
         let r = BasicAuth::refusal(limited);
         assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
@@ -442,9 +546,37 @@ mod tests {
         let (head, digest) = good.rsplit_once('$').unwrap();
         let short = format!("u:{head}${}", &digest[1..]);
         let few_rounds = format!("u:{}", good.replace("rounds=1000", "rounds=10"));
-        for bad in ["nocolon", "u:plaintext", "u:$1$abc$def", ":$6$x$y", "u:", &short, &few_rounds] {
+        let most_rounds = format!("u:{}", good.replace("rounds=1000", &format!("rounds={MAX_SHA_ROUNDS}")));
+        let too_many = format!("u:{}", good.replace("rounds=1000", &format!("rounds={}", MAX_SHA_ROUNDS + 1)));
+        let billion = format!("u:{}", good.replace("rounds=1000", "rounds=999999999"));
+        assert!(BasicAuth::parse(&[most_rounds]).is_ok());
+        for bad in ["nocolon", "u:plaintext", "u:$1$abc$def", ":$6$x$y", "u:", &short, &few_rounds, &too_many, &billion]
+        {
             let e = BasicAuth::parse(&[bad.to_string()]).unwrap_err();
             assert!(!e.contains('\n'), "{bad}: {e}");
+        }
+        assert!(BasicAuth::parse(&[too_many]).unwrap_err().contains("rounds above"));
+    }
+
+    /// L2: hashes of different kinds or costs make the time of a wrong password tell names
+    /// apart; the start warns then, naming each user's, and says nothing when they agree.
+    #[test]
+    fn uneven_costs_are_named() {
+        let bcrypt4 = bcrypt::hash("pw", 4).unwrap();
+        let cases: [(Vec<String>, Option<&str>); 3] = [
+            (vec![format!("ann:{}", hash("a")), format!("bob:{}", hash("b"))], None),
+            (
+                vec![format!("ann:{}", hash("a")), format!("bob:{bcrypt4}")],
+                Some("ann: SHA-512-crypt 1000 rounds, bob: bcrypt cost 4"),
+            ),
+            (vec![format!("ann:{bcrypt4}"), format!("bob:{}", bcrypt::hash("pw", 5).unwrap())], Some("bcrypt cost 5")),
+        ];
+        for (users, want) in cases {
+            let warning = BasicAuth::parse(&users).unwrap().unwrap().uneven_costs();
+            match want {
+                None => assert_eq!(warning, None, "{users:?}"),
+                Some(part) => assert!(warning.as_deref().is_some_and(|w| w.contains(part)), "{users:?}: {warning:?}"),
+            }
         }
     }
 

@@ -1,24 +1,35 @@
-//! `--basic-auth`'s failed-guess limit: after [`LIMIT`] wrong passwords from one client
-//! address within [`WINDOW`], that address is answered 429 with `Retry-After` until the
-//! window ends, without hashing anything.
+//! `--basic-auth`'s failed-guess limits, counted per guesser as nginx's `limit_req` counts
+//! per key and fail2ban per user and address: at most [`LIMIT`] wrong passwords for one
+//! user name from one client address, and at most [`ADDRESS_LIMIT`] from one address for
+//! all names together, within [`WINDOW`]. Past either, the address (for that name, or for
+//! every name) is answered 429 with `Retry-After` until the window ends, without hashing
+//! anything. A guess takes its place in both counts *before* its hash is checked
+//! ([`Failures::reserve`]) and gives it back only if the password was right
+//! ([`Failures::give_back`]), so guesses that arrive together are counted together: no more
+//! than the limit are ever hashed, however many connections or processes they come on.
+//! Guessing one user's password does not lock the other users out; spraying many names
+//! from one address is bounded by the address's own count.
 //!
 //! The counts live in one fixed table of [`BUCKETS`] atomic words (32 KiB), mapped shared
 //! before any fork (`spidey_sys::shared`), so `fork`'s per-connection processes and
 //! `prefork`'s workers count together, as the threads of the other modes do. An address
-//! is an IPv4 address or an IPv6 /64 (one host's usual share), hashed with a key random
-//! per server start into a bucket and a 24-bit tag. A word is `tag << 40 | since << 12 |
-//! count`: `since`, the monotonic second the window began (28 bits, so windows compare
-//! modulo 8.5 years), and the failures in it. An address looks at [`PROBES`] neighbouring
-//! buckets: its own tag, else an empty or expired one, else it takes the first (so a flood
-//! of addresses makes the table forget, never grow; the memory is bounded, not the
-//! addresses). Each update is one compare-and-swap of one word, across processes alike.
+//! is an IPv4 address or an IPv6 /64 (one host's usual share); a key (an address, or an
+//! address and a user name) is hashed with a key random per server start into a bucket
+//! and a 24-bit tag. A word is `tag << 40 | since << 12 | count`: `since`, the monotonic
+//! second the window began (28 bits, so windows compare modulo 8.5 years), and the guesses
+//! in it. A key looks at [`PROBES`] neighbouring buckets: its own tag, else an empty or
+//! expired one, else it takes the first (so a flood of keys makes the table forget, never
+//! grow; the memory is bounded, not the keys). Each update is one compare-and-swap of one
+//! word, across processes alike.
 
 use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Failed guesses allowed from one address within [`WINDOW`].
+/// Wrong passwords allowed for one user name from one address within [`WINDOW`].
 pub(crate) const LIMIT: u64 = 20;
+/// Wrong passwords allowed from one address within [`WINDOW`], for all names together.
+pub(crate) const ADDRESS_LIMIT: u64 = 100;
 /// The window's length, in seconds, from the first failure in it.
 pub(crate) const WINDOW: u64 = 60;
 const BUCKETS: usize = 4096;
@@ -65,6 +76,22 @@ impl Entry {
     }
 }
 
+/// One count's place: its bucket and tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    bucket: usize,
+    tag: u64,
+}
+
+/// A guess's places in the user's and the address's counts, taken before its hash is
+/// checked. Dropped, the guess stays counted (a wrong password); [`Failures::give_back`]
+/// returns it (a right one).
+#[must_use]
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    places: [Place; 2],
+}
+
 impl Failures {
     /// An empty table, shared with every process forked from now on.
     pub(crate) fn new() -> std::io::Result<Failures> {
@@ -77,45 +104,77 @@ impl Failures {
         rustix::time::clock_gettime(rustix::time::ClockId::Monotonic).tv_sec as u64
     }
 
-    /// The first bucket and the tag (never 0) of `peer`'s address.
-    fn place(&self, peer: IpAddr) -> (usize, u64) {
-        let key: u128 = match peer.to_canonical() {
+    /// The first bucket and the tag (never 0) of the count for `peer`'s address, or for
+    /// `user` guessed from it.
+    fn place(&self, peer: IpAddr, user: Option<&str>) -> (usize, u64) {
+        let address: u128 = match peer.to_canonical() {
             IpAddr::V4(v4) => u128::from(u32::from(v4)),
             IpAddr::V6(v6) => (u128::from(v6) >> 64 << 64) | (1 << 32), // its /64, apart from any IPv4
         };
-        let hash = self.key.hash_one(key);
+        let hash = self.key.hash_one((address, user));
         ((hash as usize) % BUCKETS, ((hash >> 40) & 0xff_ffff).max(1))
     }
 
-    /// The bucket holding `tag` among `first`'s probes, if any.
-    fn find(&self, first: usize, tag: u64) -> Option<usize> {
-        (0..PROBES).map(|i| (first + i) % BUCKETS).find(|&b| Entry::unpack(self.words[b].load(Relaxed)).tag == tag)
-    }
-
-    /// Whether `peer` is over the limit at `now`: the seconds left in its window if so.
-    pub(crate) fn blocked(&self, peer: IpAddr, now: u64) -> Option<u64> {
-        let (first, tag) = self.place(peer);
-        let entry = Entry::unpack(self.words[self.find(first, tag)?].load(Relaxed));
-        (entry.live(now) && entry.count >= LIMIT).then(|| WINDOW - entry.age(now))
-    }
-
-    /// Counts one failed guess from `peer` at `now`.
-    pub(crate) fn record(&self, peer: IpAddr, now: u64) {
-        let (first, tag) = self.place(peer);
-        let bucket = self.find(first, tag).unwrap_or_else(|| {
-            let probes = (0..PROBES).map(|i| (first + i) % BUCKETS);
-            let mut free = probes.clone().filter(|&b| !Entry::unpack(self.words[b].load(Relaxed)).live(now));
-            free.next().unwrap_or(first)
-        });
+    /// Takes one guess in the count for (`peer`, `user`) at `now`, unless that count has
+    /// reached `limit` in its window: then the seconds left in the window.
+    fn take(&self, peer: IpAddr, user: Option<&str>, limit: u64, now: u64) -> Result<Place, u64> {
+        let (first, tag) = self.place(peer, user);
+        let probes = (0..PROBES).map(|i| (first + i) % BUCKETS);
+        let bucket =
+            probes.clone().find(|&b| Entry::unpack(self.words[b].load(Relaxed)).tag == tag).unwrap_or_else(|| {
+                let mut free = probes.clone().filter(|&b| !Entry::unpack(self.words[b].load(Relaxed)).live(now));
+                free.next().unwrap_or(first)
+            });
         let word = &self.words[bucket];
         let mut current = word.load(Relaxed);
         loop {
             let old = Entry::unpack(current);
             let next = if old.tag == tag && old.live(now) {
+                if old.count >= limit {
+                    return Err(WINDOW - old.age(now));
+                }
                 Entry { count: old.count + 1, ..old }
             } else {
                 Entry { tag, since: now, count: 1 }
             };
+            match word.compare_exchange_weak(current, next.pack(), Relaxed, Relaxed) {
+                Ok(_) => return Ok(Place { bucket, tag }),
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
+    /// Takes a guess at `user`'s password from `peer` at `now` in both counts, before it
+    /// is checked; if either is full, the seconds until it empties, and nothing is taken.
+    pub(crate) fn reserve(&self, peer: IpAddr, user: &str, now: u64) -> Result<Reservation, u64> {
+        let by_user = self.take(peer, Some(user), LIMIT, now)?;
+        match self.take(peer, None, ADDRESS_LIMIT, now) {
+            Ok(by_address) => Ok(Reservation { places: [by_user, by_address] }),
+            Err(wait) => {
+                self.untake(by_user);
+                Err(wait)
+            }
+        }
+    }
+
+    /// Returns a guess whose password was right: it is not a failure.
+    pub(crate) fn give_back(&self, reservation: Reservation) {
+        for place in reservation.places {
+            self.untake(place);
+        }
+    }
+
+    /// One guess less in the count at `place`, if that count is still there (the bucket
+    /// may have been taken by another key since; then there is nothing to return).
+    fn untake(&self, place: Place) {
+        let word = &self.words[place.bucket];
+        let mut current = word.load(Relaxed);
+        loop {
+            let old = Entry::unpack(current);
+            if old.tag != place.tag || old.count == 0 {
+                return;
+            }
+            let next = Entry { count: old.count - 1, ..old };
             match word.compare_exchange_weak(current, next.pack(), Relaxed, Relaxed) {
                 Ok(_) => return,
                 Err(seen) => current = seen,
@@ -132,34 +191,84 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// `n` wrong guesses at `user` from `addr` at `now` (each reserved and kept).
+    fn fail(f: &Failures, addr: &str, user: &str, n: u64, now: u64) {
+        for i in 0..n {
+            let _kept =
+                f.reserve(ip(addr), user, now).unwrap_or_else(|w| panic!("guess {i} at {user} from {addr}: wait {w}"));
+        }
+    }
+
     #[test]
     fn limit_table() {
         let f = Failures::new().unwrap();
         let t = 1000;
-        for _ in 0..LIMIT - 1 {
-            f.record(ip("192.0.2.1"), t);
-        }
-        assert_eq!(f.blocked(ip("192.0.2.1"), t), None, "one guess short of the limit");
-        f.record(ip("192.0.2.1"), t + 10);
-        let cases = [
-            ("192.0.2.1", t + 10, Some(WINDOW - 10)), // at the limit: the rest of the window
-            ("::ffff:192.0.2.1", t + 10, Some(WINDOW - 10)), // the same address, mapped
-            ("192.0.2.2", t + 10, None),              // another address
-            ("192.0.2.1", t + WINDOW - 1, Some(1)),   // the last second
-            ("192.0.2.1", t + WINDOW, None),          // the window is over
+        fail(&f, "192.0.2.1", "ann", LIMIT - 1, t);
+        fail(&f, "192.0.2.1", "ann", 1, t + 10);
+        // (address, user, now) -> Err(seconds to wait) or Ok (a guess may be hashed)
+        let cases: [(&str, &str, u64, Result<(), u64>); 7] = [
+            ("192.0.2.1", "ann", t + 10, Err(WINDOW - 10)), // at the limit: the rest of the window
+            ("::ffff:192.0.2.1", "ann", t + 10, Err(WINDOW - 10)), // the same address, mapped
+            ("192.0.2.1", "ann", t + WINDOW - 1, Err(1)),   // the last second
+            ("192.0.2.1", "bob", t + 10, Ok(())),           // another user, same address
+            ("192.0.2.2", "ann", t + 10, Ok(())),           // the same user, another address
+            ("192.0.2.1", "Ann", t + 10, Ok(())),           // names are compared exactly
+            ("192.0.2.1", "ann", t + WINDOW, Ok(())),       // the window is over
         ];
-        for (addr, now, want) in cases {
-            assert_eq!(f.blocked(ip(addr), now), want, "{addr} at {now}");
+        for (addr, user, now, want) in cases {
+            assert_eq!(f.reserve(ip(addr), user, now).map(drop), want, "{user} from {addr} at {now}");
         }
         // IPv6: one /64 counts as one address.
         for i in 0..LIMIT {
-            f.record(ip(&format!("2001:db8:1:2::{i:x}")), t);
+            fail(&f, &format!("2001:db8:1:2::{i:x}"), "ann", 1, t);
         }
-        assert_eq!(f.blocked(ip("2001:db8:1:2:ffff::1"), t), Some(WINDOW));
-        assert_eq!(f.blocked(ip("2001:db8:1:3::1"), t), None);
-        // A failure after the window starts a new one.
-        f.record(ip("192.0.2.1"), t + WINDOW + 5);
-        assert_eq!(f.blocked(ip("192.0.2.1"), t + WINDOW + 5), None);
+        assert_eq!(f.reserve(ip("2001:db8:1:2:ffff::1"), "ann", t).map(drop), Err(WINDOW));
+        assert!(f.reserve(ip("2001:db8:1:3::1"), "ann", t).is_ok());
+    }
+
+    /// Spraying names from one address: each name under its own limit, the address's
+    /// count stops the spray at ADDRESS_LIMIT, for every name, the unused ones included.
+    #[test]
+    fn the_address_count_bounds_a_spray_of_names() {
+        let f = Failures::new().unwrap();
+        let names: Vec<String> = (0..ADDRESS_LIMIT / LIMIT).map(|i| format!("user{i}")).collect();
+        for name in &names {
+            fail(&f, "198.51.100.1", name, LIMIT, 50);
+        }
+        assert_eq!(f.reserve(ip("198.51.100.1"), "somebody-else", 50).map(drop), Err(WINDOW));
+        assert!(f.reserve(ip("198.51.100.2"), "somebody-else", 50).is_ok(), "another address is not affected");
+    }
+
+    /// A right password gives its place back, in both counts; a reservation refused by the
+    /// address's count leaves the user's count as it was.
+    #[test]
+    fn right_passwords_are_not_counted() {
+        let f = Failures::new().unwrap();
+        for _ in 0..3 * LIMIT {
+            let r = f.reserve(ip("203.0.113.9"), "ann", 7).expect("right passwords never fill a count");
+            f.give_back(r);
+        }
+        fail(&f, "203.0.113.9", "ann", LIMIT, 7);
+        assert!(f.reserve(ip("203.0.113.9"), "ann", 7).is_err());
+    }
+
+    /// Guesses taken together, from many threads (as `thread`'s connections, or `fork`'s
+    /// processes through the shared words, take them): exactly LIMIT get through.
+    #[test]
+    fn simultaneous_guesses_are_counted_together() {
+        let f = std::sync::Arc::new(Failures::new().unwrap());
+        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (f, start) = (std::sync::Arc::clone(&f), std::sync::Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    (0..10).filter(|_| f.reserve(ip("192.0.2.77"), "ann", 3).is_ok()).count()
+                })
+            })
+            .collect();
+        let passed: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(passed as u64, LIMIT, "80 simultaneous guesses");
     }
 
     /// A flood of addresses never grows the table, and an address that was limited still is
@@ -168,16 +277,14 @@ mod tests {
     fn table_is_bounded() {
         let f = Failures::new().unwrap();
         let limited = ip("198.51.100.7");
-        for _ in 0..LIMIT {
-            f.record(limited, 7);
-        }
-        assert!(f.blocked(limited, 7).is_some());
+        fail(&f, "198.51.100.7", "ann", LIMIT, 7);
+        assert!(f.reserve(limited, "ann", 7).is_err());
         let flood = || (1..=(4 * BUCKETS as u32)).map(|i| IpAddr::V4(i.into()));
         for addr in flood() {
-            f.record(addr, 7);
+            let _ = f.reserve(addr, "ann", 7);
         }
         assert_eq!(f.words.len(), BUCKETS);
-        let blamed = flood().filter(|&addr| f.blocked(addr, 7).is_some()).count();
-        assert_eq!(blamed, 0, "one failure each is under the limit, whoever held the bucket before");
+        let blamed = flood().filter(|&addr| f.reserve(addr, "ann", 7).is_err()).count();
+        assert_eq!(blamed, 0, "two guesses each are under the limit, whoever held the bucket before");
     }
 }

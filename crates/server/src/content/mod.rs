@@ -243,6 +243,8 @@ impl Site {
             single = root_path.file_name().map(|name| name.as_bytes().to_vec());
             root_path.pop();
             options.cgi.enabled = false;
+            // Only that file: not its `.gz`/`.br`/`.zst` siblings, which may say anything.
+            options.compress.precompressed = false;
         }
         if options.index_names.is_empty() {
             options.index_names = serving::DEFAULT_INDEX.iter().map(|n| n.as_bytes().to_vec()).collect();
@@ -265,11 +267,12 @@ impl Site {
     /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
     /// may name a CGI script (judged by its name alone, erring towards the pool), any
     /// request when the `--fallback` may be a script (a front controller answers most), a
-    /// directory (a listing of a large one reads and stats every entry), or a GET that may
+    /// directory (a listing of a large one reads and stats every entry), a password to hash
+    /// ([`Site::must_hash`]), or a GET that may
     /// encode a file on the fly ([`Site::may_encode`]). Cheap: no system call, no
     /// allocation (`path` is `req`'s, decoded by the caller).
     pub fn is_heavy(&self, req: &Request<'_, '_>, path: &DecodedPath) -> bool {
-        if self.options.cpu_work.is_some() || req.target.path.ends_with('/') {
+        if self.options.cpu_work.is_some() || req.target.path.ends_with('/') || self.must_hash(req) {
             return true;
         }
         let Ok(relative) = &path.0 else { return false };
@@ -277,6 +280,13 @@ impl Site {
             || cgi::may_run(&self.options.cgi, relative)
             || self.options.fallback.as_deref().is_some_and(|page| cgi::may_run(&self.options.cgi, page))
             || self.may_encode(req, relative)
+    }
+
+    /// Whether answering `req` would hash a password (`--basic-auth`, credentials that are
+    /// not remembered): a wrong guess costs up to a quarter of a second of CPU, which an
+    /// event loop hands to a worker pool. One keyed SHA-256, no system call.
+    pub fn must_hash(&self, req: &Request<'_, '_>) -> bool {
+        self.options.auth.as_ref().is_some_and(|auth| auth.must_hash(req.header("authorization")))
     }
 
     /// Whether a request may encode the file at `relative` now (`--compress`): a GET
@@ -444,10 +454,16 @@ impl Site {
     }
 
     fn directory(&self, req: &Request<'_, '_>, peer: SocketAddr, dir: resolve::OpenDir) -> Response {
+        let index = self.root.index(&dir, &self.options.index_names);
         if !req.target.path.ends_with('/') {
+            // With --no-listing a directory with no index answers nothing at either address:
+            // a redirect would tell that it exists.
+            if self.options.no_listing && index.is_none() {
+                return resolve::ResolveError::NotFound.response();
+            }
             return redirect_to_slash(req);
         }
-        match self.root.index(&dir, &self.options.index_names) {
+        match index {
             Some((file, meta, path)) => self.page(req, peer, file, &meta, &path),
             // 404 rather than 403: a directory's existence is not disclosed either.
             None if self.options.no_listing => resolve::ResolveError::NotFound.response(),

@@ -23,7 +23,7 @@ use super::send::Sent;
 use super::session::{Answered, Buffers, Held, HoldEnd, Session, RECV_ROOM};
 use super::tls::Inflow;
 use super::transport::Inbound;
-use crate::exchange::Exchanger;
+use crate::exchange::{Exchanger, Offloading};
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{PollFd, PollFlags};
@@ -67,7 +67,9 @@ pub(crate) fn serve_from(
         since = Since::Head(started);
     }
     loop {
-        if session.answer(&mut exchanger, server, &mut buffers, shutdown.flagged(), false) == Answered::Ready {
+        if session.answer(&mut exchanger, server, &mut buffers, shutdown.flagged(), Offloading::Never)
+            == Answered::Ready
+        {
             if let Held::Starts(delay) = session.held() {
                 std::thread::sleep(delay);
                 session.end_hold(HoldEnd::Deadline, &mut exchanger, server, &mut buffers);

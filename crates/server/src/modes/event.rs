@@ -14,7 +14,7 @@
 //! connection of that loop; and the code is a state machine instead of a straight line.
 
 use super::evloop::conns::{Op, Tag};
-use super::evloop::offload::Desk;
+use super::evloop::offload::{self, Desk};
 use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::loops::{self, LoopContext};
 use super::send::Sent;
@@ -29,12 +29,23 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
+/// Starts the loops; with `--basic-auth`, first the pool that hashes passwords off them
+/// ([`offload::for_passwords`]), finished once every loop has returned.
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    loops::run(ctx, "event", |lc| event_loop(lc, None))
+    let pool = offload::for_passwords(&ctx)?;
+    let desks = pool.clone();
+    let result = loops::run(ctx, "event", move |lc| {
+        let desk = desks.as_ref().map(|pool| pool.desk(lc.index));
+        event_loop(lc, desk)
+    });
+    if let Some(pool) = pool {
+        pool.finish();
+    }
+    result
 }
 
-/// One epoll loop; `offload`: `hybrid`'s desk at its worker pool, whose doorbell joins the
-/// epoll set.
+/// One epoll loop; `offload`: its desk at a worker pool (`hybrid`'s, or the password pool),
+/// whose doorbell joins the epoll set.
 pub(crate) fn event_loop(lc: LoopContext, offload: Option<Desk>) -> anyhow::Result<()> {
     let poll = Poll::new()?;
     let token = |tag: Tag| Token(tag.encode() as usize);

@@ -34,6 +34,7 @@
 use super::evloop::offload::Offload;
 use super::loops;
 use super::ModeContext;
+use crate::exchange::Offloading;
 use anyhow::Context;
 use std::sync::Arc;
 
@@ -49,7 +50,8 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let threads = ctx.pool_threads.unwrap_or(THREADS_PER_CORE * super::cores());
     let queue = QUEUE_PER_THREAD * threads;
     let pool = Arc::new(
-        Offload::start(Arc::clone(&ctx.server), loops::count(&ctx), threads, queue).context("start the worker pool")?,
+        Offload::start(Arc::clone(&ctx.server), loops::count(&ctx), threads, queue, Offloading::Heavy)
+            .context("start the worker pool")?,
     );
     let desks = Arc::clone(&pool);
     let result = loops::run(ctx, "hybrid", move |lc| {

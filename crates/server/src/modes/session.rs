@@ -23,7 +23,7 @@
 
 use super::send::{self, After, Outgoing, Response, Sent};
 use super::transport::{RingSend, Transport};
-use crate::exchange::{Answer, Body, Exchanger, Step};
+use crate::exchange::{Answer, Body, Exchanger, Offloading, Step};
 use crate::server::Server;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -197,15 +197,15 @@ impl Session {
     /// still being sent ([`Answered::Ready`]: the response is framed, ready to send).
     ///
     /// `closing`: the server is shutting down, so the answer says `Connection: close`.
-    /// `offload` (`hybrid`): a request whose answer may block is handed back to the driver
-    /// to be answered elsewhere ([`Answered::Offload`]).
+    /// `offload`: a request it names is handed back to the driver to be answered on a
+    /// worker pool ([`Answered::Offload`]).
     pub(crate) fn answer(
         &mut self,
         ex: &mut Exchanger,
         server: &Server,
         buffers: &mut Buffers,
         closing: bool,
-        offload: bool,
+        offload: Offloading,
     ) -> Answered {
         if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.hold == Hold::Offloaded {
             return Answered::No;

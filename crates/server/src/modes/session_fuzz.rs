@@ -29,7 +29,9 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
             let n = session.receive_for_tests(data, &mut buffers);
             data = &data[n..];
             let mut answered = false;
-            while session.answer(&mut ex, server, &mut buffers, false, false) == Answered::Ready {
+            while session.answer(&mut ex, server, &mut buffers, false, crate::exchange::Offloading::Never)
+                == Answered::Ready
+            {
                 answered = true;
                 loop {
                     match session.send(&ours, None, &mut ex, server, &mut buffers) {

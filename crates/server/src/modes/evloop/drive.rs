@@ -2,7 +2,9 @@
 //! pending, answer buffered requests, pipelined ones too, receive, until it waits), and
 //! the one choice of which deadline to arm afterwards.
 
+use super::offload::Desk;
 use super::{Backend, Loop, Received, Shared};
+use crate::exchange::Offloading;
 use crate::modes::send::Sent;
 use crate::modes::session::{Answered, Held, HoldEnd};
 use crate::modes::timer::{At, Fixed, Kind};
@@ -47,7 +49,7 @@ impl<B: Backend> Loop<B> {
                     Sent::Blocked => break true,
                 }
             }
-            let offloading = self.offload.is_some();
+            let offloading = self.offload.as_ref().map_or(Offloading::Never, Desk::offloading);
             match conn.session.answer(&mut self.ex, server, &mut self.buffers, closing, offloading) {
                 Answered::Ready => continue,
                 Answered::Offload { bytes, must_close } => {

@@ -1,7 +1,10 @@
-//! The worker pool behind `hybrid`'s event loops: requests whose answer may block or burn
-//! CPU ([`Site::is_heavy`](crate::content::Site::is_heavy): a CGI spawn, an in-process
-//! handler, `--cpu-work`, a directory listing) are answered here, off the loops, and each
-//! answer goes back to the loop that owns the connection, which sends it.
+//! The worker pool behind event loops: requests its [`Offloading`] names are answered here,
+//! off the loops, and each answer goes back to the loop that owns the connection, which
+//! sends it. `hybrid`'s pool takes whatever may block or burn CPU
+//! ([`Site::is_heavy`](crate::content::Site::is_heavy): a CGI spawn, an in-process handler,
+//! `--cpu-work`, a directory listing, a password to hash); `event` and `uring` keep one
+//! only with `--basic-auth`, for the passwords that must be hashed ([`for_passwords`]), so
+//! a wrong guess (up to a quarter of a second of CPU) never stalls a loop.
 //!
 //! The loop core sees the pool only through its [`Desk`], the one optional part of the
 //! core (`evloop/mod.rs`): it hands the desk a request ([`Desk::submit`]) and takes
@@ -23,7 +26,8 @@
 //! nothing: its connection then gets the 504 of the loop's deadline, and the worker lives on.
 
 use super::conns::ConnId;
-use crate::exchange::{Answer, Exchanger, Step};
+use crate::exchange::{Answer, Exchanger, Offloading, Step};
+use crate::modes::ModeContext;
 use crate::server::Server;
 use rustix::event::{eventfd, EventfdFlags};
 use std::collections::VecDeque;
@@ -67,6 +71,8 @@ struct Shared {
     /// Loop `i`'s doorbell: an eventfd written when an answer is put in its inbox.
     doorbells: Vec<OwnedFd>,
     server: Arc<Server>,
+    /// Which requests the loops hand to this pool.
+    offloading: Offloading,
 }
 
 impl Shared {
@@ -83,12 +89,19 @@ pub(crate) struct Offload {
 
 impl Offload {
     /// Starts `threads` workers with a queue of at most `cap` jobs, for `loops` loops, each
-    /// with a doorbell of its own.
-    pub(crate) fn start(server: Arc<Server>, loops: usize, threads: usize, cap: usize) -> std::io::Result<Offload> {
+    /// with a doorbell of its own, taking the requests `offloading` names.
+    pub(crate) fn start(
+        server: Arc<Server>,
+        loops: usize,
+        threads: usize,
+        cap: usize,
+        offloading: Offloading,
+    ) -> std::io::Result<Offload> {
         let flags = EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK;
         let doorbells = (0..loops).map(|_| eventfd(0, flags)).collect::<Result<Vec<_>, _>>()?;
         let state = State { jobs: VecDeque::new(), closed: false, inboxes: (0..loops).map(|_| Vec::new()).collect() };
-        let shared = Arc::new(Shared { state: Mutex::new(state), work: Condvar::new(), cap, doorbells, server });
+        let shared =
+            Arc::new(Shared { state: Mutex::new(state), work: Condvar::new(), cap, doorbells, server, offloading });
         let pool = Offload { shared, threads: Mutex::new(Vec::with_capacity(threads)) };
         for i in 0..threads {
             let shared = Arc::clone(&pool.shared);
@@ -117,6 +130,29 @@ impl Offload {
             let _ = t.join();
         }
     }
+}
+
+/// Jobs that may wait per password worker before the loop answers 503.
+const PASSWORD_QUEUE_PER_THREAD: usize = 16;
+
+/// `event`'s and `uring`'s pool with `--basic-auth`: one worker per core, which checks the
+/// passwords that must be hashed (and answers those requests whole), so a wrong guess
+/// never stalls a loop; `None` without `--basic-auth`. Like `hybrid`'s, its queue is
+/// bounded (503 past it) and its workers run at a lower priority than the loops.
+pub(crate) fn for_passwords(ctx: &ModeContext) -> anyhow::Result<Option<Arc<Offload>>> {
+    if ctx.server.site.options().auth.is_none() {
+        return Ok(None);
+    }
+    let threads = crate::modes::cores();
+    let loops = crate::modes::loops::count(ctx);
+    let pool = Offload::start(
+        Arc::clone(&ctx.server),
+        loops,
+        threads,
+        PASSWORD_QUEUE_PER_THREAD * threads,
+        Offloading::Passwords,
+    );
+    Ok(Some(Arc::new(pool.map_err(|e| anyhow::anyhow!("start the password workers: {e}"))?)))
 }
 
 /// How much lower than the loops' the workers' scheduling priority is (a nice value).
@@ -178,6 +214,11 @@ pub(crate) struct Desk {
 }
 
 impl Desk {
+    /// Which requests the loop hands to the pool.
+    pub(crate) fn offloading(&self) -> Offloading {
+        self.shared.offloading
+    }
+
     /// The eventfd this loop's backend watches: readable once answers wait ([`Desk::take`]).
     pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
         self.shared.doorbells[self.index].as_fd()

@@ -16,8 +16,10 @@ use std::time::Duration;
 #[test]
 fn first_turn_counts_as_busy() {
     type Body = fn(LoopContext) -> anyhow::Result<()>;
-    let backends: [(&str, Body); 2] =
-        [("event", |lc| crate::modes::event::event_loop(lc, None)), ("uring", crate::modes::uring::ring_loop)];
+    let backends: [(&str, Body); 2] = [
+        ("event", |lc| crate::modes::event::event_loop(lc, None)),
+        ("uring", |lc| crate::modes::uring::ring_loop(lc, None)),
+    ];
     crate::metrics::init("test", Some(crate::content::endpoint_path("/-/metrics"))).unwrap();
     let root = tempfile::tempdir().unwrap();
     for (name, body) in backends {

@@ -24,6 +24,7 @@
 mod conn;
 
 use super::evloop::conns::{ConnId, Tag};
+use super::evloop::offload::{self, Desk};
 use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::limit::LoopLimit;
 use super::loops::{self, LoopContext};
@@ -53,16 +54,35 @@ pub fn check_available() -> Result<(), ConfigError> {
         .map_err(|e| ConfigError(format!("io_uring is not available here ({e}); use --mode event instead")))
 }
 
+/// Starts the loops; with `--basic-auth`, first the pool that hashes passwords off them
+/// (`offload::for_passwords`), finished once every loop has returned.
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    loops::run(ctx, "uring", ring_loop)
+    let pool = offload::for_passwords(&ctx)?;
+    let desks = pool.clone();
+    let result = loops::run(ctx, "uring", move |lc| {
+        let desk = desks.as_ref().map(|pool| pool.desk(lc.index));
+        ring_loop(lc, desk)
+    });
+    if let Some(pool) = pool {
+        pool.finish();
+    }
+    result
 }
 
-pub(crate) fn ring_loop(lc: LoopContext) -> anyhow::Result<()> {
+/// One ring loop; `offload`: its desk at the password pool, whose doorbell the ring polls.
+pub(crate) fn ring_loop(lc: LoopContext, offload: Option<Desk>) -> anyhow::Result<()> {
     let mut ring = Ring::new(ENTRIES, RECV_BUFFERS, RECV_SIZE)?;
     ring.poll(lc.shutdown.fd(), pollin(), Tag::Shutdown.encode())?;
     ring.poll(lc.limit.vacancy(lc.index), pollin(), Tag::Vacancy.encode())?;
-    let backend = Uring { ring, events: Vec::new(), limit: Arc::clone(&lc.limit), index: lc.index, draining: false };
-    evloop::run(lc, backend, None)
+    // The ring's own copy of the doorbell, so a one-shot poll can be made again from the
+    // backend alone after each ring.
+    let doorbell = offload.as_ref().map(|desk| rustix::io::fcntl_dupfd_cloexec(desk.doorbell(), 0)).transpose()?;
+    if let Some(fd) = &doorbell {
+        ring.poll(fd.as_fd(), pollin(), Tag::Doorbell.encode())?;
+    }
+    let backend =
+        Uring { ring, events: Vec::new(), limit: Arc::clone(&lc.limit), index: lc.index, draining: false, doorbell };
+    evloop::run(lc, backend, offload)
 }
 
 fn pollin() -> u32 {
@@ -80,6 +100,9 @@ struct Uring {
     /// Shutdown began: no send is made ahead of a receive any more, so a response still
     /// going out keeps its connection busy (and open) until it is out, as in `event`.
     draining: bool,
+    /// The password pool's doorbell for this loop (`--basic-auth`), polled one shot at a
+    /// time.
+    doorbell: Option<OwnedFd>,
 }
 
 impl Backend for Uring {
@@ -130,7 +153,13 @@ impl Backend for Uring {
                         let _ = b.ring.poll(b.limit.vacancy(b.index), pollin(), Tag::Vacancy.encode());
                     }
                 }
-                Some(Tag::Doorbell) => {} // never: no pool is given to `uring`'s loops
+                Some(Tag::Doorbell) => {
+                    lp.answers_rung();
+                    let b = &mut lp.backend;
+                    if let Some(fd) = &b.doorbell {
+                        let _ = b.ring.poll(fd.as_fd(), pollin(), Tag::Doorbell.encode());
+                    }
+                }
                 Some(Tag::Shutdown) => {
                     lp.backend.draining = true;
                     lp.begin_drain();
