@@ -153,6 +153,58 @@ fn flags_that_apply_are_accepted() {
     }
 }
 
+/// What users of other servers type first works: `-p` for the port, `-i`/`--host` for the
+/// address, `--spa` for `--fallback`, `--hidden` for `--show-hidden`; and a server on every
+/// address (`::`) names addresses one can open, loopback first.
+#[test]
+fn peer_spellings_work_and_an_unspecified_address_names_reachable_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.html"), "<p>app</p>").unwrap();
+    std::fs::write(dir.path().join(".env"), "SECRET=1").unwrap();
+    let root = dir.path().to_str().unwrap();
+    // (arguments, what the startup lines must contain, a path and the status it gets)
+    let cases: &[(&[&str], &str, &str, u16)] = &[
+        (&["-p", "0", "-i", "127.0.0.1", "--spa", "/app.html"], "http://127.0.0.1:", "/no/such/route", 200),
+        (&["--port", "0", "--host", "127.0.0.1", "--hidden"], "http://127.0.0.1:", "/.env", 200),
+        (&["-p", "0", "--addr", "::"], "spidey reachable at http://127.0.0.1:", "/app.html", 200),
+    ];
+    for (args, says, path, status) in cases {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .args([&["serve", root, "--quiet"], *args].concat())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+        let mut lines = String::new();
+        for _ in 0..(if args.contains(&"::") { 2 } else { 1 }) {
+            std::io::BufRead::read_line(&mut out, &mut lines).unwrap();
+        }
+        let port: u16 = lines
+            .split("]:")
+            .nth(1)
+            .or_else(|| lines.split("127.0.0.1:").nth(1))
+            .and_then(|r| r.split([' ', '\n']).next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{args:?}: {lines:?}"));
+        let got = {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            std::io::Write::write_all(
+                &mut s,
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .unwrap();
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut s, &mut text);
+            text
+        };
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(lines.contains(says), "{args:?}: {lines:?}");
+        assert!(got.starts_with(&format!("HTTP/1.1 {status} ")), "{args:?} {path}: {got}");
+    }
+}
+
 /// `--addr` takes an IP address or `localhost`; any other name says what to give.
 #[test]
 fn addr_takes_an_ip_address_or_localhost() {

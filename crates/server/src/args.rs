@@ -20,10 +20,10 @@ pub struct ServeArgs {
     /// error. Not with socket activation: a socket passed by systemd (LISTEN_FDS/LISTEN_PID,
     /// at fd 3) is served instead of binding, and --addr or --port is then an error.
     /// `localhost` means 127.0.0.1; no other name is resolved.
-    #[arg(long, value_parser = listen_addr)]
+    #[arg(long, short = 'i', visible_alias = "host", value_parser = listen_addr)]
     pub addr: Vec<IpAddr>,
     /// The port to listen on [default: 8080]; 0 picks a free one (the startup line names it).
-    #[arg(long)]
+    #[arg(long, short = 'p')]
     pub port: Option<u16>,
     /// The listen queue length (listen(2) backlog).
     #[arg(long, default_value_t = 1024)]
@@ -47,10 +47,10 @@ pub struct ServeArgs {
     pub max_conns: usize,
     /// List dotfiles in directory listings and serve them (by default any path with a
     /// segment starting with `.` is 404, except `/.well-known/`).
-    #[arg(long, visible_alias = "allow-hidden")]
+    #[arg(long, visible_aliases = ["allow-hidden", "hidden"])]
     pub show_hidden: bool,
-    /// List no directory: a directory without an index file is 404, as if it did not
-    /// exist (an index file is still served).
+    /// List no directory: a directory without an index file is 404 at `/dir` and `/dir/`,
+    /// as if it did not exist (an index file is still served).
     #[arg(long)]
     pub no_listing: bool,
     /// No access log on stdout.
@@ -179,7 +179,7 @@ pub struct ServeArgs {
     /// Answer a GET or HEAD for a path that names nothing with this file (200), for
     /// single-page applications, e.g. `/index.html`. Never for a path with a dot-segment,
     /// a CGI script's path or another method (they keep their 404).
-    #[arg(long, value_name = "/PATH")]
+    #[arg(long, visible_alias = "spa", value_name = "/PATH")]
     pub fallback: Option<String>,
     /// Answer an error STATUS (400-599) with this file inside the root instead of the
     /// built-in page; the status stays (repeatable), e.g. `404=/404.html`.

@@ -19,7 +19,7 @@ use anyhow::Context;
 pub use spidey_config::ConfigError;
 use spidey_http::Limits;
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -84,11 +84,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     // One line per listener; the first line's format is what scripts and tests parse.
     for listener in &listeners {
-        let url = match listener.addr {
-            SocketAddr::V4(a) => format!("{scheme}://{a}"),
-            SocketAddr::V6(a) => format!("{scheme}://[{}]:{}", a.ip(), a.port()),
-        };
+        let url = url_of(scheme, listener.addr);
         writeln!(out, "spidey listening on {url} (mode {})", args.mode.name())?;
+    }
+    // `::` and `0.0.0.0` are not addresses one can open: name the ones that reach them.
+    for listener in listeners.iter().filter(|l| l.addr.ip().is_unspecified()) {
+        let urls = reachable(listener.addr).iter().map(|a| url_of(scheme, *a)).collect::<Vec<_>>();
+        if !urls.is_empty() {
+            writeln!(out, "spidey reachable at {}", urls.join(" "))?;
+        }
     }
     for addr in redirecting {
         writeln!(out, "spidey redirecting http://{addr} to https port {port}")?;
@@ -234,4 +238,29 @@ fn cloexec_inherited_fds() {
         // The fd may be the (already closed) one read_dir used: fcntl then fails, harmlessly.
         let _ = spidey_sys::set_cloexec(fd);
     }
+}
+
+/// `scheme://ADDR:PORT`, an IPv6 address in brackets.
+fn url_of(scheme: &str, addr: SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => format!("{scheme}://{a}"),
+        SocketAddr::V6(a) => format!("{scheme}://[{}]:{}", a.ip(), a.port()),
+    }
+}
+
+/// The addresses of this host's interfaces that a listener on the unspecified `addr`
+/// (`0.0.0.0`, or `::`, which takes IPv4 too) answers on, loopback first; link-local IPv6
+/// addresses are left out (they need a zone to be opened).
+fn reachable(addr: SocketAddr) -> Vec<SocketAddr> {
+    let Ok(interfaces) = if_addrs::get_if_addrs() else { return Vec::new() };
+    let mut found: Vec<SocketAddr> = interfaces
+        .iter()
+        .map(|i| i.ip())
+        .filter(|ip| addr.is_ipv6() || ip.is_ipv4())
+        .filter(|ip| !matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80))
+        .map(|ip| SocketAddr::new(ip, addr.port()))
+        .collect();
+    found.sort_by_key(|a| (!a.ip().is_loopback(), a.is_ipv6(), *a));
+    found.dedup();
+    found
 }
