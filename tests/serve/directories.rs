@@ -12,7 +12,21 @@ crate::for_each_mode!(
     listing_as_json,
     show_hidden_lists_dotfiles,
     listing_shows_bidi_controls_escaped,
+    listing_counts_its_entries_in_words,
 );
+
+/// The count under a listing reads as English: "0 entries", "1 entry", "2 entries".
+fn listing_counts_its_entries_in_words(mode: &str) {
+    let (fx, s) = start(mode, &[]);
+    let dir = fx.root().join("list/sub dir");
+    for (n, says) in [(0, "0 entries"), (1, "1 entry"), (2, "2 entries")] {
+        if n > 0 {
+            std::fs::write(dir.join(format!("<{n}>.txt")), "x").unwrap();
+        }
+        let text = s.get("/list/sub%20dir/", &[]).text();
+        assert!(text.contains(&format!("<p class=\"n\">{says} · ")), "{n}: {text}");
+    }
+}
 
 fn directory_index_and_slash_redirect(mode: &str) {
     let (_fx, s) = start(mode, &[]);

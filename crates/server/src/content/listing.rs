@@ -203,8 +203,9 @@ fn html(path: &str, entries: &[Entry], v: View) -> String {
         out,
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>Index of {title}</title><style>{STYLE}</style></head>\n<body><h1>Index of {title}</h1>\n\
+         <title>Index of {title}</title><style>{}{STYLE}</style></head>\n<body><h1>Index of {title}</h1>\n\
          <table><thead><tr>{}{}{}</tr></thead><tbody>\n",
+        super::page::STYLE,
         header_cell("Name", SortKey::Name, v),
         header_cell("Size", SortKey::Size, v),
         header_cell("Modified", SortKey::Time, v),
@@ -224,11 +225,12 @@ fn html(path: &str, entries: &[Entry], v: View) -> String {
             e.href, e.size
         );
     }
-    let _ = writeln!(
-        out,
-        "</tbody></table><p class=\"n\">{} entries · <a href=\"?format=json\">JSON</a></p></body></html>",
-        entries.len()
-    );
+    let count = match entries.len() {
+        1 => "1 entry".to_string(),
+        n => format!("{n} entries"),
+    };
+    let _ =
+        writeln!(out, "</tbody></table><p class=\"n\">{count} · <a href=\"?format=json\">JSON</a></p></body></html>");
     out
 }
 
@@ -260,11 +262,16 @@ fn show_name(name: &str) -> (String, bool) {
     (out, true)
 }
 
-const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em;color:#222}\
-h1{font-size:1.3em;word-break:break-all}table{border-collapse:collapse;width:100%}\
+/// The listing's own rules, after the pages' shared ones ([`super::page::STYLE`]): names may
+/// break anywhere (a long one must not widen the page), dates only between words, headings
+/// and sizes never (at 400 px "Size" stays one word).
+const STYLE: &str = concat!(
+    "table{border-collapse:collapse;width:100%}\
 th,td{text-align:left;padding:.25em .75em;border-bottom:1px solid #eee;white-space:pre-wrap;word-break:break-all}\
-td:nth-child(2),th:nth-child(2){text-align:right}th a{color:inherit}a{color:#0645ad;text-decoration:none}\
-a:hover{text-decoration:underline}.n{color:#777;font-size:.9em}";
+th,td:nth-child(2){white-space:nowrap;word-break:normal}td:nth-child(3){white-space:normal;word-break:normal}\
+td:nth-child(2),th:nth-child(2){text-align:right}th a{color:inherit}",
+    "h1{word-break:break-all}"
+);
 
 /// A column heading that sorts by its key, toggling the order when already sorted by it.
 fn header_cell(label: &str, key: SortKey, v: View) -> String {
