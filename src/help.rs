@@ -100,6 +100,7 @@ const SERVE: Layout = &[
             ("cors", "Allow cross-origin reads: '*' or a list of origins", true),
             ("basic-auth", "Require HTTP Basic auth: USER:HASH (repeatable)", true),
             ("basic-auth-file", "Require HTTP Basic auth: an htpasswd file", true),
+            ("user", "Run as USER once the ports are bound (as root)", true),
         ],
     ),
     ("Options", &[("config", "Read flags from a TOML file; flags given here win", true)]),

@@ -21,6 +21,7 @@ for_each_mode!(
     simultaneous_wrong_guesses_are_hashed_at_most_the_limit,
     a_logged_in_user_keeps_getting_in_while_the_address_is_limited,
     a_wrong_guess_does_not_stall_a_logged_in_client,
+    user_drops_root_once_bound,
     listing_json_by_accept_in_nginx_schema,
 );
 
@@ -360,6 +361,34 @@ fn a_wrong_guess_does_not_stall_a_logged_in_client(mode: &str) {
     }
 }
 
+/// `--user nobody` (as root): the server binds, reads what its flags name, then becomes
+/// `nobody` for good, so a CGI script runs as `nobody` and cannot become root again; static
+/// files are still served from the root opened before.
+fn user_drops_root_once_bound(mode: &str) {
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!("SKIPPED {mode}::user_drops_root_once_bound: not root");
+        return;
+    }
+    let fx = Fixture::new();
+    // nobody must be able to read the tree: the test's directories are 0700.
+    for dir in [fx.dir.path(), fx.root().as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let script = fx.root().join("whoami.cgi");
+    std::fs::write(&script, "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n%s:%s:' \"$(id -u)\" \"$(id -g)\"\nsu -c true root </dev/null >/dev/null 2>&1 && echo root-again || echo stays\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ids = |flag: &str| {
+        let out = Command::new("id").args([flag, "nobody"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let s = start(mode, &fx, &["--user", "nobody"]);
+    let reply = s.get("/whoami.cgi", &[]);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text().trim(), format!("{}:{}:stays", ids("-u"), ids("-g")));
+    let (head, body) = fetch(&s, &get("/hello.txt", ""));
+    assert_eq!((status_of(&head), body.as_slice()), (200, HELLO.as_bytes()), "{head}");
+}
+
 fn listing_json_by_accept_in_nginx_schema(mode: &str) {
     let fx = Fixture::new();
     let s = start(mode, &fx, &[]);
@@ -419,6 +448,7 @@ fn bad_feature_flags_exit_2_with_one_line() {
         ("--basic-auth", "ann:plaintext", "mkpasswd"),
         ("--basic-auth", "no-colon", "user:HASH"),
         ("--cache-control", "a\nb", "--cache-control"),
+        ("--user", "no-such-user-<x>", "--user no-such-user-<x>: no such user"),
     ];
     for (flag, value, needle) in cases {
         let out = Command::new(env!("CARGO_BIN_EXE_spidey"))

@@ -135,6 +135,12 @@ pub struct ServeArgs {
     /// Burn this much CPU per request before answering (a busy loop on the thread's CPU clock).
     #[arg(long, value_parser = duration)]
     pub cpu_work: Option<Duration>,
+    /// Run as this account once the ports are bound and the certificate, key and files the
+    /// flags name are read (as root only): its groups, group and user for the whole
+    /// process, so CGI scripts and handlers run as USER too. Needs root; one line and exit
+    /// code 2 if USER does not exist or this is not root.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
     /// How long in-flight responses may run after SIGINT or SIGTERM.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,

@@ -28,6 +28,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     args.mode.preflight()?;
     crate::flags::check(&args)?;
     let features = crate::flags::serve_features(&args)?;
+    let account = account(&args)?;
     let entry = args.mode.entry();
     cloexec_inherited_fds();
     raise_fd_limit();
@@ -64,6 +65,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let port = listeners[0].addr.port();
     // CGI's SERVER_PORT: known only now, with --port 0.
     server.site.set_port(port);
+    if account.is_none() && spidey_sys::user::effective_uid() == 0 && runs_programs(&server) {
+        eprintln!("spidey: warning: running as root, so CGI scripts and handlers run as root: --user NAME drops to NAME after binding");
+    }
     // `--redirect-http`: bound beside the listeners, and started now, while this process
     // has one thread (a forking mode forks it a process of its own).
     let redirecting = match redirect_http {
@@ -99,7 +103,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     drop(out);
-    let ctx = ModeContext {
+    let mut ctx = ModeContext {
         server,
         listeners,
         shutdown,
@@ -107,9 +111,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_conns: args.max_conns,
         pool_threads: args.pool_threads,
         fork_after_parse: args.fork_after_parse,
+        account,
     };
     if let Some(bytes) = args.copy_loop {
         crate::modes::use_copy_loop(bytes); // before any worker starts
+    }
+    // Every file the flags name is open and every port bound but the event loops' own
+    // siblings: nothing left needs root (`ModeContext::all_bound`).
+    if !ModeContext::binds_more(args.mode) {
+        ModeContext::all_bound(&mut ctx.account)?;
     }
     entry(ctx)
 }
@@ -263,4 +273,26 @@ fn reachable(addr: SocketAddr) -> Vec<SocketAddr> {
     found.sort_by_key(|a| (!a.ip().is_loopback(), a.is_ipv6(), *a));
     found.dedup();
     found
+}
+
+/// `--user`'s account, checked before anything binds: this must be root, and the account
+/// must exist.
+fn account(args: &ServeArgs) -> Result<Option<spidey_sys::user::Account>, ConfigError> {
+    let Some(name) = &args.user else { return Ok(None) };
+    if spidey_sys::user::effective_uid() != 0 {
+        return Err(ConfigError(format!(
+            "--user {name}: only root can change to another user; start as root, or leave --user out"
+        )));
+    }
+    match spidey_sys::user::lookup(name) {
+        Ok(Some(account)) => Ok(Some(account)),
+        Ok(None) => Err(ConfigError(format!("--user {name}: no such user"))),
+        Err(e) => Err(ConfigError(format!("--user {name}: cannot look the user up: {e}"))),
+    }
+}
+
+/// Whether the server runs programs of the site's: CGI scripts or handler libraries.
+fn runs_programs(server: &Server) -> bool {
+    let options = server.site.options();
+    options.cgi.enabled || !options.handlers.is_empty()
 }

@@ -6,8 +6,9 @@
 //! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
 //! [`shared`] maps counters that forked workers share with their parent,
 //! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS), and
-//! [`tcp`] sets the one TCP option the safe crates lack, [`tun`] opens a TUN device, and
-//! [`cputime`] reads another process's CPU-time clock.
+//! [`tcp`] sets the one TCP option the safe crates lack, [`tun`] opens a TUN device,
+//! [`cputime`] reads another process's CPU-time clock, and [`user`] looks up an account and
+//! drops to it (`--user`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -20,6 +21,7 @@ pub mod shared;
 pub mod tcp;
 pub mod tun;
 pub mod uring;
+pub mod user;
 
 use std::io;
 

@@ -94,7 +94,7 @@ pub(crate) fn count(ctx: &ModeContext) -> usize {
 }
 
 /// Runs `body` on [`count`] threads, one loop each, and joins them all.
-pub(crate) fn run<F>(ctx: ModeContext, name: &str, body: F) -> anyhow::Result<()>
+pub(crate) fn run<F>(mut ctx: ModeContext, name: &str, body: F) -> anyhow::Result<()>
 where
     F: Fn(LoopContext) -> anyhow::Result<()> + Send + Sync + 'static,
 {
@@ -109,6 +109,7 @@ where
         }
         per_loop[0].push(original.socket);
     }
+    ModeContext::all_bound(&mut ctx.account)?;
     let mut threads = Vec::with_capacity(n);
     // A place not handed out (a spawn failed) is dropped below: it counts as arrived.
     let mut starts = StartLine::places(n).into_iter();

@@ -158,6 +158,28 @@ pub struct ModeContext {
     /// `fork`: the parent reads and parses each connection's first head before it forks
     /// (`--fork-after-parse`, `fork_parse.rs`).
     pub fork_after_parse: bool,
+    /// `--user`: the account the server becomes once every listening socket is bound
+    /// ([`ModeContext::all_bound`]).
+    pub account: Option<spidey_sys::user::Account>,
+}
+
+impl ModeContext {
+    /// Every listening socket is bound: becomes `--user`'s account, if there is one, for
+    /// good. The event loops call it once their `SO_REUSEPORT` siblings are bound (a
+    /// sibling must be bound by the same user as the original, socket(7)), every other mode
+    /// before it starts (`serve.rs`).
+    pub(crate) fn all_bound(account: &mut Option<spidey_sys::user::Account>) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let Some(account) = account.take() else { return Ok(()) };
+        spidey_sys::user::become_account(&account)
+            .with_context(|| format!("cannot become user {} (uid {})", account.name, account.uid))
+    }
+
+    /// Whether this mode binds listening sockets of its own (`loops::run`'s siblings), so
+    /// [`ModeContext::all_bound`] is its to call.
+    pub(crate) fn binds_more(mode: Mode) -> bool {
+        matches!(mode, Mode::Event | Mode::Uring | Mode::Hybrid)
+    }
 }
 
 /// The most workers `pool` and `prefork` grow to by default (Apache prefork's
