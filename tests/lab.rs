@@ -194,6 +194,55 @@ fn experiments_are_built_in_and_a_directory_overrides_them() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create /proc/no-such-dir/x"));
 }
 
+/// A one-point experiment `id`: one `single` server, prepared by the command `prepare` (a
+/// TOML array), fetching a 1 KB file once per batch; a quick run of it takes a few seconds.
+fn one_point_experiment(id: &str, prepare: &str) -> String {
+    format!(
+        "id = \"{id}\"\ntitle = \"one point\"\nseed = \"none\"\nquestion = \"one point?\"\n\
+         workloads = [{{ name = \"file\", kind = \"file\", size = \"1KB\" }}]\n\
+         [[sweeps]]\nname = \"one\"\ntitle = \"one\"\nwarmup = 0\n\
+         servers = [{{ label = \"single\", mode = \"single\", prepare = {prepare} }}]\nworkloads = [\"file\"]\n\
+         clients = [{{ c = 1, n = 1 }}]\n\
+         table.dims = [\"server\"]\ntable.columns = [{{ header = \"ms\", metric = \"mean_ms\" }}]\n"
+    )
+}
+
+/// Regression (audit M4): `spidey lab 000` ran a file `./000` of the current directory, its
+/// `prepare` commands included, in place of the installed experiment 000: from a shared
+/// directory such as `/tmp`, anyone's file, often as root. An argument without a `/` is an
+/// id in the installed set (here `--experiments-dir`); one with a `/` is a file, run as
+/// asked. The planted file's `prepare` touches a marker: it ran only when named as a path.
+#[test]
+fn a_file_of_the_current_directory_runs_only_when_named_as_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("planted-prepare-ran");
+    let touch = format!("[\"touch\", \"{}\"]", marker.display());
+    std::fs::write(dir.path().join("000"), one_point_experiment("000-planted", &touch)).unwrap();
+    let installed = dir.path().join("installed");
+    std::fs::create_dir(&installed).unwrap();
+    std::fs::write(installed.join("000-installed.toml"), one_point_experiment("000-installed", "[]")).unwrap();
+    // (the argument, the experiment that ran, whether the planted file's prepare ran)
+    let cases = [("000", "000-installed", false), ("./000", "000-planted", true)];
+    for (i, (arg, ran, planted)) in cases.into_iter().enumerate() {
+        let out = dir.path().join(format!("out-{i}"));
+        let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .current_dir(dir.path())
+            .env("TMPDIR", dir.path())
+            .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
+            .arg(&installed)
+            .arg("--out")
+            .arg(&out)
+            .arg(arg)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "spidey lab {arg}: {}", String::from_utf8_lossy(&run.stderr));
+        let experiments: BTreeSet<String> =
+            lines(&out.join("results.jsonl")).iter().map(|v| v["experiment"].as_str().unwrap().to_string()).collect();
+        assert_eq!(experiments, BTreeSet::from([ran.to_string()]), "spidey lab {arg}");
+        assert_eq!(marker.exists(), planted, "spidey lab {arg}: the planted prepare ran: {}", marker.exists());
+    }
+}
+
 #[test]
 fn unknown_experiment_is_a_configuration_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey"))

@@ -79,8 +79,8 @@ Examples:
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Details and examples: spidey lab --help", after_long_help = EXAMPLES)]
 pub struct LabArgs {
-    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
-    /// --quick.
+    /// Experiments to run: id prefixes such as `000`, or files as paths with a `/`
+    /// (`./mine.toml`); all of them with --all or --quick.
     pub experiments: Vec<String>,
     /// A reduced version of every experiment, a smoke test (about 3 minutes).
     ///
