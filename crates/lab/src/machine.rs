@@ -60,10 +60,9 @@ impl Machine {
         }
     }
 
-    /// Writes `machine.json` into `dir`.
-    pub fn save(&self, dir: &std::path::Path) -> anyhow::Result<()> {
-        std::fs::write(dir.join(FILE), serde_json::to_vec_pretty(self)?)?;
-        Ok(())
+    /// Writes `machine.json` into `out`.
+    pub fn save(&self, out: &crate::out_dir::OutDir) -> anyhow::Result<()> {
+        out.write(FILE, serde_json::to_vec_pretty(self)?)
     }
 
     pub fn describe(pinning: &crate::cpu::Pinning) -> Machine {

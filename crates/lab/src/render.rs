@@ -5,6 +5,9 @@
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
 use std::fmt::Write as _;
 
+/// The directory beside the report that holds its plots.
+pub(crate) const PLOTS: &str = "plots";
+
 /// The most columns a table may have: wider ones do not fit a laptop screen.
 pub(crate) const MAX_COLUMNS: usize = 7;
 
@@ -14,9 +17,9 @@ pub(crate) enum Block {
     Heading(u8, String),
     Para(String),
     Table(Table),
-    /// `file` is relative to the output directory.
+    /// An SVG, written as `name` in the output directory's [`PLOTS`].
     Plot {
-        file: String,
+        name: String,
         title: String,
         svg: String,
     },
@@ -70,7 +73,7 @@ pub(crate) fn markdown(doc: &[Block]) -> String {
                 }
                 s.push('\n');
             }
-            Block::Plot { file, title, .. } => _ = writeln!(s, "![{title}]({file})\n"),
+            Block::Plot { name, title, .. } => _ = writeln!(s, "![{title}]({PLOTS}/{name})\n"),
             Block::Bullets(items) => {
                 for item in items {
                     _ = writeln!(s, "- {item}");

@@ -3,10 +3,11 @@
 //! SVG chart of availability against N; then the mixed load's table and its goal check.
 
 use crate::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
+use crate::out_dir::OutDir;
+use crate::report::Section;
 use crate::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
 use plotters::prelude::*;
 use std::fmt::Write;
-use std::path::Path;
 
 /// What a mode did under one attack.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,9 +45,11 @@ pub(crate) fn verdict(points: &[Point], server: &str, attack: AttackName) -> Ver
     }
 }
 
-/// Writes `robustness.md` and one SVG per attack into `out`; returns the markdown.
-pub(crate) fn write(out: &Path, attacks: &[AttackName], points: &[Point]) -> anyhow::Result<String> {
+/// Writes `robustness.md` and one SVG per attack into `out`; returns them as the report's
+/// section.
+pub(crate) fn write(out: &OutDir, attacks: &[AttackName], points: &[Point]) -> anyhow::Result<Section> {
     let mut md = String::new();
+    let mut svgs = Vec::new();
     let servers = servers(points);
     let _ = writeln!(md, "## What breaks each architecture (006-robustness)\n");
     let _ = writeln!(
@@ -73,14 +76,15 @@ pub(crate) fn write(out: &Path, attacks: &[AttackName], points: &[Point]) -> any
         let _ = writeln!(md, "\nFailed legitimate requests by class, where any failed: {}", failures(points, attack));
         let name = format!("robustness-{}.svg", slug(attack));
         if let Some(svg) = chart(attack, &servers, points) {
-            std::fs::write(out.join(&name), svg)?;
+            out.write(&name, &svg)?;
             let _ = writeln!(md, "\n![{}](./{name})\n", attack.attack().name());
+            svgs.push((name, svg));
         }
         let _ = writeln!(md);
     }
     mixed(&mut md, points);
-    std::fs::write(out.join("robustness.md"), &md)?;
-    Ok(md)
+    out.write("robustness.md", &md)?;
+    Ok(Section { markdown: md, svgs })
 }
 
 fn mixed(md: &mut String, points: &[Point]) {
