@@ -203,10 +203,7 @@ fn appendix(
         doc.push(Block::Table(table));
     }
     doc.push(Block::Heading(2, "Appendix: machine".into()));
-    doc.push(Block::Table(Table::new(
-        vec!["".into(), "".into()],
-        machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
-    )));
+    doc.push(Block::Table(machine.table()));
     doc
 }
 
@@ -373,7 +370,8 @@ fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
     Table::new(headers.map(String::from).to_vec(), cells)
 }
 
-/// Why points are missing: skipped servers and failures, each reason once.
+/// Why points are missing: skipped servers and failures, each reason once (the notes of
+/// the results file, as data).
 fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>) -> Vec<String> {
     let reasons: BTreeSet<String> = records
         .values()
@@ -381,7 +379,7 @@ fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>)
         .filter(|r| r.id.starts_with("quick/") == quick)
         .filter_map(|r| {
             let kind = if r.outcome == Outcome::Skipped { "Skipped" } else { "Failed" };
-            r.note.as_ref().map(|n| format!("{kind}: {n}"))
+            r.note.as_ref().map(|n| format!("{kind}: {}", render::literal(n)))
         })
         .collect();
     reasons.into_iter().collect()

@@ -4,6 +4,7 @@
 
 use crate::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
 use crate::out_dir::OutDir;
+use crate::render;
 use crate::report::Section;
 use crate::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
 use plotters::prelude::*;
@@ -71,7 +72,8 @@ pub(crate) fn write(out: &OutDir, attacks: &[AttackName], points: &[Point]) -> a
         let _ = writeln!(md, "| --- |{} --- |", " ---: |".repeat(sizes.len()));
         for server in &servers {
             let cells: Vec<String> = sizes.iter().map(|&n| cell(find(points, server, attack, n))).collect();
-            let _ = writeln!(md, "| {server} | {} | {} |", cells.join(" | "), verdict(points, server, attack));
+            let _ =
+                writeln!(md, "| {} | {} | {} |", mode_cell(server), cells.join(" | "), verdict(points, server, attack));
         }
         let _ = writeln!(md, "\nFailed legitimate requests by class, where any failed: {}", failures(points, attack));
         let name = format!("robustness-{}.svg", slug(attack));
@@ -104,7 +106,7 @@ fn mixed(md: &mut String, points: &[Point]) {
         let _ = writeln!(
             md,
             "| {} | {:.1}% | {:.2} | {:.2} | {:.2} | {:.0} |",
-            p.server,
+            mode_cell(&p.server),
             p.availability() * 100.0,
             p.p50_us / 1e3,
             p.p99_us / 1e3,
@@ -139,7 +141,7 @@ fn failures(points: &[Point], attack: AttackName) -> String {
             .map(|(k, v)| format!("{v} {k}"))
             .collect();
         if !classes.is_empty() {
-            parts.push(format!("{} N={}: {}", p.server, p.crowd, classes.join(", ")));
+            parts.push(format!("{} N={}: {}", render::literal(&p.server), p.crowd, classes.join(", ")));
         }
     }
     if parts.is_empty() {
@@ -147,6 +149,11 @@ fn failures(points: &[Point], attack: AttackName) -> String {
     } else {
         format!("{}.", parts.join("; "))
     }
+}
+
+/// A mode's name from `robustness.jsonl` as a table's first cell: data, its `|` escaped.
+fn mode_cell(server: &str) -> String {
+    render::literal(server).replace('|', "\\|")
 }
 
 fn find<'a>(points: &'a [Point], server: &str, attack: AttackName, n: usize) -> Option<&'a Point> {
