@@ -249,7 +249,9 @@ fn default_mode_is_event() {
 }
 
 /// `spidey lab -h` fits one screen under headings; `--help` has the examples, and each is a
-/// command line `spidey lab` accepts (`--list`, which measures nothing, is run).
+/// command line `spidey lab` accepts (`--list`, which measures nothing, is run). Regression
+/// (audit M4): no example writes into a directory every user shares, where someone else
+/// may have made the directory or planted links in it.
 #[test]
 fn lab_short_help_fits_one_screen_under_headings() {
     let spidey = env!("CARGO_BIN_EXE_spidey");
@@ -263,6 +265,9 @@ fn lab_short_help_fits_one_screen_under_headings() {
     let long = String::from_utf8_lossy(&long.stdout);
     let examples: Vec<&str> = long.lines().filter_map(|l| l.trim().strip_prefix("spidey lab")).collect();
     assert!(examples.len() >= 5, "{long}");
+    for shared in ["/tmp", "/var/tmp", "/dev/shm"] {
+        assert!(!long.contains(shared), "spidey lab --help suggests {shared}:\n{long}");
+    }
     let dir = tempfile::tempdir().unwrap();
     for example in examples {
         let args: Vec<&str> = example.split_whitespace().collect();

@@ -194,6 +194,188 @@ fn experiments_are_built_in_and_a_directory_overrides_them() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create /proc/no-such-dir/x"));
 }
 
+/// A one-point experiment `id`: one `single` server, prepared by the command `prepare` (a
+/// TOML array), fetching a 1 KB file once per batch; a quick run of it takes a few seconds.
+fn one_point_experiment(id: &str, prepare: &str) -> String {
+    format!(
+        "id = \"{id}\"\ntitle = \"one point\"\nseed = \"none\"\nquestion = \"one point?\"\n\
+         workloads = [{{ name = \"file\", kind = \"file\", size = \"1KB\" }}]\n\
+         [[sweeps]]\nname = \"one\"\ntitle = \"one\"\nwarmup = 0\n\
+         servers = [{{ label = \"single\", mode = \"single\", prepare = {prepare} }}]\nworkloads = [\"file\"]\n\
+         clients = [{{ c = 1, n = 1 }}]\n\
+         table.dims = [\"server\"]\ntable.columns = [{{ header = \"ms\", metric = \"mean_ms\" }}]\n"
+    )
+}
+
+/// Regression (audit M4): `spidey lab 000` ran a file `./000` of the current directory, its
+/// `prepare` commands included, in place of the installed experiment 000: from a shared
+/// directory such as `/tmp`, anyone's file, often as root. An argument without a `/` is an
+/// id in the installed set (here `--experiments-dir`); one with a `/` is a file, run as
+/// asked. The planted file's `prepare` touches a marker: it ran only when named as a path.
+#[test]
+fn a_file_of_the_current_directory_runs_only_when_named_as_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("planted-prepare-ran");
+    let touch = format!("[\"touch\", \"{}\"]", marker.display());
+    std::fs::write(dir.path().join("000"), one_point_experiment("000-planted", &touch)).unwrap();
+    let installed = dir.path().join("installed");
+    std::fs::create_dir(&installed).unwrap();
+    std::fs::write(installed.join("000-installed.toml"), one_point_experiment("000-installed", "[]")).unwrap();
+    // (the argument, the experiment that ran, whether the planted file's prepare ran)
+    let cases = [("000", "000-installed", false), ("./000", "000-planted", true)];
+    for (i, (arg, ran, planted)) in cases.into_iter().enumerate() {
+        let out = dir.path().join(format!("out-{i}"));
+        let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+            .current_dir(dir.path())
+            .env("TMPDIR", dir.path())
+            .args(["lab", "--quick", "--keep-disturbed", "--experiments-dir"])
+            .arg(&installed)
+            .arg("--out")
+            .arg(&out)
+            .arg(arg)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "spidey lab {arg}: {}", String::from_utf8_lossy(&run.stderr));
+        let experiments: BTreeSet<String> =
+            lines(&out.join("results.jsonl")).iter().map(|v| v["experiment"].as_str().unwrap().to_string()).collect();
+        assert_eq!(experiments, BTreeSet::from([ran.to_string()]), "spidey lab {arg}");
+        assert_eq!(marker.exists(), planted, "spidey lab {arg}: the planted prepare ran: {}", marker.exists());
+    }
+}
+
+/// A run to report on, without measuring: DIR/run/results.jsonl (empty) with the committed
+/// full run's robustness journal beside it, so `--report` writes the robustness section's
+/// files too. Its results file.
+fn results_to_report(dir: &Path) -> std::path::PathBuf {
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/runs/lab-full-c69ce8d/robustness.jsonl");
+    std::fs::copy(committed, run.join("robustness.jsonl")).unwrap();
+    std::fs::write(run.join("results.jsonl"), "").unwrap();
+    run.join("results.jsonl")
+}
+
+/// `spidey lab ARGS --out OUT` from `dir`, with `dir` as its temporary directory.
+fn lab_into(dir: &Path, out: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir)
+        .env("TMPDIR", dir)
+        .arg("lab")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// Regression (audit M4): the lab wrote its files by path, so a link planted in `--out`
+/// (made by someone else, in a shared directory) had the report, the results or
+/// machine.json written over the file it pointed at, anywhere the lab's user may write.
+/// Now a file written afresh replaces a link in its place, a link where `plots/` goes is
+/// replaced by a directory, and a file kept for appending (`results.jsonl` with --resume)
+/// that is a link is refused (exit 2, one line). The files the links point at are never
+/// written.
+#[test]
+fn links_planted_in_out_are_replaced_or_refused_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = results_to_report(dir.path());
+    let installed = dir.path().join("installed");
+    std::fs::create_dir(&installed).unwrap();
+    std::fs::write(installed.join("900-one.toml"), one_point_experiment("900-one", "[]")).unwrap();
+    let run = |extra: &str| {
+        let mut args = vec!["--quick", "--keep-disturbed", extra, "--experiments-dir"]
+            .into_iter()
+            .map(std::ffi::OsString::from)
+            .collect::<Vec<_>>();
+        args.extend([installed.clone().into_os_string(), "900".into()]);
+        args
+    };
+    let report: Vec<std::ffi::OsString> = vec!["--report".into(), results.into_os_string()];
+    // (what runs, the links planted in OUT, whether the run is refused)
+    let cases = [
+        ("--report", report, &["report.html", "report.md", "robustness.md", "robustness-idle.svg", "plots"][..], false),
+        ("a run afresh", run("--force"), &["results.jsonl", "machine.json", "report.html", "plots"][..], false),
+        ("a resumed run", run("--resume"), &["results.jsonl"][..], true),
+    ];
+    for (i, (what, args, planted, refused)) in cases.into_iter().enumerate() {
+        let (out, outside) = (dir.path().join(format!("out-{i}")), dir.path().join(format!("outside-{i}")));
+        std::fs::create_dir(&out).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        for name in planted {
+            if *name == "plots" {
+                std::fs::create_dir(outside.join(name)).unwrap();
+            } else {
+                std::fs::write(outside.join(name), "keep me").unwrap();
+            }
+            std::os::unix::fs::symlink(outside.join(name), out.join(name)).unwrap();
+        }
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let ran = lab_into(dir.path(), &out, &args);
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        for name in planted {
+            let target = outside.join(name);
+            if target.is_dir() {
+                assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{what}: written through {name}");
+            } else {
+                assert!(std::fs::read_to_string(&target).unwrap() == "keep me", "{what}: written through {name}");
+            }
+        }
+        if refused {
+            assert_eq!(ran.status.code(), Some(2), "{what}: {stderr}");
+            assert!(stderr.contains("results.jsonl is a symbolic link: refused"), "{what}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{what}: one line: {stderr}");
+        } else {
+            assert!(ran.status.success(), "{what}: {stderr}");
+            for name in planted {
+                let kind = out.join(name).symlink_metadata().unwrap().file_type();
+                assert!(!kind.is_symlink(), "{what}: {name} is still a link");
+            }
+        }
+    }
+}
+
+/// Regression (audit M4): `--out` in a shared directory (the help suggested
+/// `/tmp/lab-quick`) was used whoever had made it. An `--out` that is a link (with or
+/// without a trailing slash), a directory every user may write to, or another user's
+/// directory is refused, one line and exit 2, before anything is measured or written, by a
+/// run as by `--report`.
+#[test]
+fn an_out_someone_else_controls_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = results_to_report(dir.path());
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("link")).unwrap();
+    let mut cases = vec![
+        (dir.path().join("link"), "link is a symbolic link: refused"),
+        (dir.path().join("link/"), "link is a symbolic link: refused"),
+        (shared.clone(), "shared is writable by every user: refused"),
+    ];
+    // Only root can give a directory to another user (65534, nobody).
+    if rustix::process::geteuid().is_root() {
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        cases.push((theirs, "theirs belongs to uid 65534, not to this user (uid 0): refused"));
+    }
+    let runs: [&[&str]; 2] = [&["--report", results.to_str().unwrap()], &["--quick", "001"]];
+    for (out, want) in &cases {
+        for args in runs {
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+            let ran = lab_into(dir.path(), out, &args);
+            let stderr = String::from_utf8_lossy(&ran.stderr);
+            assert_eq!(ran.status.code(), Some(2), "{} {args:?}: {stderr}", out.display());
+            assert!(stderr.contains(want) && stderr.lines().count() == 1, "{} {args:?}: {stderr}", out.display());
+        }
+    }
+    for written in [&elsewhere, &shared] {
+        assert_eq!(std::fs::read_dir(written).unwrap().count(), 0, "{} written into", written.display());
+    }
+}
+
 #[test]
 fn unknown_experiment_is_a_configuration_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey"))

@@ -196,6 +196,73 @@ fn changing_a_result_changes_the_summary_and_the_verdicts() {
     assert_ne!(s0, s1, "the summary follows the data");
 }
 
+/// Text a results file or a machine.json could carry to run in a browser, or to become a
+/// link, were it written into a report as markup.
+const HOSTILE: [&str; 8] = [
+    "<script>alert(1)</script>",
+    "\" onmouseover=\"x",
+    "javascript:alert(1)",
+    "[click](javascript:alert(1))",
+    "](javascript:x)",
+    "<img src=x onerror=y>",
+    "<javascript:alert(2)>",
+    "a line\n\n<script>alert(3)</script>",
+];
+
+/// The tags of an HTML page that could run something: `<script>`, an event handler
+/// attribute (`onerror=`), a `javascript:` address.
+fn active_tags(html: &str) -> Vec<String> {
+    let handler = |attr: &str| {
+        attr.split_once('=').is_some_and(|(name, _)| {
+            name.len() > 2 && name.starts_with("on") && name.chars().all(|c| c.is_ascii_alphabetic())
+        })
+    };
+    html.split('<')
+        .skip(1)
+        .map(|piece| piece.split('>').next().unwrap_or_default().to_ascii_lowercase())
+        .filter(|tag| tag.starts_with("script") || tag.contains("javascript:") || tag.split_whitespace().any(handler))
+        .map(|tag| format!("<{tag}>"))
+        .collect()
+}
+
+/// Regression (audit M5): the notes of results.jsonl and the fields of machine.json went
+/// into report.html as markup, so a `<script>`, an event handler or a `javascript:` link in
+/// them ran when the report was opened; report.md carried them as raw HTML and link syntax.
+/// With hostile notes and machine fields, neither report.html nor report.md (rendered as
+/// Markdown renderers do, raw HTML kept) has an active tag, and each page shows the text.
+#[test]
+fn notes_and_machine_fields_are_text_in_both_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut records: Vec<serde_json::Value> =
+        committed_records().into_iter().filter(|v| v["experiment"] == "000-fork").collect();
+    for (record, note) in records.iter_mut().zip(HOSTILE) {
+        record["outcome"] = "failed".into();
+        record["note"] = note.into();
+    }
+    let lines: Vec<String> = records.iter().map(|v| v.to_string()).collect();
+    std::fs::write(dir.path().join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let fields = ["cpu", "memory", "kernel", "build", "spidey", "rustc", "nginx", "load", "pinning", "network"];
+    let mut machine: serde_json::Map<String, serde_json::Value> =
+        fields.iter().zip(HOSTILE.iter().cycle()).map(|(k, v)| (k.to_string(), (*v).into())).collect();
+    machine.insert("cores".into(), 2.into());
+    std::fs::write(dir.path().join("machine.json"), serde_json::Value::from(machine).to_string()).unwrap();
+
+    let out = dir.path().join("out");
+    let md = report(&dir.path().join("results.jsonl"), &out);
+    let mut md_html = String::new();
+    let options = pulldown_cmark::Options::ENABLE_TABLES | pulldown_cmark::Options::ENABLE_STRIKETHROUGH;
+    pulldown_cmark::html::push_html(&mut md_html, pulldown_cmark::Parser::new_ext(&md, options));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for (page, text) in [("report.html", &html), ("report.md, rendered", &md_html)] {
+        assert_eq!(active_tags(text), Vec::<String>::new(), "{page}: tags from the data");
+        for shown in
+            ["&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=y&gt;", "[click](javascript:alert(1))"]
+        {
+            assert!(text.contains(shown), "{page} shows {shown} as text");
+        }
+    }
+}
+
 /// The browser, or None (with a SKIPPED line) where it is missing and not required.
 fn chromium(test: &str) -> Option<PathBuf> {
     let browser = PathBuf::from(std::env::var_os("SPIDEY_CHROMIUM").unwrap_or_else(|| CHROMIUM.into()));

@@ -24,6 +24,7 @@ mod listing;
 mod load;
 mod machine;
 mod metric;
+mod out_dir;
 mod plan;
 mod plot;
 mod remote_server;
@@ -51,6 +52,7 @@ mod why;
 use anyhow::Context;
 use experiment::Experiment;
 use indicatif::{ProgressBar, ProgressStyle};
+use out_dir::OutDir;
 use spidey_config::ConfigError;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -64,7 +66,7 @@ pub(crate) const EXAMPLES: &str = "\
 Examples:
   spidey lab --list
       the experiments, with their quick and full times
-  spidey lab --quick --out /tmp/lab-quick
+  spidey lab --quick --out lab-quick
       every experiment, reduced: a smoke test of a few minutes
   spidey lab 000 004 --out lab-out
       two experiments in full
@@ -72,15 +74,15 @@ Examples:
       every experiment in full, going on from an interrupted run
   spidey lab --verdicts lab-out/results.jsonl
       the verdict table of a run, measuring nothing
-  spidey lab --report lab-out/results.jsonl --out /tmp/report
+  spidey lab --report lab-out/results.jsonl --out lab-report
       the report of a run, measuring nothing";
 
 /// `spidey lab`'s flags.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Details and examples: spidey lab --help", after_long_help = EXAMPLES)]
 pub struct LabArgs {
-    /// Experiments to run: files, or id prefixes such as `000`; all of them with --all or
-    /// --quick.
+    /// Experiments to run: id prefixes such as `000`, or files as paths with a `/`
+    /// (`./mine.toml`); all of them with --all or --quick.
     pub experiments: Vec<String>,
     /// A reduced version of every experiment, a smoke test (about 3 minutes).
     ///
@@ -168,7 +170,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     if let Some(results) = &args.report {
         return rerender(&exps, results, &args.out);
     }
-    let results_path = args.out.join("results.jsonl");
+    let results_path = args.out.join(results::FILE);
     if args.list {
         print!("{}", listing::table(&exps, &results::read(&results_path).unwrap_or_default()));
         return Ok(());
@@ -191,10 +193,10 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         _ => args.hosts.clone(),
     })?;
     let across = link.as_ref().map(|l| hosts::Hosts::from_args(&args.hosts.across(l))).transpose()?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let out = OutDir::open(&args.out)?;
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
-    let mut journal = results::Journal::open(&results_path, args.resume)?;
+    let mut journal = results::Journal::open(&out, args.resume)?;
     let total: usize =
         exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
     let bar = progress(total as u64);
@@ -218,29 +220,21 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         let set = pinning.server_set(Some(usize::from(n)));
         machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
     }
-    machine.save(&args.out)?;
-    report::write(&args.out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, None)?;
+    machine.save(&out)?;
+    report::write(&out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, None)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
             if !hosts.is_local() {
                 eprintln!("spidey lab: {} skipped: its crowds and clients run on this host's loopback only", exp.id);
                 continue;
             }
-            let points = robustness::run(exp, spec, args.quick, &args.out, &hosts)
+            let points = robustness::run(exp, spec, args.quick, &out, &hosts)
                 .with_context(|| format!("experiment {}", exp.id))?;
-            let section = robustness_section(&args.out, &spec.attacks, &points)?;
-            report::write(
-                &args.out,
-                &exps,
-                args.quick,
-                &journal.records,
-                &machine,
-                args.keep_disturbed,
-                Some(section),
-            )?;
+            let section = robustness_report::write(&out, &spec.attacks, &points)?;
+            report::write(&out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, Some(section))?;
         }
     }
-    println!("spidey lab: {} points; report in {}", total, args.out.join("report.md").display());
+    println!("spidey lab: {} points; report in {}", total, out.path().join("report.md").display());
     Ok(())
 }
 
@@ -253,41 +247,23 @@ fn read_results(results: &std::path::Path) -> anyhow::Result<(bool, HashMap<Stri
     Ok((quick, records))
 }
 
-/// The robustness experiment's report section (it also writes `robustness.md` and its SVGs
-/// into `out`).
-fn robustness_section(
-    out: &std::path::Path,
-    attacks: &[robustness::AttackName],
-    points: &[robustness::Point],
-) -> anyhow::Result<report::Section> {
-    let markdown = robustness_report::write(out, attacks, points)?;
-    let mut svgs = Vec::new();
-    for entry in std::fs::read_dir(out)? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.starts_with("robustness-") && name.ends_with(".svg") && markdown.contains(&name) {
-            svgs.push((name.clone(), std::fs::read_to_string(out.join(&name))?));
-        }
-    }
-    Ok(report::Section { markdown, svgs })
-}
-
 /// `--report`: the report of a results file, measuring nothing. The experiments are those
 /// with points in it (and the robustness experiment when a `robustness.jsonl` is beside it).
 fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
     let (quick, records) = read_results(results)?;
     let dir = results.parent().unwrap_or(std::path::Path::new("."));
-    let journal = dir.join("robustness.jsonl");
+    let journal = dir.join(robustness::JOURNAL);
     let ran: Vec<Experiment> = exps
         .iter()
         .filter(|e| records.values().any(|r| r.experiment == e.id) || (e.robustness.is_some() && journal.is_file()))
         .cloned()
         .collect();
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let out = OutDir::open(out)?;
     let mut extra = None;
     for exp in &ran {
         if let Some(spec) = &exp.robustness {
             if journal.is_file() {
-                extra = Some(robustness_section(out, &spec.attacks, &robustness::read(&journal)?)?);
+                extra = Some(robustness_report::write(&out, &spec.attacks, &robustness::read(&journal)?)?);
             }
         }
     }
@@ -296,8 +272,8 @@ fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Pat
     // disturbed after its tries is marked excluded).
     let keep_disturbed =
         records.values().filter_map(|r| r.measurement.as_ref()).any(|m| m.cpu.disturbed && !m.excluded);
-    report::write(out, &ran, quick, &records, &machine, keep_disturbed, extra)?;
-    println!("spidey lab: the report of {} in {}", results.display(), out.join("report.html").display());
+    report::write(&out, &ran, quick, &records, &machine, keep_disturbed, extra)?;
+    println!("spidey lab: the report of {} in {}", results.display(), out.path().join("report.html").display());
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! The machine a run happened on, for the report: numbers mean little without it.
 
+use crate::render::{self, Table};
 use serde::{Deserialize, Serialize};
 use std::process::Command;
 
@@ -35,14 +36,14 @@ impl Machine {
         Machine::from_report(&report)
     }
 
-    /// The machine as a report's machine table (the rows of [`Machine::rows`]) gives it;
-    /// "not recorded" where a row is missing.
+    /// The machine as a report's machine table ([`Machine::table`]) gives it; "not
+    /// recorded" where a row is missing.
     pub fn from_report(md: &str) -> Machine {
         let cell = |label: &str| {
             md.lines()
                 .filter_map(|l| l.strip_prefix("| ")?.strip_suffix(" |")?.split_once(" | "))
                 .find(|(k, _)| *k == label)
-                .map(|(_, v)| v.replace("\\|", "|"))
+                .map(|(_, v)| render::unescape(v))
                 .unwrap_or_else(|| NOT_RECORDED.into())
         };
         Machine {
@@ -60,10 +61,9 @@ impl Machine {
         }
     }
 
-    /// Writes `machine.json` into `dir`.
-    pub fn save(&self, dir: &std::path::Path) -> anyhow::Result<()> {
-        std::fs::write(dir.join(FILE), serde_json::to_vec_pretty(self)?)?;
-        Ok(())
+    /// Writes `machine.json` into `out`.
+    pub fn save(&self, out: &crate::out_dir::OutDir) -> anyhow::Result<()> {
+        out.write(FILE, serde_json::to_vec_pretty(self)?)
     }
 
     pub fn describe(pinning: &crate::cpu::Pinning) -> Machine {
@@ -83,8 +83,15 @@ impl Machine {
         }
     }
 
-    /// (name, value) rows for the report's machine table.
-    pub fn rows(&self) -> Vec<(&'static str, String)> {
+    /// The report's machine table: each value, read from the machine or from a
+    /// `machine.json`, as data ([`render::literal`]).
+    pub fn table(&self) -> Table {
+        let rows = self.rows().into_iter().map(|(k, v)| vec![k.to_string(), render::literal(&v)]).collect();
+        Table::new(vec![String::new(), String::new()], rows)
+    }
+
+    /// (name, value) rows of the machine table.
+    fn rows(&self) -> Vec<(&'static str, String)> {
         vec![
             ("Cores", if self.cores == 0 { NOT_RECORDED.into() } else { self.cores.to_string() }),
             ("CPU", self.cpu.clone()),
@@ -170,26 +177,27 @@ fn first_line(program: &str, args: &[&str]) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A report's machine table gives back the machine it was written from; a report
-    /// without one gives "not recorded", never the machine reading it.
+    /// A report's machine table gives back the machine it was written from, markup in its
+    /// fields included; a report without one gives "not recorded", never the machine
+    /// reading it.
     #[test]
     fn machine_round_trips_through_a_reports_table() {
         let m = Machine {
             cores: 2,
-            cpu: "AMD EPYC".into(),
+            cpu: "AMD EPYC <script>alert(1)</script>".into(),
             memory: "23.5 GiB".into(),
-            kernel: "Linux 6.18".into(),
+            kernel: "Linux 6.18 [x](javascript:y)".into(),
             build: "release".into(),
-            spidey: "0.1.0".into(),
-            rustc: "rustc 1.95.0".into(),
-            nginx: "nginx/1.22.1".into(),
+            spidey: "0.1.0 (commit abc, built in /w/a_b*c*)".into(),
+            rustc: "rustc 1.95.0 `\\`".into(),
+            nginx: "nginx/1.22.1 & <img src=x onerror=y>".into(),
             load: "2.54, 4.21, 7.51".into(),
             pinning: "server on CPUs 1 | load on 0".into(),
-            network: "loopback".into(),
+            network: "loopback ~~".into(),
         };
-        let md: String =
-            m.rows().iter().map(|(k, v)| format!("| {k} | {} |\n", v.replace('|', "\\|"))).collect::<String>();
-        let back = Machine::from_report(&format!("## Appendix: machine\n\n|  |  |\n|---|---|\n{md}"));
+        let md =
+            render::markdown(&[render::Block::Heading(2, "Appendix: machine".into()), render::Block::Table(m.table())]);
+        let back = Machine::from_report(&md);
         assert_eq!(back.rows(), m.rows());
         let none = Machine::from_report("# a report without a machine table\n");
         assert!(none.rows().iter().all(|(_, v)| v == NOT_RECORDED), "{:?}", none.rows());

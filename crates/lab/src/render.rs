@@ -1,9 +1,17 @@
 //! The report's document model and its two renderings: Markdown (`report.md`, plots as SVG
 //! files beside it) and a self-contained HTML page (`report.html`: the same SVGs inlined,
 //! every piece of text rendered from its Markdown by pulldown-cmark, verdicts coloured).
+//!
+//! Text read from a run's files (a point's note, the machine's description) is data, never
+//! markup: it enters the document through [`literal`], which escapes it as Markdown, and the
+//! HTML rendering ([`html`]) writes no raw HTML and no link but to the page itself, a
+//! relative file or http(s), whatever Markdown it is given.
 
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
 use std::fmt::Write as _;
+
+/// The directory beside the report that holds its plots.
+pub(crate) const PLOTS: &str = "plots";
 
 /// The most columns a table may have: wider ones do not fit a laptop screen.
 pub(crate) const MAX_COLUMNS: usize = 7;
@@ -14,9 +22,9 @@ pub(crate) enum Block {
     Heading(u8, String),
     Para(String),
     Table(Table),
-    /// `file` is relative to the output directory.
+    /// An SVG, written as `name` in the output directory's [`PLOTS`].
     Plot {
-        file: String,
+        name: String,
         title: String,
         svg: String,
     },
@@ -41,6 +49,42 @@ impl Table {
     pub fn new(headers: Vec<String>, rows: Vec<Vec<String>>) -> Table {
         Table { headers, rows, classes: None }
     }
+}
+
+/// Data as Markdown that reads as itself in both renderings: each character Markdown gives
+/// a meaning inline (emphasis, code, links, images, raw HTML, entities, strikethrough) is
+/// backslash-escaped, and control characters (line breaks, which could start a block)
+/// become spaces. A table cell's `|` is escaped by the table.
+pub(crate) fn literal(data: &str) -> String {
+    let mut md = String::with_capacity(data.len());
+    for c in data.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '&' | '~' => {
+                md.push('\\');
+                md.push(c);
+            }
+            c if c.is_control() => md.push(' '),
+            c => md.push(c),
+        }
+    }
+    md
+}
+
+/// Markdown text with its backslash escapes undone: what [`literal`] and a table cell's `\|`
+/// made, read back.
+pub(crate) fn unescape(md: &str) -> String {
+    let mut text = String::with_capacity(md.len());
+    let mut chars = md.chars().peekable();
+    while let Some(c) = chars.next() {
+        match chars.peek() {
+            Some(&next) if c == '\\' && next.is_ascii_punctuation() => {
+                text.push(next);
+                chars.next();
+            }
+            _ => text.push(c),
+        }
+    }
+    text
 }
 
 /// A heading's anchor as GitHub makes it: lower case, punctuation dropped (but `-` and
@@ -70,7 +114,7 @@ pub(crate) fn markdown(doc: &[Block]) -> String {
                 }
                 s.push('\n');
             }
-            Block::Plot { file, title, .. } => _ = writeln!(s, "![{title}]({file})\n"),
+            Block::Plot { name, title, .. } => _ = writeln!(s, "![{title}]({PLOTS}/{name})\n"),
             Block::Bullets(items) => {
                 for item in items {
                     _ = writeln!(s, "- {item}");
@@ -155,7 +199,7 @@ fn options() -> Options {
 fn render(md: &str, svgs: &[(String, String)]) -> String {
     let mut events = Vec::new();
     let mut in_svg = false;
-    for e in Parser::new_ext(md, options()) {
+    for e in inert(Parser::new_ext(md, options())) {
         match e {
             Event::Start(Tag::Image { ref dest_url, .. }) => {
                 let url = dest_url.trim_start_matches("./");
@@ -201,10 +245,50 @@ fn name_headings(events: &mut [Event<'_>]) {
 /// One line of Markdown as inline HTML (no enclosing paragraph).
 pub(crate) fn inline(md: &str) -> String {
     let mut out = String::new();
-    let events = Parser::new_ext(md, options())
+    let events = inert(Parser::new_ext(md, options()))
         .filter(|e| !matches!(e, Event::Start(Tag::Paragraph) | Event::End(TagEnd::Paragraph)));
     html::push_html(&mut out, events);
     out.trim_end().to_string()
+}
+
+/// Markdown's events with nothing left that could run in a browser: raw HTML becomes text
+/// (escaped when written), and a link or an image whose address is not [`safe_address`]
+/// becomes its text alone.
+fn inert<'a>(events: impl Iterator<Item = Event<'a>>) -> impl Iterator<Item = Event<'a>> {
+    let (mut unsafe_link, mut unsafe_image) = (false, false);
+    events.filter_map(move |e| match e {
+        Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
+        Event::Start(Tag::Link { ref dest_url, .. }) if !safe_address(dest_url) => {
+            unsafe_link = true;
+            None
+        }
+        Event::End(TagEnd::Link) if unsafe_link => {
+            unsafe_link = false;
+            None
+        }
+        Event::Start(Tag::Image { ref dest_url, .. }) if !safe_address(dest_url) => {
+            unsafe_image = true;
+            None
+        }
+        Event::End(TagEnd::Image) if unsafe_image => {
+            unsafe_image = false;
+            None
+        }
+        e => Some(e),
+    })
+}
+
+/// Whether a link may point there: into the page (`#…`), at a relative file, or over
+/// http(s). Anything before a `:` that comes ahead of any `/`, `?` or `#` is a scheme, and
+/// only `http` and `https` are kept (`javascript:`, `data:`, ` javascript:` are not).
+fn safe_address(url: &str) -> bool {
+    match url.find([':', '/', '?', '#']) {
+        Some(at) if url[at..].starts_with(':') => {
+            let scheme = &url[..at];
+            scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+        }
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -234,6 +318,50 @@ mod tests {
         for (md, want) in cases {
             assert_eq!(inline(md), want);
         }
+    }
+
+    /// Regression (audit M5): data with markup in it reads as itself in both renderings,
+    /// and comes back whole from the Markdown (bar its line breaks, made spaces).
+    #[test]
+    fn data_is_literal_in_both_renderings() {
+        let cases = [
+            ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+            ("\" onmouseover=\"x", "\" onmouseover=\"x"),
+            ("[click](javascript:alert(1))", "[click](javascript:alert(1))"),
+            ("](javascript:x)", "](javascript:x)"),
+            ("<img src=x onerror=y>", "&lt;img src=x onerror=y&gt;"),
+            ("<javascript:alert(2)>", "&lt;javascript:alert(2)&gt;"),
+            ("**bold** `code` ~~gone~~ &amp; \\", "**bold** `code` ~~gone~~ &amp;amp; \\"),
+            ("a line\n\n<b>x</b>", "a line  &lt;b&gt;x&lt;/b&gt;"),
+        ];
+        for (data, html) in cases {
+            let md = literal(data);
+            assert_eq!(inline(&md), html, "{data:?}");
+            assert_eq!(unescape(&md), data.replace('\n', " "), "{data:?}");
+        }
+    }
+
+    /// Regression (audit M5): whatever Markdown the HTML is rendered from, it gets no raw
+    /// HTML and no link but into the page, to a relative file or over http(s).
+    #[test]
+    fn html_has_no_raw_html_and_only_safe_links() {
+        let cases = [
+            ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+            ("x <img src=x onerror=y>", "x &lt;img src=x onerror=y&gt;"),
+            ("[click](javascript:alert(1))", "click"),
+            ("[click]( JavaScript:alert(1))", "click"),
+            ("[click](<javascript:alert(1)>)", "click"),
+            ("<javascript:alert(1)>", "javascript:alert(1)"),
+            ("![x](data:image/svg+xml,y)", "x"),
+            ("[000](#000-fork)", "<a href=\"#000-fork\">000</a>"),
+            ("[run](runs/x.md)", "<a href=\"runs/x.md\">run</a>"),
+            ("[seed](https://example.org/a:b)", "<a href=\"https://example.org/a:b\">seed</a>"),
+        ];
+        for (md, html) in cases {
+            assert_eq!(inline(md), html, "{md:?}");
+        }
+        let block = render("<div onmouseover=\"x\">\n<script>alert(1)</script>\n</div>\n", &[]);
+        assert!(!block.contains("<script") && !block.contains("<div"), "{block}");
     }
 
     #[test]

@@ -5,15 +5,14 @@
 
 use crate::experiment::Experiment;
 use crate::machine::Machine;
+use crate::out_dir::OutDir;
 use crate::plan;
 use crate::render::{self, slug, Block, Table};
 use crate::results::{Outcome, Record};
 use crate::sizes::{self, fill};
 use crate::summary::{self, Category};
 use crate::{cdf, finding, plot, runner, table, verdict, versus};
-use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 
 /// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
 pub(crate) struct Section {
@@ -22,9 +21,9 @@ pub(crate) struct Section {
     pub svgs: Vec<(String, String)>,
 }
 
-/// Writes `out/report.md`, `out/report.html` and `out/plots/*.svg`.
+/// Writes `report.md`, `report.html` and `plots/*.svg` into `out`.
 pub(crate) fn write(
-    out: &Path,
+    out: &OutDir,
     exps: &[Experiment],
     quick: bool,
     records: &HashMap<String, Record>,
@@ -32,16 +31,17 @@ pub(crate) fn write(
     keep_disturbed: bool,
     extra: Option<Section>,
 ) -> anyhow::Result<()> {
-    clear_plots(&out.join("plots"))?;
+    let plots = out.subdir(render::PLOTS)?;
+    // The SVGs of an earlier report go, so none outlives its data.
+    plots.remove_by_extension("svg")?;
     let doc = document(exps, quick, records, machine, keep_disturbed, extra);
     for block in &doc {
-        if let Block::Plot { file, svg, .. } = block {
-            std::fs::write(out.join(file), svg).with_context(|| format!("cannot write {file}"))?;
+        if let Block::Plot { name, svg, .. } = block {
+            plots.write(name, svg)?;
         }
     }
-    std::fs::write(out.join("report.md"), render::markdown(&doc))?;
-    std::fs::write(out.join("report.html"), render::html(&doc))?;
-    Ok(())
+    out.write("report.md", render::markdown(&doc))?;
+    out.write("report.html", render::html(&doc))
 }
 
 fn document(
@@ -70,18 +70,6 @@ fn document(
 /// Markdown with each heading one level down, to sit under an experiment's heading.
 fn demote(md: &str) -> String {
     md.lines().map(|l| if l.starts_with('#') { format!("#{l}\n") } else { format!("{l}\n") }).collect()
-}
-
-/// Removes the SVGs of an earlier report, so none outlives its data.
-fn clear_plots(dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|x| x == "svg") {
-            std::fs::remove_file(path)?;
-        }
-    }
-    Ok(())
 }
 
 /// The heading of an experiment's section (the verdict table links to it).
@@ -215,10 +203,7 @@ fn appendix(
         doc.push(Block::Table(table));
     }
     doc.push(Block::Heading(2, "Appendix: machine".into()));
-    doc.push(Block::Table(Table::new(
-        vec!["".into(), "".into()],
-        machine.rows().into_iter().map(|(k, v)| vec![k.to_string(), v]).collect(),
-    )));
+    doc.push(Block::Table(machine.table()));
     doc
 }
 
@@ -265,13 +250,13 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         for (i, spec) in a.sweep.plots.iter().enumerate() {
             let title = fill(&spec.title, &ran);
             if let Some(svg) = plot::svg(spec, &title, &samples, a.sweep) {
-                let file = format!("plots/{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
-                doc.push(Block::Plot { file, title, svg });
+                let name = format!("{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
+                doc.push(Block::Plot { name, title, svg });
             }
         }
         for (i, c) in cdf::plots(exp, &a, quick, records).into_iter().enumerate() {
-            let file = format!("plots/{}-{}-cdf-{}.svg", exp.id, a.sweep.name, i + 1);
-            doc.push(Block::Plot { file, title: c.title, svg: c.svg });
+            let name = format!("{}-{}-cdf-{}.svg", exp.id, a.sweep.name, i + 1);
+            doc.push(Block::Plot { name, title: c.title, svg: c.svg });
         }
         let notes = notes(&exp.id, &a.sweep.name, quick, records);
         if !notes.is_empty() {
@@ -385,7 +370,8 @@ fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
     Table::new(headers.map(String::from).to_vec(), cells)
 }
 
-/// Why points are missing: skipped servers and failures, each reason once.
+/// Why points are missing: skipped servers and failures, each reason once (the notes of
+/// the results file, as data).
 fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>) -> Vec<String> {
     let reasons: BTreeSet<String> = records
         .values()
@@ -393,7 +379,7 @@ fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>)
         .filter(|r| r.id.starts_with("quick/") == quick)
         .filter_map(|r| {
             let kind = if r.outcome == Outcome::Skipped { "Skipped" } else { "Failed" };
-            r.note.as_ref().map(|n| format!("{kind}: {n}"))
+            r.note.as_ref().map(|n| format!("{kind}: {}", render::literal(n)))
         })
         .collect();
     reasons.into_iter().collect()

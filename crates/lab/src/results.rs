@@ -3,12 +3,13 @@
 
 use crate::experiment::ClientSpec;
 use crate::metric::Measurement;
+use crate::out_dir::OutDir;
 use crate::plan::Point;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use spidey_config::ConfigError;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
@@ -73,6 +74,9 @@ impl Record {
     }
 }
 
+/// The results file's name in the output directory.
+pub(crate) const FILE: &str = "results.jsonl";
+
 /// The results file, open for appending.
 pub(crate) struct Journal {
     file: File,
@@ -81,17 +85,13 @@ pub(crate) struct Journal {
 }
 
 impl Journal {
-    /// Opens `path`: kept and read when resuming, started afresh otherwise.
-    pub fn open(path: &Path, resume: bool) -> anyhow::Result<Journal> {
-        let records = if resume { read(path)? } else { HashMap::new() };
-        let file = OpenOptions::new()
-            .create(true)
-            .append(resume)
-            .write(true)
-            .truncate(!resume)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        Ok(Journal { file, records })
+    /// Opens [`FILE`] in `out`: kept and read when resuming, started afresh otherwise.
+    pub fn open(out: &OutDir, resume: bool) -> anyhow::Result<Journal> {
+        if !resume {
+            return Ok(Journal { file: out.create(FILE)?, records: HashMap::new() });
+        }
+        let file = out.append(FILE)?;
+        Ok(Journal { file, records: read(&out.path().join(FILE))? })
     }
 
     /// Whether a point was measured already (skipped and failed points are tried again).

@@ -18,6 +18,7 @@ use crate::adversary::{Attack, Crowd, Targets};
 use crate::docroot::DocRoot;
 use crate::experiment::{Experiment, ServerSpec};
 use crate::hosts::Hosts;
+use crate::out_dir::OutDir;
 use crate::server::{self, Started};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -167,17 +168,25 @@ impl Spec {
     }
 }
 
-/// Runs the experiment's robustness table; every point is also appended to
-/// `out/robustness.jsonl` as it is measured.
-pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path, hosts: &Hosts) -> anyhow::Result<Vec<Point>> {
+/// The robustness experiment's journal in the output directory, beside `results.jsonl`.
+pub(crate) const JOURNAL: &str = "robustness.jsonl";
+
+/// Runs the experiment's robustness table; every point is also appended to [`JOURNAL`] in
+/// `out`, started afresh, as it is measured.
+pub(crate) fn run(
+    exp: &Experiment,
+    spec: &Spec,
+    quick: bool,
+    out: &OutDir,
+    hosts: &Hosts,
+) -> anyhow::Result<Vec<Point>> {
     let spec = &spec.for_run(quick);
     let settle = spec.settle(quick);
     let mut names = vec![spec.small.clone(), spec.large.clone()];
     names.extend(spec.mixed.iter().map(|m| m.burn.clone()));
     let root = DocRoot::generate(exp, &names, quick)?;
     let crowd = spec.crowd_sizes(quick);
-    let journal = out.join("robustness.jsonl");
-    let _ = std::fs::remove_file(&journal);
+    let mut journal = out.create(JOURNAL)?;
     let mut points = Vec::new();
     let mut sizes = vec![0];
     sizes.extend(crowd.iter().copied());
@@ -196,7 +205,7 @@ pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path, hosts:
             else {
                 continue 'servers;
             };
-            append(&journal, &p)?;
+            append(&mut journal, &p)?;
             eprintln!(
                 "robustness: {} {} N={n}: {:.1}% answered, p99 {:.1} ms",
                 server.label,
@@ -210,7 +219,7 @@ pub(crate) fn run(exp: &Experiment, spec: &Spec, quick: bool, out: &Path, hosts:
             if let Some(p) =
                 with_server(exp, server, &root, hosts, |port| mixed_point(spec, mixed, &root, server, port))?
             {
-                append(&journal, &p)?;
+                append(&mut journal, &p)?;
                 points.push(p);
             }
         }
@@ -337,10 +346,9 @@ fn first_url(root: &DocRoot, workload: &str) -> anyhow::Result<String> {
         .with_context(|| format!("no URL for workload '{workload}'"))
 }
 
-fn append(journal: &Path, p: &Point) -> anyhow::Result<()> {
+fn append(journal: &mut std::fs::File, p: &Point) -> anyhow::Result<()> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(journal)?;
-    writeln!(f, "{}", serde_json::to_string(p)?)?;
+    writeln!(journal, "{}", serde_json::to_string(p)?)?;
     Ok(())
 }
 

@@ -3,10 +3,12 @@
 //! SVG chart of availability against N; then the mixed load's table and its goal check.
 
 use crate::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
+use crate::out_dir::OutDir;
+use crate::render;
+use crate::report::Section;
 use crate::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
 use plotters::prelude::*;
 use std::fmt::Write;
-use std::path::Path;
 
 /// What a mode did under one attack.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,9 +46,11 @@ pub(crate) fn verdict(points: &[Point], server: &str, attack: AttackName) -> Ver
     }
 }
 
-/// Writes `robustness.md` and one SVG per attack into `out`; returns the markdown.
-pub(crate) fn write(out: &Path, attacks: &[AttackName], points: &[Point]) -> anyhow::Result<String> {
+/// Writes `robustness.md` and one SVG per attack into `out`; returns them as the report's
+/// section.
+pub(crate) fn write(out: &OutDir, attacks: &[AttackName], points: &[Point]) -> anyhow::Result<Section> {
     let mut md = String::new();
+    let mut svgs = Vec::new();
     let servers = servers(points);
     let _ = writeln!(md, "## What breaks each architecture (006-robustness)\n");
     let _ = writeln!(
@@ -68,19 +72,21 @@ pub(crate) fn write(out: &Path, attacks: &[AttackName], points: &[Point]) -> any
         let _ = writeln!(md, "| --- |{} --- |", " ---: |".repeat(sizes.len()));
         for server in &servers {
             let cells: Vec<String> = sizes.iter().map(|&n| cell(find(points, server, attack, n))).collect();
-            let _ = writeln!(md, "| {server} | {} | {} |", cells.join(" | "), verdict(points, server, attack));
+            let _ =
+                writeln!(md, "| {} | {} | {} |", mode_cell(server), cells.join(" | "), verdict(points, server, attack));
         }
         let _ = writeln!(md, "\nFailed legitimate requests by class, where any failed: {}", failures(points, attack));
         let name = format!("robustness-{}.svg", slug(attack));
         if let Some(svg) = chart(attack, &servers, points) {
-            std::fs::write(out.join(&name), svg)?;
+            out.write(&name, &svg)?;
             let _ = writeln!(md, "\n![{}](./{name})\n", attack.attack().name());
+            svgs.push((name, svg));
         }
         let _ = writeln!(md);
     }
     mixed(&mut md, points);
-    std::fs::write(out.join("robustness.md"), &md)?;
-    Ok(md)
+    out.write("robustness.md", &md)?;
+    Ok(Section { markdown: md, svgs })
 }
 
 fn mixed(md: &mut String, points: &[Point]) {
@@ -100,7 +106,7 @@ fn mixed(md: &mut String, points: &[Point]) {
         let _ = writeln!(
             md,
             "| {} | {:.1}% | {:.2} | {:.2} | {:.2} | {:.0} |",
-            p.server,
+            mode_cell(&p.server),
             p.availability() * 100.0,
             p.p50_us / 1e3,
             p.p99_us / 1e3,
@@ -135,7 +141,7 @@ fn failures(points: &[Point], attack: AttackName) -> String {
             .map(|(k, v)| format!("{v} {k}"))
             .collect();
         if !classes.is_empty() {
-            parts.push(format!("{} N={}: {}", p.server, p.crowd, classes.join(", ")));
+            parts.push(format!("{} N={}: {}", render::literal(&p.server), p.crowd, classes.join(", ")));
         }
     }
     if parts.is_empty() {
@@ -143,6 +149,11 @@ fn failures(points: &[Point], attack: AttackName) -> String {
     } else {
         format!("{}.", parts.join("; "))
     }
+}
+
+/// A mode's name from `robustness.jsonl` as a table's first cell: data, its `|` escaped.
+fn mode_cell(server: &str) -> String {
+    render::literal(server).replace('|', "\\|")
 }
 
 fn find<'a>(points: &'a [Point], server: &str, attack: AttackName, n: usize) -> Option<&'a Point> {

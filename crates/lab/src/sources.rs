@@ -38,8 +38,7 @@ pub(crate) struct Source {
 }
 
 /// The experiment files to run: the built-in ones, or `dir/*.toml` when a directory is
-/// given; all of them when `wanted` is empty, else each argument as a path or as an id
-/// prefix (`000` finds `000-fork.toml`).
+/// given; all of them when `wanted` is empty, else each argument as [`pick`] reads it.
 pub(crate) fn find(dir: Option<&Path>, wanted: &[String]) -> anyhow::Result<Vec<Source>> {
     let all = match dir {
         None => BUILT_IN.iter().map(|(name, text)| Source { name: name.to_string(), text: text.to_string() }).collect(),
@@ -67,10 +66,12 @@ fn read_file(path: &Path) -> anyhow::Result<Source> {
     Ok(Source { name, text })
 }
 
+/// One experiment argument: with a `/` it is a file (`./000.toml`, `/path/x.toml`), read as
+/// given; without one it is an id prefix in `all` (`000` finds `000-fork.toml`), never a
+/// file of the current directory, which may be a shared one (`/tmp`) holding anyone's `000`.
 fn pick(all: &[Source], wanted: &str) -> anyhow::Result<Source> {
-    let path = Path::new(wanted);
-    if path.is_file() {
-        return read_file(path);
+    if wanted.contains('/') {
+        return read_file(Path::new(wanted));
     }
     let hits: Vec<&Source> = all.iter().filter(|s| s.name.starts_with(wanted)).collect();
     match hits.as_slice() {
