@@ -161,7 +161,46 @@ fn metrics_are_behind_basic_auth_on_the_decoded_path(mode: &str) {
     }
 }
 
+/// `--health PATH`: 200 `ok` for GET and HEAD however the path is encoded, without
+/// credentials even under `--basic-auth`, never the file at that path; 405 for POST; and
+/// 503 `stopping` for a request whose head was on its way when SIGTERM came.
+fn health_answers_ok_then_stopping(mode: &str) {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.root().join("-")).unwrap();
+    std::fs::write(fx.root().join("-/health"), "FILE").unwrap();
+    let hash = sha_crypt::sha512_simple("pw", &sha_crypt::Sha512Params::new(1000).unwrap()).unwrap();
+    let user = format!("ann:{hash}");
+    let (s, addr) = start(mode, &fx.root(), &["--health", "/-/health", "--basic-auth", &user]);
+    // (request line, status, body)
+    let cases = [
+        ("GET /-/health HTTP/1.1", 200, "ok\n"),
+        ("GET /%2d/%68ealth?probe=1 HTTP/1.1", 200, "ok\n"),
+        ("HEAD /-/health HTTP/1.1", 200, ""),
+        ("POST /-/health HTTP/1.1", 405, ""),
+        ("GET /-/metrics HTTP/1.1", 401, ""),
+    ];
+    for (line, status, want) in cases {
+        let (got, text) = send(addr, &format!("{line}\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"));
+        assert_eq!(got, status, "{line}: {text}");
+        if status == 200 {
+            assert_eq!(body(&text), want, "{line}: {text}");
+        }
+        assert!(!text.contains("FILE"), "{line}: {text}");
+    }
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    c.write_all(b"GET /-/health HTTP/1.1\r\nHost: x\r\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    crate::common::signal(s.child.id(), "TERM");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    c.write_all(b"\r\n").unwrap();
+    let text = crate::common::read_to_close(&mut c);
+    assert_eq!(crate::common::status_of(&text), 503, "{text}");
+    assert_eq!(body(&text), "stopping\n", "{text}");
+}
+
 crate::for_each_mode!(
+    health_answers_ok_then_stopping,
     metrics_count_responses_bytes_errors_and_connections,
     metrics_path_takes_get_and_head_only,
     metrics_count_cgi_processes_and_handler_calls,

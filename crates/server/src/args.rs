@@ -68,6 +68,13 @@ pub struct ServeArgs {
     /// same counters to stderr, with or without this flag.
     #[arg(long, value_name = "PATH", value_parser = metrics_path)]
     pub metrics: Option<String>,
+    /// Answer GET or HEAD of PATH (e.g. `/-/health`) with 200 and `ok` while the server
+    /// runs, and 503 once it is shutting down, so a load balancer stops sending it new
+    /// requests during the grace period. Answered before --basic-auth (a health checker has
+    /// no password; the answer says nothing but that the server is up) and before any file
+    /// lookup, for PATH however percent-encoded.
+    #[arg(long, value_name = "PATH", value_parser = metrics_path)]
+    pub health: Option<String>,
     /// The longest request line, in bytes (beyond: 414).
     #[arg(long, default_value_t = 8192)]
     pub max_request_line: usize,
@@ -237,6 +244,6 @@ fn metrics_path(s: &str) -> Result<String, String> {
     if ok {
         Ok(s.to_string())
     } else {
-        Err(format!("invalid metrics path '{s}': expected /SOMETHING, printable ASCII, no '?' or '#'"))
+        Err(format!("invalid path '{s}': expected /SOMETHING, printable ASCII, no '?' or '#'"))
     }
 }

@@ -145,10 +145,15 @@ struct Inner {
     _also: Option<OwnedFd>,
 }
 
+/// The server's own shutdown signal, once [`Shutdown::install`] made it: what
+/// [`Shutdown::begun`] asks.
+static INSTALLED: std::sync::OnceLock<Shutdown> = std::sync::OnceLock::new();
+
 impl Shutdown {
     /// Creates the pipe and installs the signal handlers.
     pub fn install(grace: Duration) -> anyhow::Result<Shutdown> {
         let shutdown = Shutdown::new(grace)?;
+        let _ = INSTALLED.set(shutdown.clone());
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // A second signal while the first is being honoured exits at once (status 1).
             signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&shutdown.inner.flag))?;
@@ -220,6 +225,13 @@ impl Shutdown {
             self.note();
         }
         ready
+    }
+
+    /// Whether the server this process belongs to is shutting down (in a forked child
+    /// too: the pipe is polled when the flag is not set). False where no signal handlers
+    /// were installed.
+    pub fn begun() -> bool {
+        INSTALLED.get().is_some_and(Shutdown::requested)
     }
 
     /// Records that the pipe was seen readable (by a caller that polled it itself).

@@ -214,6 +214,7 @@ fn site_features(args: &ServeArgs, features: ServeFeatures) -> Result<SiteOption
         index_names: features.index_names,
         fallback: features.fallback,
         error_pages: features.error_pages,
+        health: args.health.as_deref().map(crate::content::endpoint_path),
         cors: args.cors.as_deref().map(access::Cors::parse).transpose().map_err(ConfigError)?,
         response_headers,
         cache_control: args

@@ -216,6 +216,8 @@ pub struct SiteOptions {
     pub fallback: Option<Vec<u8>>,
     /// `--error-page`: statuses and the files (decoded paths) that answer them.
     pub error_pages: Vec<(u16, Vec<u8>)>,
+    /// `--health`: the path (decoded) that says whether the server is up.
+    pub health: Option<Vec<u8>>,
 }
 
 /// The served tree: a directory handle for ROOT and the rules for answering from it.
@@ -310,6 +312,9 @@ impl Site {
     /// send it without credentials), then `--basic-auth` guards everything else, the
     /// `--metrics` path (matched on the decoded path, answered before any lookup) included.
     pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
+        if matches!((&path.0, &self.options.health), (Ok(relative), Some(health)) if relative == health) {
+            return health_page(req);
+        }
         if matches!(&path.0, Ok(relative) if crate::metrics::is_endpoint(relative)) {
             return self.refusal(req, peer).unwrap_or_else(|| metrics_page(req));
         }
@@ -512,6 +517,23 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
 /// kept as given, less its leading slashes).
 pub(crate) fn endpoint_path(path: &str) -> Vec<u8> {
     resolve::decode_path(path).unwrap_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec())
+}
+
+/// The answer at the `--health` path (any query): 200 `ok` while the server runs, 503
+/// `stopping` once it is shutting down (SIGTERM or SIGINT, in any worker process); 405 for
+/// a method but GET and HEAD.
+fn health_page(req: &Request<'_, '_>) -> Response {
+    if !matches!(req.method, Method::Get | Method::Head) {
+        let mut r = Response::error(StatusCode::METHOD_NOT_ALLOWED, "The health check takes GET and HEAD only.");
+        r.fields.push(("Allow", "GET, HEAD".into()));
+        return r;
+    }
+    let (status, text) = match crate::net::Shutdown::begun() {
+        false => (StatusCode::OK, "ok\n"),
+        true => (StatusCode::SERVICE_UNAVAILABLE, "stopping\n"),
+    };
+    let fields = vec![("Content-Type", "text/plain; charset=utf-8".into()), ("Cache-Control", "no-store".into())];
+    Response::new(status, fields, Body::Bytes(text.as_bytes().to_vec()))
 }
 
 /// The answer at the `--metrics` path (any query): the metrics for GET and HEAD, 405
