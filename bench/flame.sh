@@ -2,7 +2,7 @@
 # A flame graph of where a Spidey mode's CPU goes at a fixed rate: the server (one loop,
 # pinned to SERVER_CPUS) is sampled with `perf record -e cpu-clock` (timer-based sampling,
 # which virtual machines without hardware counters still have; every thread of the
-# server, user and kernel stacks, DWARF unwinding since release builds keep no frame
+# server, user and kernel stacks, DWARF unwinding since optimised builds keep no frame
 # pointers) while `spidey bench --rate RATE` (pinned to LOAD_CPUS) sends 1 KiB keep-alive
 # requests; the stacks are folded and drawn with inferno (`cargo install inferno`, done
 # here if missing) into OUT/MODE.svg.
@@ -39,8 +39,8 @@ command -v inferno-flamegraph >/dev/null || cargo install -q inferno >&2
 
 declare -A pid port tport cgroup
 source bench/lib/servers.sh
-cargo build --release -q
-BENCH=$(realpath "${CARGO_TARGET_DIR:-target}/release/spidey")
+cargo build --profile profiling -q
+BENCH=$(realpath "${CARGO_TARGET_DIR:-target}/profiling/spidey")
 SPIDEY=${SPIDEY:-$BENCH}
 commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates || echo '+changes')"
 
