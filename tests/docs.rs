@@ -273,31 +273,45 @@ fn bare_references_are_found() {
     }
 }
 
-/// Every `<!-- why:begin RESULTS -->` block, in the README and in docs/lab.md, is what
-/// `spidey lab --why RESULTS` prints for that committed run: the text saying why the seeds'
-/// results differ here is generated from the explain experiments' verdicts, never typed.
-/// The README holds one.
+/// Every `<!-- why:begin RESULTS -->` block (in docs/lab.md) is what `spidey lab --why
+/// RESULTS` prints for that committed run, and every `<!-- why-brief:begin RESULTS -->`
+/// block (the README's one paragraph) what `spidey lab --why RESULTS --brief` prints: the
+/// text saying why the seeds' results differ here is generated from the explain
+/// experiments' verdicts, never typed. The README holds the brief form only.
 #[test]
 fn the_why_it_differs_text_is_generated_from_a_run() {
-    let mut in_readme = 0;
+    let mut found = std::collections::BTreeMap::new();
     for doc in ["README.md", "docs/lab.md"] {
         let text = std::fs::read_to_string(root().join(doc)).unwrap();
-        for (at, _) in text.match_indices("<!-- why:begin ") {
-            let head_end = at + text[at..].find("-->").expect("a closed marker");
-            let results = text[at + "<!-- why:begin ".len()..head_end].trim();
-            let end = head_end + text[head_end..].find("<!-- why:end -->").expect("an end marker");
-            let block = text[head_end + 3..end].trim();
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_spidey"))
-                .current_dir(root())
-                .args(["lab", "--why", results])
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "spidey lab --why: {}", String::from_utf8_lossy(&out.stderr));
-            let generated = String::from_utf8(out.stdout).unwrap();
-            assert!(!generated.trim().is_empty(), "spidey lab --why {results} printed nothing");
-            assert_eq!(block, generated.trim(), "{doc}'s why block for {results} differs from `spidey lab --why`");
-            in_readme += usize::from(doc == "README.md");
+        for (marker, brief) in [("why", false), ("why-brief", true)] {
+            let (begin, end_marker) = (format!("<!-- {marker}:begin "), format!("<!-- {marker}:end -->"));
+            for (at, _) in text.match_indices(&begin) {
+                let head_end = at + text[at..].find("-->").expect("a closed marker");
+                let results = text[at + begin.len()..head_end].trim();
+                let end = head_end + text[head_end..].find(&end_marker).expect("an end marker");
+                let block = text[head_end + 3..end].trim();
+                let mut args = vec!["lab", "--why", results];
+                if brief {
+                    args.push("--brief");
+                }
+                let out = std::process::Command::new(env!("CARGO_BIN_EXE_spidey"))
+                    .current_dir(root())
+                    .args(&args)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "spidey {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+                let generated = String::from_utf8(out.stdout).unwrap();
+                assert!(!generated.trim().is_empty(), "spidey {args:?} printed nothing");
+                assert_eq!(
+                    block,
+                    generated.trim(),
+                    "{doc}'s {marker} block for {results} differs from `spidey {args:?}`"
+                );
+                *found.entry((doc, marker)).or_insert(0) += 1;
+            }
         }
     }
-    assert_eq!(in_readme, 1, "README.md needs one why:begin block");
+    assert_eq!(found.get(&("README.md", "why-brief")), Some(&1), "README.md needs one why-brief block: {found:?}");
+    assert_eq!(found.get(&("README.md", "why")), None, "the full why block belongs in docs/lab.md: {found:?}");
+    assert!(found.get(&("docs/lab.md", "why")).is_some(), "docs/lab.md keeps the full why block: {found:?}");
 }

@@ -136,6 +136,9 @@ pub struct LabArgs {
     /// and what the run says of it, then the claims that differ with no cause tested yet.
     #[arg(help_heading = "Results and reports", long, value_name = "RESULTS", conflicts_with = "verdicts")]
     pub why: Option<PathBuf>,
+    /// With --why: one paragraph, the claims counted by what the run concludes of them.
+    #[arg(help_heading = "Results and reports", long, requires = "why")]
+    pub brief: bool,
     /// Measure nothing: write the report of a results file into --out.
     ///
     /// The report is report.md, report.html and plots/, of a `results.jsonl` or
@@ -164,7 +167,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     if let Some(results) = &args.why {
         let (quick, records) = read_results(results)?;
         let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
-        print!("{}", why::markdown(&exps, &report::verdict_rows(&exps, quick, &records), cores));
+        let rows = report::verdict_rows(&exps, quick, &records);
+        let text = if args.brief { why::brief(&exps, &rows, cores) } else { why::markdown(&exps, &rows, cores) };
+        print!("{text}");
         return Ok(());
     }
     if let Some(results) = &args.report {
