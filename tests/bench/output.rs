@@ -37,7 +37,7 @@ fn json_has_every_documented_field() {
         ("/errors/fd_exhausted", "number"),
         ("/backlog", "number"),
         ("/errors/unsent", "number"),
-        ("/errors/late", "number"),
+        ("/late", "number"),
         ("/open_model", "string"),
         ("/late_after_us", "number"),
         ("/send_lateness/p50_us", "number"),

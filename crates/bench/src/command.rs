@@ -3,7 +3,7 @@
 //! merge` goes to [`super::merge`].
 
 use super::args::BenchAction;
-use super::report::{answered, headline, human_report};
+use super::report::{headline, human_report};
 use super::threshold::Check;
 use super::{run_bench_with, BenchArgs, BenchResult, Progress, Stop};
 use anyhow::Context;
@@ -54,7 +54,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 /// Whether the run passed: some request was answered and no `--fail-on` threshold was
 /// crossed; otherwise an error (exit status 1) saying why.
 fn verdict(r: &BenchResult, checks: &[Check]) -> anyhow::Result<()> {
-    if answered(r) == 0 {
+    if r.responses == 0 {
         anyhow::bail!("no request was answered: {}", headline(r).unwrap_or_else(|| "none was sent".into()));
     }
     let crossed: Vec<String> = checks.iter().filter(|c| c.crossed).map(|c| c.to_string()).collect();

@@ -7,7 +7,7 @@ use std::fmt;
 /// What a threshold looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
-    /// Unanswered requests (every error class but `late`) as a share of counted requests.
+    /// Unanswered requests (every error class) as a share of counted requests.
     ErrorRate,
     /// A latency percentile, in per mille (500 = p50, 999 = p99.9), or the mean (None).
     Latency(Option<u32>),
@@ -65,7 +65,7 @@ impl Threshold {
     fn value(&self, r: &BenchResult) -> Option<f64> {
         let l = &r.latency;
         match self.metric {
-            Metric::ErrorRate => (r.requests > 0).then(|| r.errors.unanswered() as f64 / r.requests as f64),
+            Metric::ErrorRate => (r.requests > 0).then(|| r.errors.total() as f64 / r.requests as f64),
             Metric::Rps => Some(r.requests_per_sec),
             Metric::Latency(_) if l.count == 0 => None,
             Metric::Latency(p) => Some(match p {
