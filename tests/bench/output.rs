@@ -38,6 +38,7 @@ fn json_has_every_documented_field() {
         ("/backlog", "number"),
         ("/errors/unsent", "number"),
         ("/late", "number"),
+        ("/non_2xx_3xx", "number"),
         ("/open_model", "string"),
         ("/late_after_us", "number"),
         ("/send_lateness/p50_us", "number"),

@@ -88,12 +88,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Exit with status 1 if this condition holds after the run (repeatable), for CI:
-    /// `error-rate>1%` (requests with no answer, over all counted), a latency
-    /// `p50`, `p90`, `p99`, `p99.9`, `max` or `mean` above a duration (`p99>50ms`), or
-    /// `rps<1000`. A latency with no response to measure counts as crossed. The run also
-    /// exits 1 when no request at all was answered.
-    #[arg(long = "fail-on", value_name = "METRIC>VALUE", value_parser = super::threshold::parse)]
-    pub fail_on: Vec<super::threshold::Threshold>,
+    /// `error-rate>1%` (failed requests over all counted: those with no answer, transport
+    /// errors and `unsent`, plus answers whose status is not 2xx or 3xx, as k6 counts them),
+    /// `unanswered-rate>1%` (requests with no answer only, whatever the answers' statuses),
+    /// a latency `p50`, `p90`, `p99`, `p99.9`, `max` or `mean` above a duration with its unit
+    /// (`p99>50ms`, `us`, `ms` or `s`), or `rps<1000`. A rate needs its `%`. A latency with
+    /// no response to measure counts as crossed. The run also exits 1 when no request at all
+    /// was answered.
+    #[arg(long = "fail-on", value_name = "METRIC>VALUE")]
+    pub fail_on: Vec<String>,
     /// Begin the load (the warmup first) at this wall-clock time, in milliseconds since the
     /// Unix epoch, so runs on several hosts start together; a time already past starts at once.
     #[arg(long, value_name = "UNIX_MS")]

@@ -4,10 +4,11 @@
 
 use super::args::BenchAction;
 use super::report::{headline, human_report};
-use super::threshold::Check;
+use super::threshold::{self, Check, Threshold};
 use super::{run_bench_with, BenchArgs, BenchResult, Progress, Stop};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use spidey_config::ConfigError;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         return super::merge::run(files, json.as_ref());
     }
     let cfg = args.config()?;
+    // A threshold that does not parse is refused before the load, in one line (exit 2).
+    let thresholds =
+        args.fail_on.iter().map(|t| threshold::parse(t)).collect::<Result<Vec<Threshold>, _>>().map_err(ConfigError)?;
     if let Some(ms) = args.start_at {
         wait_until(ms);
     }
@@ -42,7 +46,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         None => print!("{}", human_report(&result)),
     }
-    let checks: Vec<Check> = args.fail_on.iter().map(|t| t.check(&result)).collect();
+    let checks: Vec<Check> = thresholds.iter().map(|t| t.check(&result)).collect();
     let lines: String = checks.iter().map(|c| format!("  Fail-on:      {c}\n")).collect();
     match &args.json {
         Some(path) if path.as_os_str() == "-" => eprint!("{lines}"),

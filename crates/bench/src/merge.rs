@@ -165,6 +165,7 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         timeout_s: first.timeout_s,
         requests: sum(|p| p.requests),
         responses,
+        non_2xx_3xx: super::result::non_2xx_3xx(&status),
         late: sum(|p| p.late),
         late_by_class,
         late_latency_sum_by_class_us,

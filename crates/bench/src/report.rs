@@ -87,6 +87,9 @@ pub fn human_report(r: &BenchResult) -> String {
     );
     let status: Vec<String> = r.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
     let _ = writeln!(w, "  Status:       {}", if status.is_empty() { "none".into() } else { status.join(", ") });
+    if r.non_2xx_3xx > 0 {
+        let _ = writeln!(w, "  Non-2xx or 3xx responses: {}", r.non_2xx_3xx);
+    }
     let errors: Vec<String> =
         r.errors.named().iter().filter(|(_, n)| *n > 0).map(|(name, n)| format!("{name}: {n}")).collect();
     if let Some(h) = &r.handshakes {

@@ -32,6 +32,10 @@ pub struct BenchResult {
     /// Complete responses, whatever their status (the sum of `status`), answers to
     /// requests sent late included.
     pub responses: u64,
+    /// Of `responses`, those whose status is not 2xx or 3xx (wrk's "Non-2xx or 3xx
+    /// responses"); `--fail-on error-rate` counts them as failed.
+    #[serde(default)]
+    pub non_2xx_3xx: u64,
     /// Open loop: of `responses` (and `status`), the answers to requests sent more than
     /// `late_after_us` after their intended time: the schedule was not kept.
     #[serde(default)]
@@ -141,6 +145,7 @@ pub(crate) fn result(
         timeout_s: cfg.timeout.as_secs_f64(),
         requests: all.responses + all.errors.total(),
         responses: all.responses,
+        non_2xx_3xx: non_2xx_3xx(&status),
         late: all.late.iter().sum(),
         late_by_class,
         late_latency_sum_by_class_us,
@@ -169,6 +174,12 @@ pub(crate) fn result(
                 .with_handshake(handshake.as_ref()),
         ),
     }
+}
+
+/// The responses whose status is not 2xx or 3xx: answers the client did not want, though
+/// the server answered (wrk counts them as "Non-2xx or 3xx responses", k6 as failed).
+pub(crate) fn non_2xx_3xx(status: &BTreeMap<u16, u64>) -> u64 {
+    status.iter().filter(|(code, _)| !(200..400).contains(*code)).map(|(_, n)| n).sum()
 }
 
 /// The classes that had responses, `"2xx"` → their summed latency (µs).
