@@ -101,16 +101,23 @@ fn an_untrusted_certificate_is_a_tls_error_not_a_hang() {
     let nginx = nginx_tls(root.path(), &certs.path("cert.pem"), &certs.path("key.pem"), Versions::Tls13);
     let url = format!("https://localhost:{}/1k", nginx.port);
     let other = certs.path("other-ca.pem");
-    // No flag: the system's CA bundle, which does not know the test CA; --cacert of another CA.
-    for flags in [&[][..], &["--cacert", &other][..]] {
+    // No flag: the system's CA bundle, which does not know the test CA; --cacert of another
+    // CA, which the sentence names (it is no use telling to pass --cacert: it was passed).
+    let not_by_other =
+        format!("TLS: certificate not trusted by the CA file given to --cacert, {other} (unknown issuer)");
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "TLS: certificate not trusted (unknown issuer); pass --cacert FILE or --insecure"),
+        (&["--cacert", &other], &not_by_other),
+    ];
+    for (flags, want) in cases {
         let start = Instant::now();
         let (r, report, _) = common::bench::run_failing(
-            &[&["-n", "10", "-c", "2", "-t", "1", "--timeout", "10s"], flags, &[&url]].concat(),
+            &[&["-n", "10", "-c", "2", "-t", "1", "--timeout", "10s"], *flags, &[&url]].concat(),
         );
         let took = start.elapsed();
         assert_eq!((r.responses, r.errors.tls, r.errors.total()), (0, 10, 10), "{flags:?}: {:?}", r.errors);
         let why = r.tls_error.as_deref().unwrap_or_default();
-        assert_eq!(why, "TLS: certificate not trusted (unknown issuer); pass --cacert FILE or --insecure", "{flags:?}");
+        assert_eq!(why, *want, "{flags:?}");
         assert!(report.contains("tls: 10") && report.contains("TLS error:"), "{report}");
         assert!(took < Duration::from_secs(5), "{flags:?}: took {took:?}, a TLS failure must not wait for --timeout");
     }
@@ -192,9 +199,9 @@ fn a_pinned_cipher_suite_is_the_one_negotiated_or_the_handshake_fails() {
     let tls12 = nginx_tls(root.path(), &cert, &key, Versions::Tls12Only);
     // (server, offered suite, negotiated; None: no suite in common, a TLS error).
     let cases = [
-        (&tls13, "TLS13_AES_128_GCM_SHA256", Some("TLSv1_3 TLS13_AES_128_GCM_SHA256")),
-        (&tls13, "TLS13_CHACHA20_POLY1305_SHA256", Some("TLSv1_3 TLS13_CHACHA20_POLY1305_SHA256")),
-        (&tls12, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", Some("TLSv1_2 TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256")),
+        (&tls13, "TLS13_AES_128_GCM_SHA256", Some("TLSv1.3 TLS13_AES_128_GCM_SHA256")),
+        (&tls13, "TLS13_CHACHA20_POLY1305_SHA256", Some("TLSv1.3 TLS13_CHACHA20_POLY1305_SHA256")),
+        (&tls12, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", Some("TLSv1.2 TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256")),
         (&tls12, "TLS13_AES_128_GCM_SHA256", None),
     ];
     for (server, suite, want) in cases {

@@ -1,7 +1,7 @@
 //! When a run fails, `spidey bench` says why in words and exits 1: nothing answered (a closed
 //! port, a certificate not trusted), a `--fail-on` threshold crossed. A self-signed
 //! certificate made by `openssl req -x509` is trusted with `--cacert`, for its own names
-//! only. A request answered but sent late (open loop) is not an error.
+//! only. A request answered but sent late (open loop) is a response, not an error.
 
 use super::bench;
 use crate::common::bench::run_failing;
@@ -80,6 +80,82 @@ fn fail_on_thresholds_set_the_exit_code() {
     assert!(stderr.contains("unknown metric 'p95'") && stderr.contains("p99.9"), "{stderr}");
 }
 
+#[test]
+fn answers_that_are_not_2xx_or_3xx_are_shown_and_fail_the_error_rate() {
+    // Issue 45: a run where every answer was a 404 or a 500 passed `error-rate>1%`. A
+    // script that answers 500, and a file that is not there.
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let dir = fx.dir.path().join("cgi-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("fail.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf 'Status: 500 Internal Server Error\\nContent-Type: text/plain\\n\\nno\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = Spidey::start("event", &fx.root(), &["-q", "--cgi"]);
+    // (path, --fail-on, exit code, lines the output must hold, a line it must not)
+    type Case<'a> = (&'a str, &'a str, i32, &'a [&'a str], &'a str);
+    let cases: &[Case] = &[
+        ("/hello.txt", "error-rate>1%", 0, &["error-rate>1%: ok (error-rate was 0.00%)"], "Non-2xx"),
+        (
+            "/missing",
+            "error-rate>1%",
+            1,
+            &[
+                "Status:       404: 60\n",
+                "  Non-2xx or 3xx responses: 60\n",
+                "error-rate>1%: crossed (error-rate was 100.00%)",
+            ],
+            "no request was answered",
+        ),
+        (
+            "/cgi-bin/fail.sh",
+            "error-rate>1%",
+            1,
+            &[
+                "Status:       500: 60\n",
+                "  Non-2xx or 3xx responses: 60\n",
+                "error-rate>1%: crossed (error-rate was 100.00%)",
+            ],
+            "no request was answered",
+        ),
+        // Requests with no answer only: a 404 was an answer.
+        ("/missing", "unanswered-rate>1%", 0, &["unanswered-rate>1%: ok (unanswered-rate was 0.00%)"], "crossed"),
+    ];
+    for (path, fail_on, code, want, not) in cases {
+        let args = ["-n", "60", "-c", "2", "-t", "1", "--fail-on", fail_on, &s.url(path)].map(String::from);
+        let (got, stdout, stderr) = bench_status(&args);
+        let all = stdout + &stderr;
+        assert_eq!(got, Some(*code), "{path} {fail_on}: {all}");
+        for line in *want {
+            assert!(all.contains(line), "{path} {fail_on}: no {line:?} in {all}");
+        }
+        assert!(!all.contains(not), "{path} {fail_on}: {not:?} in {all}");
+    }
+}
+
+#[test]
+fn a_threshold_without_its_unit_is_refused_in_one_line() {
+    // A bare latency would be seconds (`p99>50` was 50 s), a bare rate a share
+    // (`error-rate>1` was 100%): refused before any load, in one line, exit 2.
+    let fx = Fixture::new();
+    let s = Spidey::start("event", &fx.root(), &["-q"]);
+    let cases = [
+        ("p99>50", "spidey: --fail-on 'p99>50': give a unit, e.g. p99>50ms"),
+        ("mean > 0.5", "spidey: --fail-on 'mean > 0.5': give a unit, e.g. mean>0.5ms"),
+        ("error-rate>1", "spidey: --fail-on 'error-rate>1': give a %, e.g. error-rate>1%"),
+        ("unanswered-rate>0.1", "spidey: --fail-on 'unanswered-rate>0.1': give a %, e.g. unanswered-rate>0.1%"),
+    ];
+    for (threshold, line) in cases {
+        let args = ["-n", "20", "-c", "1", "-t", "1", "--fail-on", threshold, &s.url("/hello.txt")].map(String::from);
+        let (got, stdout, stderr) = bench_status(&args);
+        assert_eq!((got, stderr.as_str(), stdout.as_str()), (Some(2), format!("{line}\n").as_str(), ""), "{threshold}");
+    }
+}
+
 /// `openssl req -x509` as a user runs it: a self-signed CA:TRUE certificate for `san`.
 fn openssl_self_signed(dir: &Path, name: &str, san: &str) -> (PathBuf, PathBuf) {
     let (cert, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}-key.pem")));
@@ -110,8 +186,11 @@ fn an_openssl_self_signed_certificate_is_trusted_with_cacert_for_its_names() {
     let ca = cert.to_str().unwrap();
     for host in ["localhost", "127.0.0.1"] {
         let url = format!("https://{host}:{}/hello.txt", s.port);
-        let (r, _) = bench(&["-n", "20", "-c", "2", "-t", "1", "--cacert", ca, &url]);
+        let (r, out) = bench(&["-n", "20", "-c", "2", "-t", "1", "--cacert", ca, &url]);
         assert_eq!((r.responses, r.errors.total()), (20, 0), "{host}: {:?} {:?}", r.errors, r.tls_error);
+        // The version as OpenSSL writes it, not rustls' `TLSv1_3`.
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(report.contains(", TLSv1.3 TLS13_"), "{host}: {report}");
     }
     // Not trusted without it: a sentence, not rustls' Debug text, naming the way out.
     let url = format!("https://127.0.0.1:{}/hello.txt", s.port);
@@ -119,6 +198,11 @@ fn an_openssl_self_signed_certificate_is_trusted_with_cacert_for_its_names() {
     let want = "TLS: certificate not trusted (self-signed); pass --cacert FILE or --insecure";
     assert_eq!(r.tls_error.as_deref(), Some(want));
     assert_eq!(report.lines().next(), Some(format!("spidey bench: {want} (4 of 4)").as_str()), "{report}");
+    // A --cacert that does not hold it: the sentence names the file given, not "pass --cacert".
+    let other_ca = other.to_str().unwrap();
+    let (r, _, _) = run_failing(&["-n", "4", "-c", "1", "-t", "1", "--cacert", other_ca, &url]);
+    let want = format!("TLS: certificate not trusted by the CA file given to --cacert, {other_ca} (self-signed)");
+    assert_eq!(r.tls_error.as_deref(), Some(want.as_str()), "{:?}", r.errors);
     // Trusted as itself, it must still name the host: one for other.test is refused here.
     let flags = tls(&other, &other_key);
     let s = Spidey::start("event", &fx.root(), &flags.each_ref().map(String::as_str));
@@ -128,16 +212,16 @@ fn an_openssl_self_signed_certificate_is_trusted_with_cacert_for_its_names() {
 }
 
 #[test]
-fn a_request_answered_late_is_counted_late_not_as_an_error() {
+fn a_request_answered_late_is_a_response_counted_late_not_an_error() {
     // 100 requests/s on one connection; request 20 stalls the server for 300 ms, so the ~30
     // requests scheduled meanwhile go out late, and are answered.
     let (port, _) = test_server(Behaviour::Hello { stall_at: 20, stall: Duration::from_millis(300) });
     let url = format!("http://127.0.0.1:{port}/");
     let (r, out) = bench(&["-c1", "-t1", "--rate", "100", "-d", "1s", "--late-after", "20ms", &url]);
     let report = String::from_utf8_lossy(&out.stdout);
-    assert!(r.errors.late >= 15, "{:?}", r.errors);
-    assert_eq!(r.errors.unanswered(), 0, "{:?}", r.errors);
-    let summary = format!("{} responses, {} answered late, 0 errors", r.responses, r.errors.late);
+    assert!(r.late >= 15, "{} late", r.late);
+    assert_eq!((r.errors.total(), r.status[&200]), (0, r.responses), "{:?}", r.errors);
+    let summary = format!("{} responses ({} to requests sent late), 0 errors", r.responses, r.late);
     assert!(report.contains(&summary), "{summary:?} in {report}");
     assert!(report.contains("  Errors:       none\n"), "{report}");
 }

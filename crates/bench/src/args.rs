@@ -28,9 +28,10 @@ pub struct BenchArgs {
     pub duration: Option<Duration>,
     /// Open loop: send R requests per second in total, on a fixed schedule; latency is
     /// measured from each request's intended send time (coordinated omission corrected), and
-    /// so is --timeout. The generator's own send lateness is reported; requests scheduled but
-    /// never sent are `unsent` errors, requests sent more than --late-after after their time
-    /// and answered are counted `late` (the generator's fault, not the server's).
+    /// so is --timeout. Requests/sec is the rate achieved (every response, late ones
+    /// included). The generator's own send lateness is reported; requests scheduled but
+    /// never sent are `unsent` errors; answers to requests sent more than --late-after after
+    /// their time are responses, also counted `late`, and a line says the rate was not kept.
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
     /// With --rate: `pool` (wrk2's model) keeps at most -c connections alive and a request
@@ -40,8 +41,8 @@ pub struct BenchArgs {
     /// ignores -c.
     #[arg(long, value_enum, default_value_t = OpenModel::Pool, requires = "rate", value_name = "MODEL")]
     pub open_model: OpenModel,
-    /// With --rate: a request sent more than this after its intended time counts as `late`,
-    /// apart from the responses and the errors (its latency is still recorded).
+    /// With --rate: a request sent more than this after its intended time counts as `late`
+    /// (its answer is still a response, its latency recorded from the intended time).
     #[arg(long, default_value = "1ms", value_parser = duration, requires = "rate", value_name = "DURATION")]
     pub late_after: Duration,
     /// A new connection for every request (sends Connection: close).
@@ -87,12 +88,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Exit with status 1 if this condition holds after the run (repeatable), for CI:
-    /// `error-rate>1%` (unanswered requests, `late` ones apart, over all counted), a latency
-    /// `p50`, `p90`, `p99`, `p99.9`, `max` or `mean` above a duration (`p99>50ms`), or
-    /// `rps<1000`. A latency with no response to measure counts as crossed. The run also
-    /// exits 1 when no request at all was answered.
-    #[arg(long = "fail-on", value_name = "METRIC>VALUE", value_parser = super::threshold::parse)]
-    pub fail_on: Vec<super::threshold::Threshold>,
+    /// `error-rate>1%` (failed requests over all counted: those with no answer, transport
+    /// errors and `unsent`, plus answers whose status is not 2xx or 3xx, as k6 counts them),
+    /// `unanswered-rate>1%` (requests with no answer only, whatever the answers' statuses),
+    /// a latency `p50`, `p90`, `p99`, `p99.9`, `max` or `mean` above a duration with its unit
+    /// (`p99>50ms`, `us`, `ms` or `s`), or `rps<1000`. A rate needs its `%`. A latency with
+    /// no response to measure counts as crossed. The run also exits 1 when no request at all
+    /// was answered.
+    #[arg(long = "fail-on", value_name = "METRIC>VALUE")]
+    pub fail_on: Vec<String>,
     /// Begin the load (the warmup first) at this wall-clock time, in milliseconds since the
     /// Unix epoch, so runs on several hosts start together; a time already past starts at once.
     #[arg(long, value_name = "UNIX_MS")]

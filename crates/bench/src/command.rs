@@ -3,11 +3,12 @@
 //! merge` goes to [`super::merge`].
 
 use super::args::BenchAction;
-use super::report::{answered, headline, human_report};
-use super::threshold::Check;
+use super::report::{headline, human_report};
+use super::threshold::{self, Check, Threshold};
 use super::{run_bench_with, BenchArgs, BenchResult, Progress, Stop};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use spidey_config::ConfigError;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         return super::merge::run(files, json.as_ref());
     }
     let cfg = args.config()?;
+    // A threshold that does not parse is refused before the load, in one line (exit 2).
+    let thresholds =
+        args.fail_on.iter().map(|t| threshold::parse(t)).collect::<Result<Vec<Threshold>, _>>().map_err(ConfigError)?;
     if let Some(ms) = args.start_at {
         wait_until(ms);
     }
@@ -42,7 +46,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         None => print!("{}", human_report(&result)),
     }
-    let checks: Vec<Check> = args.fail_on.iter().map(|t| t.check(&result)).collect();
+    let checks: Vec<Check> = thresholds.iter().map(|t| t.check(&result)).collect();
     let lines: String = checks.iter().map(|c| format!("  Fail-on:      {c}\n")).collect();
     match &args.json {
         Some(path) if path.as_os_str() == "-" => eprint!("{lines}"),
@@ -54,7 +58,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 /// Whether the run passed: some request was answered and no `--fail-on` threshold was
 /// crossed; otherwise an error (exit status 1) saying why.
 fn verdict(r: &BenchResult, checks: &[Check]) -> anyhow::Result<()> {
-    if answered(r) == 0 {
+    if r.responses == 0 {
         anyhow::bail!("no request was answered: {}", headline(r).unwrap_or_else(|| "none was sent".into()));
     }
     let crossed: Vec<String> = checks.iter().filter(|c| c.crossed).map(|c| c.to_string()).collect();

@@ -26,20 +26,15 @@ pub(crate) enum ErrorClass {
     Tls,
     /// Any other I/O error.
     Other,
-    /// Answered, but sent more than `--late-after` after its intended time (open loop): the
-    /// generator did not apply the load it promised, so the answer does not count as one.
-    Late,
 }
 
-/// Failed requests by class. Every failed request is counted in exactly one class.
+/// Requests that got no answer, by class. Every such request is counted in exactly one
+/// class; a request that got an answer (whatever its status, however late it was sent) is a
+/// response, never an error.
 ///
-/// `unsent` and `late` are the open loop's own classes, always present (zero in a closed
-/// loop): `unsent` requests were scheduled before the end but never sent (no free
-/// connection, or the generator fell behind); `late` ones were sent more than `--late-after`
-/// after their intended time and answered (a late request that then failed counts under
-/// its failure instead). A late request is not a response (the load was not the one
-/// promised) nor an error of the server: reports show it apart, and
-/// [`ErrorCounts::unanswered`] leaves it out. Its latency is still recorded.
+/// `unsent` is the open loop's own class, always present (zero in a closed loop): requests
+/// scheduled before the end but never sent (no free connection, or the generator fell
+/// behind).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCounts {
     pub connect: u64,
@@ -55,8 +50,6 @@ pub struct ErrorCounts {
     pub tls: u64,
     #[serde(default)]
     pub unsent: u64,
-    #[serde(default)]
-    pub late: u64,
 }
 
 impl ErrorCounts {
@@ -71,30 +64,23 @@ impl ErrorCounts {
             ErrorClass::PortsExhausted => &mut self.ports_exhausted,
             ErrorClass::Tls => &mut self.tls,
             ErrorClass::Other => &mut self.other,
-            ErrorClass::Late => &mut self.late,
         } += 1;
     }
 
+    /// The requests that got no answer.
     pub fn total(&self) -> u64 {
         self.named().iter().map(|(_, n)| n).sum()
     }
 
-    /// The requests that got no answer: every class but `late` (a late request was
-    /// answered; only the generator sent it after its time).
-    pub fn unanswered(&self) -> u64 {
-        self.total() - self.late
-    }
-
-    /// The class that failed the most requests, `late` apart, with its count; None when
-    /// every request was answered.
+    /// The class that failed the most requests, with its count; None when every request
+    /// was answered.
     pub fn most_common(&self) -> Option<(&'static str, u64)> {
         let named = self.named();
-        let unanswered = named.iter().filter(|(name, n)| *name != "late" && *n > 0);
-        unanswered.copied().reduce(|best, c| if c.1 > best.1 { c } else { best })
+        named.iter().filter(|(_, n)| *n > 0).copied().reduce(|best, c| if c.1 > best.1 { c } else { best })
     }
 
     /// Each class with its name, in report order.
-    pub fn named(&self) -> [(&'static str, u64); 11] {
+    pub fn named(&self) -> [(&'static str, u64); 10] {
         [
             ("connect", self.connect),
             ("timeout", self.timeout),
@@ -106,7 +92,6 @@ impl ErrorCounts {
             ("tls", self.tls),
             ("other", self.other),
             ("unsent", self.unsent),
-            ("late", self.late),
         ]
     }
 
@@ -121,7 +106,6 @@ impl ErrorCounts {
         self.other += o.other;
         self.tls += o.tls;
         self.unsent += o.unsent;
-        self.late += o.late;
     }
 }
 
@@ -160,16 +144,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn most_common_leaves_late_apart() {
+    fn most_common_is_the_largest_class_the_first_on_a_tie() {
         let none = ErrorCounts::default();
-        let late = ErrorCounts { late: 9, ..ErrorCounts::default() };
-        let refused = ErrorCounts { connect: 5, timeout: 2, late: 9, ..ErrorCounts::default() };
+        let refused = ErrorCounts { connect: 5, timeout: 2, unsent: 1, ..ErrorCounts::default() };
         let tie = ErrorCounts { connect: 3, tls: 3, ..ErrorCounts::default() };
-        let cases = [(&none, None), (&late, None), (&refused, Some(("connect", 5))), (&tie, Some(("connect", 3)))];
+        let cases = [(&none, None), (&refused, Some(("connect", 5))), (&tie, Some(("connect", 3)))];
         for (counts, want) in cases {
             assert_eq!(counts.most_common(), want, "{counts:?}");
         }
-        assert_eq!((refused.total(), refused.unanswered()), (16, 7));
+        assert_eq!(refused.total(), 8);
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! latency from each request's intended send time, in one of two [`OpenModel`]s: wrk2's
 //! pool of kept-alive connections, or httperf's new connection per scheduled request. The
 //! open loop waits for its slots on a timerfd and a short spin ([`timer`]), records its own
-//! send lateness, and counts requests it never sent (`unsent`) as errors and those it
-//! sent late (`late`, answered all the same) apart. The CLI front end is [`run`].
+//! send lateness, and counts requests it never sent (`unsent`) as errors; the answers to
+//! those it sent late are responses, also counted `late`. The CLI front end is [`run`].
 
 mod args;
 mod client;

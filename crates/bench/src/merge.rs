@@ -123,6 +123,8 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
     let mut urls: Vec<String> = Vec::new();
     let mut status: BTreeMap<u16, u64> = BTreeMap::new();
     let mut latency_sum_by_class_us: BTreeMap<String, u64> = BTreeMap::new();
+    let mut late_by_class: BTreeMap<String, u64> = BTreeMap::new();
+    let mut late_latency_sum_by_class_us: BTreeMap<String, u64> = BTreeMap::new();
     let mut errors = ErrorCounts::default();
     let mut handshakes = first.handshakes.map(|_| HandshakeCounts::default());
     for p in parts {
@@ -133,9 +135,16 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         for (code, n) in &p.status {
             *status.entry(*code).or_default() += n;
         }
-        for (class, us) in &p.latency_sum_by_class_us {
-            let sum = latency_sum_by_class_us.entry(class.clone()).or_default();
-            *sum = sum.saturating_add(*us);
+        let sums = [
+            (&mut latency_sum_by_class_us, &p.latency_sum_by_class_us),
+            (&mut late_by_class, &p.late_by_class),
+            (&mut late_latency_sum_by_class_us, &p.late_latency_sum_by_class_us),
+        ];
+        for (sum, part) in sums {
+            for (class, n) in part {
+                let total = sum.entry(class.clone()).or_default();
+                *total = total.saturating_add(*n);
+            }
         }
         errors.merge(&p.errors);
     }
@@ -156,6 +165,10 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
         timeout_s: first.timeout_s,
         requests: sum(|p| p.requests),
         responses,
+        non_2xx_3xx: super::result::non_2xx_3xx(&status),
+        late: sum(|p| p.late),
+        late_by_class,
+        late_latency_sum_by_class_us,
         duration_s,
         requests_per_sec: responses as f64 / secs,
         body_bytes,

@@ -38,6 +38,10 @@ fn run_of(values: &[u64], start_ms: u64, duration_s: f64, per_second: &[&[u64]])
         timeout_s: 5.0,
         requests: n + 1,
         responses: n,
+        non_2xx_3xx: 0,
+        late: 0,
+        late_by_class: BTreeMap::new(),
+        late_latency_sum_by_class_us: BTreeMap::new(),
         duration_s,
         requests_per_sec: n as f64 / duration_s,
         body_bytes: 100 * n,
@@ -91,12 +95,19 @@ fn merged_percentiles_equal_one_histogram_of_all_values() {
 
 #[test]
 fn counts_bytes_statuses_and_errors_add() {
-    let parts = [run_of(&[100, 200], 0, 1.0, &[]), run_of(&[300, 400, 500], 0, 1.0, &[])];
-    let m = merge(&parts).unwrap();
+    let mut second = run_of(&[300, 400, 500], 0, 1.0, &[]);
+    // One of its answers a 503 to a request sent late.
+    second.status = BTreeMap::from([(200, 2), (503, 1)]);
+    (second.late, second.non_2xx_3xx) = (1, 1);
+    second.late_by_class = BTreeMap::from([("5xx".to_string(), 1)]);
+    second.late_latency_sum_by_class_us = BTreeMap::from([("5xx".to_string(), 500)]);
+    let m = merge(&[run_of(&[100, 200], 0, 1.0, &[]), second]).unwrap();
     let got = (m.requests, m.responses, m.body_bytes, m.wire_bytes, m.status[&200], m.errors.timeout, m.connections);
-    assert_eq!(got, (7, 5, 500, 1000, 5, 2, 20));
-    assert_eq!(m.requests_per_sec, 5.0);
+    assert_eq!(got, (7, 5, 500, 1000, 4, 2, 20));
+    assert_eq!((m.requests_per_sec, m.late, m.non_2xx_3xx), (5.0, 1, 1));
     assert_eq!(m.latency_sum_by_class_us, BTreeMap::from([("2xx".to_string(), 1500)]), "latency sums by class add");
+    assert_eq!(m.late_by_class, BTreeMap::from([("5xx".to_string(), 1)]));
+    assert_eq!(m.late_latency_sum_by_class_us, BTreeMap::from([("5xx".to_string(), 500)]));
 }
 
 #[test]

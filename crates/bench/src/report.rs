@@ -3,11 +3,6 @@
 use super::{BenchResult, LatencySummary};
 use std::fmt::Write as _;
 
-/// Requests that got a response, late ones included.
-pub(super) fn answered(r: &BenchResult) -> u64 {
-    r.responses + r.errors.late
-}
-
 /// The most common failure and its count, `connection refused (10 of 10)`; None when
 /// every request was answered.
 pub(super) fn headline(r: &BenchResult) -> Option<String> {
@@ -33,7 +28,7 @@ pub(super) fn headline(r: &BenchResult) -> Option<String> {
 pub fn human_report(r: &BenchResult) -> String {
     let mut out = String::new();
     let w = &mut out;
-    let nothing = answered(r) == 0;
+    let nothing = r.responses == 0;
     if nothing {
         let _ = writeln!(w, "spidey bench: {}", headline(r).unwrap_or_else(|| "no request was sent".into()));
     }
@@ -74,14 +69,14 @@ pub fn human_report(r: &BenchResult) -> String {
         }
         let _ = writeln!(w);
     }
-    let late = if r.rate.is_some() { format!(", {} answered late", r.errors.late) } else { String::new() };
+    let late = if r.rate.is_some() { format!(" ({} to requests sent late)", r.late) } else { String::new() };
     let _ = writeln!(
         w,
         "  {} requests in {:.2}s: {} responses{late}, {} errors",
         r.requests,
         r.duration_s,
         r.responses,
-        r.errors.unanswered()
+        r.errors.total()
     );
     let _ = writeln!(w, "  Requests/sec: {:.2}", r.requests_per_sec);
     let _ = writeln!(
@@ -92,14 +87,11 @@ pub fn human_report(r: &BenchResult) -> String {
     );
     let status: Vec<String> = r.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
     let _ = writeln!(w, "  Status:       {}", if status.is_empty() { "none".into() } else { status.join(", ") });
-    // Late requests were answered: they are the schedule's, not errors.
-    let errors: Vec<String> = r
-        .errors
-        .named()
-        .iter()
-        .filter(|(name, n)| *n > 0 && *name != "late")
-        .map(|(name, n)| format!("{name}: {n}"))
-        .collect();
+    if r.non_2xx_3xx > 0 {
+        let _ = writeln!(w, "  Non-2xx or 3xx responses: {}", r.non_2xx_3xx);
+    }
+    let errors: Vec<String> =
+        r.errors.named().iter().filter(|(_, n)| *n > 0).map(|(name, n)| format!("{name}: {n}")).collect();
     if let Some(h) = &r.handshakes {
         let with = r.tls_negotiated.as_deref().map(|n| format!(", {n}")).unwrap_or_default();
         let _ = writeln!(w, "  Handshakes:   {} ({} full, {} resumed){with}", h.total(), h.full, h.resumed);
@@ -112,16 +104,40 @@ pub fn human_report(r: &BenchResult) -> String {
     if let Some(e) = r.connect_error.as_ref().filter(|_| r.errors.connect > 0) {
         let _ = writeln!(w, "  Connect error: {e} (the first of {})", r.errors.connect);
     }
-    if let (Some(_), Some(bound)) = (r.rate, r.late_after_us) {
+    if let (Some(rate), Some(bound)) = (r.rate, r.late_after_us) {
         let _ = writeln!(
             w,
             "  Schedule:     {} unsent (scheduled, never sent), {} late (sent over {} after their time)",
             r.errors.unsent,
-            r.errors.late,
+            r.late,
             time(bound as f64)
         );
+        if let Some(behind) = behind(r, rate, bound) {
+            let _ = writeln!(w, "  Behind:       {behind}");
+        }
     }
     out
+}
+
+/// Open loop: when the schedule was not kept (requests sent late or never sent), what that
+/// was and the rate achieved instead; None when every request went out on time.
+fn behind(r: &BenchResult, rate: f64, bound_us: u64) -> Option<String> {
+    let unsent = r.errors.unsent;
+    if r.late == 0 && unsent == 0 {
+        return None;
+    }
+    let sent = r.requests - unsent;
+    let most =
+        r.send_lateness.as_ref().filter(|l| l.count > 0).map(|l| format!(", by up to {}", time(l.max_us as f64)));
+    let never = if unsent > 0 { format!(" and {unsent} were never sent") } else { String::new() };
+    Some(format!(
+        "{} of {sent} requests were sent late (over {} after their time{}){never}: the server (or this client) \
+         could not keep up with --rate {rate}; achieved {:.2}/s",
+        r.late,
+        time(bound_us as f64),
+        most.unwrap_or_default(),
+        r.requests_per_sec
+    ))
 }
 
 fn latency_row(w: &mut String, label: &str, l: &LatencySummary) {

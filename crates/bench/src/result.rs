@@ -29,10 +29,27 @@ pub struct BenchResult {
     pub timeout_s: f64,
     /// Counted requests: responses plus errors.
     pub requests: u64,
+    /// Complete responses, whatever their status (the sum of `status`), answers to
+    /// requests sent late included.
     pub responses: u64,
+    /// Of `responses`, those whose status is not 2xx or 3xx (wrk's "Non-2xx or 3xx
+    /// responses"); `--fail-on error-rate` counts them as failed.
+    #[serde(default)]
+    pub non_2xx_3xx: u64,
+    /// Open loop: of `responses` (and `status`), the answers to requests sent more than
+    /// `late_after_us` after their intended time: the schedule was not kept.
+    #[serde(default)]
+    pub late: u64,
+    /// Open loop: `late` by status class (`"2xx"`), and their latencies summed likewise (µs),
+    /// so that a reader can take them out of `status` and `latency_sum_by_class_us`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub late_by_class: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub late_latency_sum_by_class_us: BTreeMap<String, u64>,
     /// From the end of the warmup to the last response or error (at least the set duration).
     pub duration_s: f64,
-    /// Complete responses per second (errors excluded).
+    /// The achieved rate: complete responses (`responses`, late ones included) per second
+    /// of `duration_s`; errors excluded.
     pub requests_per_sec: f64,
     /// Bytes after the response heads.
     pub body_bytes: u64,
@@ -65,7 +82,7 @@ pub struct BenchResult {
     /// What the first connect error was, e.g. `connection refused`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_error: Option<String>,
-    /// Responses by status code.
+    /// Responses by status code; they add up to `responses`.
     pub status: BTreeMap<u16, u64>,
     /// The latencies of the responses (as `latency` counts them) summed by status class
     /// (`"2xx"`, `"5xx"`), in microseconds: a class's mean latency is its sum over its
@@ -108,8 +125,12 @@ pub(crate) fn result(
     let secs = duration.as_secs_f64().max(1e-9);
     let tls = cfg.targets.iter().any(|t| t.tls_host().is_some());
     let handshake = tls.then(|| all.handshake.take().unwrap_or_else(|| stats::histogram(3)));
-    let status = all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
+    let status: BTreeMap<u16, u64> =
+        all.status.iter().enumerate().filter(|(_, &n)| n > 0).map(|(code, &n)| (code as u16, n)).collect();
     let latency_sum_by_class_us = class_sums(&all.status, &all.class_latency_us);
+    let late_by_class = (0..10).filter(|&c| all.late[c] > 0).map(|c| (format!("{c}xx"), all.late[c])).collect();
+    let late_latency_sum_by_class_us =
+        (0..10).filter(|&c| all.late[c] > 0).map(|c| (format!("{c}xx"), all.late_latency_us[c])).collect();
     BenchResult {
         urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
         method: cfg.method.clone(),
@@ -124,6 +145,10 @@ pub(crate) fn result(
         timeout_s: cfg.timeout.as_secs_f64(),
         requests: all.responses + all.errors.total(),
         responses: all.responses,
+        non_2xx_3xx: non_2xx_3xx(&status),
+        late: all.late.iter().sum(),
+        late_by_class,
+        late_latency_sum_by_class_us,
         duration_s: duration.as_secs_f64(),
         requests_per_sec: all.responses as f64 / secs,
         body_bytes: all.body_bytes,
@@ -149,6 +174,12 @@ pub(crate) fn result(
                 .with_handshake(handshake.as_ref()),
         ),
     }
+}
+
+/// The responses whose status is not 2xx or 3xx: answers the client did not want, though
+/// the server answered (wrk counts them as "Non-2xx or 3xx responses", k6 as failed).
+pub(crate) fn non_2xx_3xx(status: &BTreeMap<u16, u64>) -> u64 {
+    status.iter().filter(|(code, _)| !(200..400).contains(*code)).map(|(_, n)| n).sum()
 }
 
 /// The classes that had responses, `"2xx"` → their summed latency (µs).

@@ -170,7 +170,12 @@ pub(crate) struct Recorder {
     /// The latencies of those responses summed by status class (index = code / 100, 0..=9),
     /// in microseconds: each class's mean is its sum over its count.
     pub class_latency_us: [u64; 10],
+    /// Open loop: of those responses, the ones to requests sent late, by status class, and
+    /// their latencies summed likewise.
+    pub late: [u64; 10],
+    pub late_latency_us: [u64; 10],
     pub errors: ErrorCounts,
+    /// Complete responses, whatever their status, late ones included.
     pub responses: u64,
     pub body_bytes: u64,
     pub wire_bytes: u64,
@@ -195,6 +200,8 @@ impl Recorder {
             tls_negotiated: None,
             status: vec![0; 1000],
             class_latency_us: [0; 10],
+            late: [0; 10],
+            late_latency_us: [0; 10],
             errors: ErrorCounts::default(),
             responses: 0,
             body_bytes: 0,
@@ -213,8 +220,8 @@ impl Recorder {
         }
     }
 
-    /// Records a complete response; a `late` one counts as a `late` error, its latency
-    /// recorded all the same.
+    /// Records a complete response, whatever its status; one to a request sent `late` is a
+    /// response like any other, and is also tallied apart.
     pub fn response(&mut self, now: Instant, sent: Sent, status: u16, body: u64, wire: u64) {
         let corrected = micros(now - sent.intended);
         self.latency.saturating_record(corrected);
@@ -226,12 +233,14 @@ impl Recorder {
         self.second.body_bytes += body;
         self.second.wire_bytes += wire;
         self.second.latency.saturating_record(corrected);
-        if sent.late {
-            return self.error(now, ErrorClass::Late);
-        }
         let code = usize::from(status).min(999);
+        let class = code / 100;
         self.status[code] += 1;
-        self.class_latency_us[code / 100] = self.class_latency_us[code / 100].saturating_add(corrected);
+        self.class_latency_us[class] = self.class_latency_us[class].saturating_add(corrected);
+        if sent.late {
+            self.late[class] += 1;
+            self.late_latency_us[class] = self.late_latency_us[class].saturating_add(corrected);
+        }
         self.responses += 1;
         self.second.responses += 1;
         self.last_event = Some(now);
@@ -323,8 +332,14 @@ impl Recorder {
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;
         }
-        for (a, b) in self.class_latency_us.iter_mut().zip(&o.class_latency_us) {
-            *a = a.saturating_add(*b);
+        for (a, b) in self.late.iter_mut().zip(&o.late) {
+            *a += b;
+        }
+        let sums = [(&mut self.class_latency_us, &o.class_latency_us), (&mut self.late_latency_us, &o.late_latency_us)];
+        for (ours, theirs) in sums {
+            for (a, b) in ours.iter_mut().zip(theirs) {
+                *a = a.saturating_add(*b);
+            }
         }
         self.errors.merge(&o.errors);
         self.responses += o.responses;

@@ -49,21 +49,27 @@ fn on_time(intended: Instant, issued: Instant) -> Sent {
 }
 
 #[test]
-fn late_and_unsent_requests_are_errors_of_their_own_and_lateness_merges() {
+fn late_answers_are_responses_tallied_apart_unsent_are_errors_and_lateness_merges() {
     let start = Instant::now();
     let ms = |n| start + Duration::from_millis(n);
     let mut a = Recorder::new(true, start);
     let mut b = Recorder::new(true, start);
     a.sent(ms(0), ms(0));
     b.sent(ms(0), ms(5));
+    b.sent(ms(1), ms(6));
     a.response(ms(10), on_time(ms(0), ms(0)), 200, 5, 50);
     b.response(ms(30), Sent { intended: ms(0), issued: ms(5), late: true }, 200, 5, 50);
+    b.response(ms(31), Sent { intended: ms(1), issued: ms(6), late: true }, 503, 3, 40);
     b.unsent(3);
     a.merge(&b);
-    assert_eq!((a.responses, a.status[200], a.errors.late, a.errors.unsent, a.backlog), (1, 1, 1, 3, 3));
-    assert_eq!((a.errors.total(), a.latency.len(), a.body_bytes), (4, 2, 10), "late answers keep their latency");
+    // Every answer is a response in its status, late or not; the late ones are also apart.
+    assert_eq!((a.responses, a.status[200], a.status[503], a.errors.unsent, a.backlog), (3, 2, 1, 3, 3));
+    assert_eq!((a.late[2], a.late[5], a.late.iter().sum::<u64>()), (1, 1, 2));
+    assert_eq!((a.late_latency_us[2], a.late_latency_us[5]), (30_000, 30_000));
+    assert_eq!(a.class_latency_us[2], 40_000, "a class's sum holds its late answers too");
+    assert_eq!((a.errors.total(), a.latency.len(), a.body_bytes), (3, 3, 13));
     let lateness = LatencySummary::of(a.lateness.as_ref().unwrap());
-    assert_eq!((lateness.count, lateness.min_us), (2, 1));
+    assert_eq!((lateness.count, lateness.min_us), (3, 1));
     assert!(close(lateness.max_us as f64, 5_000.0), "{lateness:?}");
     assert!(Recorder::new(false, start).lateness.is_none(), "a closed loop has no schedule to be late for");
 }

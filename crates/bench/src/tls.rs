@@ -99,9 +99,10 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// The protocol version and cipher suite negotiated, e.g. `TLSv1_3 TLS13_AES_128_GCM_SHA256`.
+    /// The protocol version, as OpenSSL writes it, and cipher suite negotiated, e.g.
+    /// `TLSv1.3 TLS13_AES_128_GCM_SHA256`.
     pub fn negotiated(&self) -> String {
-        let version = self.conn.protocol_version().map(|v| format!("{v:?}")).unwrap_or_default();
+        let version = self.conn.protocol_version().map(version_name).unwrap_or_default();
         let suite = self.conn.negotiated_cipher_suite().map(|s| format!("{:?}", s.suite())).unwrap_or_default();
         format!("{version} {suite}")
     }
@@ -120,6 +121,11 @@ impl Session {
     }
 }
 
+/// A protocol version as OpenSSL names it (`TLSv1.3`), not as rustls' Debug does (`TLSv1_3`).
+fn version_name(v: rustls::ProtocolVersion) -> String {
+    format!("{v:?}").replace('_', ".")
+}
+
 /// The client configuration for a run: ring, TLS 1.2 and 1.3, ALPN `http/1.1`.
 pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, ConfigError> {
     let provider = Arc::new(provider(&opts.ciphers)?);
@@ -135,7 +141,7 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, Conf
             let (roots, pinned) = roots(path, "--cacert")?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(verifier(roots, pinned, &provider)?)
+                .with_custom_certificate_verifier(verifier(roots, pinned, Some(path), &provider)?)
                 .with_no_client_auth()
         }
         Verify::System => {
@@ -144,7 +150,7 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, Conf
                 .map_err(|e| ConfigError(format!("{}; give --cacert FILE or --insecure", e.0)))?;
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(verifier(roots, vec![], &provider)?)
+                .with_custom_certificate_verifier(verifier(roots, vec![], None, &provider)?)
                 .with_no_client_auth()
         }
     };
@@ -170,14 +176,15 @@ fn provider(ciphers: &[String]) -> Result<CryptoProvider, ConfigError> {
     Ok(provider)
 }
 
-/// webpki's verification against `roots`, accepting a `pinned` certificate presented as
-/// itself ([`Verifier`]).
+/// webpki's verification against `roots` (read from `ca_file`, or the system's), accepting
+/// a `pinned` certificate presented as itself ([`Verifier`]).
 fn verifier(
     roots: RootCertStore,
     pinned: Vec<CertificateDer<'static>>,
+    ca_file: Option<&Path>,
     provider: &Arc<CryptoProvider>,
 ) -> Result<Arc<Verifier>, ConfigError> {
-    let v = Verifier::new(roots, pinned, Arc::clone(provider))
+    let v = Verifier::new(roots, pinned, ca_file.map(Path::to_path_buf), Arc::clone(provider))
         .map_err(|e| ConfigError(format!("TLS configuration: {e}")))?;
     Ok(Arc::new(v))
 }
@@ -281,6 +288,14 @@ mod tests {
         let tls12 =
             TlsOptions { ciphers: vec!["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()], ..TlsOptions::default() };
         assert!(client_config(&TlsOptions { verify: Verify::Insecure, ..tls12 }).is_ok());
+    }
+
+    #[test]
+    fn versions_read_as_openssl_writes_them() {
+        use rustls::ProtocolVersion::*;
+        for (v, want) in [(TLSv1_3, "TLSv1.3"), (TLSv1_2, "TLSv1.2")] {
+            assert_eq!(version_name(v), want);
+        }
     }
 
     #[test]

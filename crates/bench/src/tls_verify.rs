@@ -6,7 +6,8 @@
 //! for being a CA certificate (`openssl req -x509` marks its self-signed certificates
 //! `CA:TRUE`, which webpki will not take as an end entity; curl accepts them): webpki has
 //! then already checked its dates, and the name is still checked here. And an untrusted
-//! certificate that is self-signed is told apart, so the report can say so.
+//! certificate that is self-signed is told apart, and so is one the `--cacert` file does
+//! not vouch for, so the report can say which it was.
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_cert_signed_by_trust_anchor, verify_server_name, WebPkiServerVerifier};
@@ -14,19 +15,23 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, RootCertStore, SignatureScheme};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Why a certificate was refused, beyond what rustls names.
 #[derive(Debug)]
 enum Refusal {
-    /// Signed by itself, and not in the trusted set.
+    /// Signed by itself, and not in the system's trusted set.
     SelfSigned,
+    /// Not vouched for by the `--cacert` file: `why` says what was found instead.
+    NotTrustedBy { file: PathBuf, why: &'static str },
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refusal::SelfSigned => f.write_str("self-signed"),
+            Refusal::NotTrustedBy { file, why } => write!(f, "not trusted by {} ({why})", file.display()),
         }
     }
 }
@@ -40,6 +45,9 @@ pub(crate) struct Verifier {
     webpki: Arc<WebPkiServerVerifier>,
     /// The `--cacert` file's certificates (none for the system bundle).
     pinned: Vec<CertificateDer<'static>>,
+    /// The `--cacert` file (None for the system bundle), named when it does not vouch for
+    /// the server's certificate.
+    ca_file: Option<PathBuf>,
     provider: Arc<CryptoProvider>,
 }
 
@@ -47,12 +55,13 @@ impl Verifier {
     pub fn new(
         roots: RootCertStore,
         pinned: Vec<CertificateDer<'static>>,
+        ca_file: Option<PathBuf>,
         provider: Arc<CryptoProvider>,
     ) -> Result<Verifier, String> {
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(Verifier { webpki, pinned, provider })
+        Ok(Verifier { webpki, pinned, ca_file, provider })
     }
 
     /// Whether `cert` verifies with itself as its only trust anchor.
@@ -94,12 +103,24 @@ impl ServerCertVerifier for Verifier {
             verify_server_name(&ParsedCertificate::try_from(end_entity)?, server_name)?;
             return Ok(ServerCertVerified::assertion());
         }
-        let untrusted =
-            is_ca_used_as_end_entity(&err) || matches!(err, Error::InvalidCertificate(CertificateError::UnknownIssuer));
-        if untrusted && self.self_signed(end_entity, now) {
-            return Err(CertificateError::Other(OtherError(Arc::new(Refusal::SelfSigned))).into());
+        let ca = is_ca_used_as_end_entity(&err);
+        if !(ca || matches!(err, Error::InvalidCertificate(CertificateError::UnknownIssuer))) {
+            return Err(err);
         }
-        Err(err)
+        let self_signed = self.self_signed(end_entity, now);
+        let refusal = match &self.ca_file {
+            Some(file) => {
+                let why = match (self_signed, ca) {
+                    (true, _) => "self-signed",
+                    (false, true) => "a CA certificate presented as the server's",
+                    (false, false) => "unknown issuer",
+                };
+                Refusal::NotTrustedBy { file: file.clone(), why }
+            }
+            None if self_signed => Refusal::SelfSigned,
+            None => return Err(err),
+        };
+        Err(CertificateError::Other(OtherError(Arc::new(refusal))).into())
     }
 
     fn verify_tls12_signature(
@@ -131,12 +152,16 @@ pub(crate) fn describe(e: &Error) -> String {
     let why = match e {
         Error::InvalidCertificate(c) => match c {
             CertificateError::UnknownIssuer => format!("certificate not trusted (unknown issuer); {TRUST}"),
-            CertificateError::Other(o) if o.to_string() == "self-signed" => {
-                format!("certificate not trusted (self-signed); {TRUST}")
-            }
-            CertificateError::Other(_) if is_ca_used_as_end_entity(e) => {
-                format!("the server's certificate is a CA certificate, not trusted; {TRUST}")
-            }
+            CertificateError::Other(o) => match o.0.downcast_ref::<Refusal>() {
+                Some(Refusal::SelfSigned) => format!("certificate not trusted (self-signed); {TRUST}"),
+                Some(Refusal::NotTrustedBy { file, why }) => {
+                    format!("certificate not trusted by the CA file given to --cacert, {} ({why})", file.display())
+                }
+                None if is_ca_used_as_end_entity(e) => {
+                    format!("the server's certificate is a CA certificate, not trusted; {TRUST}")
+                }
+                None => format!("certificate refused ({o})"),
+            },
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
                 "certificate not valid for the URL's host name".to_string()
             }
@@ -191,6 +216,21 @@ mod tests {
         params.self_signed(&KeyPair::generate().unwrap()).unwrap().der().clone()
     }
 
+    /// A CA and a leaf for `names` that it signed.
+    fn issued(names: &[&str]) -> (CertificateDer<'static>, CertificateDer<'static>) {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, format!("test CA {}", fastrand::u32(..)));
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let key = KeyPair::generate().unwrap();
+        let ca = params.self_signed(&key).unwrap();
+        let issuer = rcgen::Issuer::new(params, key);
+        let leaf = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+        let leaf = leaf.signed_by(&KeyPair::generate().unwrap(), &issuer).unwrap();
+        (ca.der().clone(), leaf.der().clone())
+    }
+
+    /// `presented` verified for `host` against `pinned` as a `--cacert` file's contents (the
+    /// system's bundle stood in for by an unrelated CA when `pinned` is empty).
     fn verify(pinned: &[&CertificateDer<'static>], presented: &CertificateDer<'_>, host: &str) -> Result<(), Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = RootCertStore::empty();
@@ -202,7 +242,8 @@ mod tests {
         if roots.is_empty() {
             roots.add(self_signed(&["unrelated.test"], true)).unwrap();
         }
-        let v = Verifier::new(roots, pins, provider).unwrap();
+        let ca_file = (!pinned.is_empty()).then(|| PathBuf::from("ca.pem"));
+        let v = Verifier::new(roots, pins, ca_file, provider).unwrap();
         let name = ServerName::try_from(host.to_string()).unwrap();
         v.verify_server_cert(presented, &[], &name, &[], UnixTime::now()).map(|_| ())
     }
@@ -212,15 +253,33 @@ mod tests {
         let ca_cert = self_signed(&["localhost", "127.0.0.1"], true);
         let leaf = self_signed(&["localhost"], false);
         let other = self_signed(&["localhost"], true);
+        let (issuer, signed) = issued(&["localhost"]);
         // (pinned, presented, host, the report's sentence; None: accepted)
         let cases: &[(&[&CertificateDer], &CertificateDer, &str, Option<&str>)] = &[
             (&[&ca_cert], &ca_cert, "localhost", None),
             (&[&ca_cert], &ca_cert, "127.0.0.1", None),
             (&[&ca_cert], &ca_cert, "example.com", Some("not valid for the URL's host name")),
             (&[&leaf], &leaf, "localhost", None),
-            (&[&other], &ca_cert, "localhost", Some("certificate not trusted (self-signed)")),
-            (&[], &ca_cert, "localhost", Some("certificate not trusted (self-signed)")),
-            (&[], &leaf, "localhost", Some("certificate not trusted (self-signed)")),
+            (
+                &[&other],
+                &ca_cert,
+                "localhost",
+                Some("not trusted by the CA file given to --cacert, ca.pem (self-signed)"),
+            ),
+            (
+                &[&other],
+                &signed,
+                "localhost",
+                Some("not trusted by the CA file given to --cacert, ca.pem (unknown issuer)"),
+            ),
+            (&[&issuer], &signed, "localhost", None),
+            (
+                &[],
+                &ca_cert,
+                "localhost",
+                Some("certificate not trusted (self-signed); pass --cacert FILE or --insecure"),
+            ),
+            (&[], &leaf, "localhost", Some("certificate not trusted (self-signed); pass --cacert FILE or --insecure")),
         ];
         for (i, (pinned, presented, host, want)) in cases.iter().enumerate() {
             match (verify(pinned, presented, host), want) {

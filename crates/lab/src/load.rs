@@ -171,28 +171,37 @@ pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usiz
     }
 }
 
-/// The responses' latencies summed over the error classes (4xx and above), or the others.
-fn class_sum(r: &BenchResult, errors: bool) -> u64 {
+/// Over the error classes (4xx and above), or the others: the sum of a by-class map.
+fn class_sum(by_class: &std::collections::BTreeMap<String, u64>, errors: bool) -> u64 {
     let is_error = |class: &str| class.as_bytes().first().is_some_and(|d| *d >= b'4');
-    r.latency_sum_by_class_us.iter().filter(|(class, _)| is_error(class) == errors).map(|(_, us)| *us).sum()
+    by_class.iter().filter(|(class, _)| is_error(class) == errors).map(|(_, n)| *n).sum()
 }
 
 fn measurement(r: &BenchResult) -> Measurement {
     // JSON has no NaN (serde_json writes null, which would not read back): zero instead.
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+    // The lab counts an answer to a request sent late (after --late-after) as a failure of
+    // the load, not a response: the bench counts it a response and keeps it apart by status
+    // class, so it is taken out of the responses, the refusals and the latency sums here.
+    let on_time = r.responses.saturating_sub(r.late);
+    let (late_sums, late) = (&r.late_latency_sum_by_class_us, &r.late_by_class);
+    let latency_sum =
+        |errors| class_sum(&r.latency_sum_by_class_us, errors).saturating_sub(class_sum(late_sums, errors));
+    let refused: u64 = r.status.iter().filter(|(code, _)| **code >= 400).map(|(_, n)| n).sum();
     Measurement {
-        responses: r.responses,
-        non_success: r.status.iter().filter(|(code, _)| **code >= 400).map(|(_, n)| n).sum(),
+        responses: on_time,
+        non_success: refused.saturating_sub(class_sum(late, true)),
         // Every class, the open loop's own included: `unsent` (scheduled, never sent: the
         // result's `backlog`) and `late` (sent after --late-after), so a server that cannot
         // keep up with the rate shows as errors, not as a quietly lighter load.
-        errors: r.errors.total(),
-        late_or_unsent: r.errors.late + r.errors.unsent,
+        errors: r.errors.total() + r.late,
+        late_or_unsent: r.late + r.errors.unsent,
         duration_s: r.duration_s,
         batches: 1,
         tries: 1,
         excluded: false,
-        rps: finite(r.requests_per_sec),
+        // The rate of the answers sent on time, as the lab counts responses.
+        rps: finite(on_time as f64 / r.duration_s),
         bytes_per_s: finite(r.wire_bytes_per_sec),
         mean_us: finite(r.latency.mean_us),
         p50_us: r.latency.p50_us as f64,
@@ -202,8 +211,8 @@ fn measurement(r: &BenchResult) -> Measurement {
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
         server: None,
-        ok_latency_sum_us: class_sum(r, false),
-        error_answer_latency_sum_us: class_sum(r, true),
+        ok_latency_sum_us: latency_sum(false),
+        error_answer_latency_sum_us: latency_sum(true),
         capacity_rps: None,
         repeat: None,
     }
