@@ -313,5 +313,5 @@ fn the_why_it_differs_text_is_generated_from_a_run() {
     }
     assert_eq!(found.get(&("README.md", "why-brief")), Some(&1), "README.md needs one why-brief block: {found:?}");
     assert_eq!(found.get(&("README.md", "why")), None, "the full why block belongs in docs/lab.md: {found:?}");
-    assert!(found.get(&("docs/lab.md", "why")).is_some(), "docs/lab.md keeps the full why block: {found:?}");
+    assert!(found.contains_key(&("docs/lab.md", "why")), "docs/lab.md keeps the full why block: {found:?}");
 }
