@@ -49,3 +49,38 @@ fn slowloris_breaks_single_and_not_event() {
     let journal = std::fs::read_to_string(out_dir.join("robustness.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 4, "baseline and N = 16 for each mode: {journal}");
 }
+
+/// `--resume` keeps what the interrupted run measured: the robustness journal's points are
+/// kept, not measured again (a server added since is measured and appended), and
+/// `machine.json` still names the machine the run began on. Before, a resumed run removed
+/// the journal, measured everything again, and described the machine anew.
+#[test]
+fn a_resumed_run_keeps_the_robustness_journal_and_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("006-mini.toml");
+    let out_dir = dir.path().join("out");
+    let lab = |text: &str, resume: bool| {
+        std::fs::write(&file, text).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_spidey"));
+        command.current_dir(env!("CARGO_MANIFEST_DIR")).args(["lab", "--quick", "--out"]).arg(&out_dir).arg(&file);
+        if resume {
+            command.arg("--resume");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "spidey lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let event_only = EXPERIMENT.replace(r#"{ label = "single", mode = "single" }, "#, "");
+    lab(&event_only, false);
+    let first = std::fs::read_to_string(out_dir.join("robustness.jsonl")).unwrap();
+    assert_eq!(first.lines().count(), 2, "{first}");
+    let machine = out_dir.join("machine.json");
+    let began_on = std::fs::read_to_string(&machine).unwrap().replacen("\"cpu\": \"", "\"cpu\": \"<the first> ", 1);
+    std::fs::write(&machine, &began_on).unwrap();
+    lab(EXPERIMENT, true);
+    let resumed = std::fs::read_to_string(out_dir.join("robustness.jsonl")).unwrap();
+    assert!(resumed.starts_with(&first), "the measured points are kept as they were:\n{first}\n---\n{resumed}");
+    assert_eq!(resumed.lines().count(), 4, "single's two points appended: {resumed}");
+    assert_eq!(std::fs::read_to_string(&machine).unwrap(), began_on, "machine.json is the first run's");
+    let md = std::fs::read_to_string(out_dir.join("robustness.md")).unwrap();
+    assert!(md.contains("| single |") && md.contains("| event |"), "both in the section: {md}");
+}

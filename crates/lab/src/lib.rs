@@ -219,13 +219,21 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
     bar.finish_with_message("done");
-    let mut machine = machine::Machine::describe(pinning);
-    machine.network = hosts::describe_network(&args.hosts, link.as_ref());
-    if let Some(n) = args.server_cpus {
-        let set = pinning.server_set(Some(usize::from(n)));
-        machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
-    }
-    machine.save(&out)?;
+    // A resumed run keeps the machine it started on (its points were measured there).
+    let started_on = args.resume.then(|| out.path().join(machine::FILE)).filter(|f| f.is_file());
+    let machine = match started_on {
+        Some(_) => machine::Machine::of_results(out.path()),
+        None => {
+            let mut machine = machine::Machine::describe(pinning);
+            machine.network = hosts::describe_network(&args.hosts, link.as_ref());
+            if let Some(n) = args.server_cpus {
+                let set = pinning.server_set(Some(usize::from(n)));
+                machine.pinning = format!("{}; --server-cpus {n}: servers on CPUs {set:?}", machine.pinning);
+            }
+            machine.save(&out)?;
+            machine
+        }
+    };
     report::write(&out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, None)?;
     for exp in &exps {
         if let Some(spec) = &exp.robustness {
@@ -233,13 +241,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
                 eprintln!("spidey lab: {} skipped: its crowds and clients run on this host's loopback only", exp.id);
                 continue;
             }
-            let points = robustness::run(exp, spec, args.quick, &out, &hosts)
+            let points = robustness::run(exp, spec, args.quick, &out, &hosts, args.resume)
                 .with_context(|| format!("experiment {}", exp.id))?;
             let section = robustness_report::write(&out, &spec.attacks, &points)?;
             report::write(&out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, Some(section))?;
         }
     }
-    println!("spidey lab: {} points; report in {}", total, out.path().join("report.md").display());
+    println!("spidey lab: {} points; report in {}", total, out.path().join("report.html").display());
     Ok(())
 }
 

@@ -109,7 +109,7 @@ impl Machine {
 }
 
 /// The machine's description beside the results.
-const FILE: &str = "machine.json";
+pub(crate) const FILE: &str = "machine.json";
 
 const NOT_RECORDED: &str = "not recorded with the results";
 

@@ -172,13 +172,15 @@ impl Spec {
 pub(crate) const JOURNAL: &str = "robustness.jsonl";
 
 /// Runs the experiment's robustness table; every point is also appended to [`JOURNAL`] in
-/// `out`, started afresh, as it is measured.
+/// `out` as it is measured. A fresh run starts the journal afresh; a resumed one (`resume`)
+/// keeps the points already in it, measures only the others, and appends them.
 pub(crate) fn run(
     exp: &Experiment,
     spec: &Spec,
     quick: bool,
     out: &OutDir,
     hosts: &Hosts,
+    resume: bool,
 ) -> anyhow::Result<Vec<Point>> {
     let spec = &spec.for_run(quick);
     let settle = spec.settle(quick);
@@ -186,8 +188,18 @@ pub(crate) fn run(
     names.extend(spec.mixed.iter().map(|m| m.burn.clone()));
     let root = DocRoot::generate(exp, &names, quick)?;
     let crowd = spec.crowd_sizes(quick);
-    let mut journal = out.create(JOURNAL)?;
-    let mut points = Vec::new();
+    let kept = match resume {
+        true => read(&out.path().join(JOURNAL)).unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let mut journal = if resume { out.append(JOURNAL)? } else { out.create(JOURNAL)? };
+    let done = |server: &str, attack: Option<AttackName>, n: usize| {
+        kept.iter().any(|p| p.server == server && p.attack == attack && p.crowd == n)
+    };
+    if !kept.is_empty() {
+        eprintln!("robustness: resuming, {} points already measured are kept", kept.len());
+    }
+    let mut points = kept.clone();
     let mut sizes = vec![0];
     sizes.extend(crowd.iter().copied());
     // The baseline (no crowd) once, under the first attack; then every attack at every N.
@@ -199,6 +211,9 @@ pub(crate) fn run(
         .collect();
     'servers: for server in &spec.servers {
         for &(attack, n) in &plan {
+            if done(&server.label, Some(attack), n) {
+                continue;
+            }
             let Some(p) = with_server(exp, server, &root, hosts, |port| {
                 attack_point(spec, &root, server, (attack, n, settle), port)
             })?
@@ -215,7 +230,7 @@ pub(crate) fn run(
             );
             points.push(p);
         }
-        if let Some(mixed) = &spec.mixed {
+        if let Some(mixed) = spec.mixed.as_ref().filter(|_| !done(&server.label, None, 0)) {
             if let Some(p) =
                 with_server(exp, server, &root, hosts, |port| mixed_point(spec, mixed, &root, server, port))?
             {
