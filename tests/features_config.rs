@@ -75,8 +75,10 @@ fn config_mistakes_exit_2_with_one_line_before_binding() {
     // file (every one also names the busy port, which must not be what is reported) →
     // what the one line says
     let cases: Vec<(String, &str)> = vec![
-        ("prot = 8080\n".into(), "unknown key \"prot\""),
-        ("Port = 8080\n".into(), "unknown key \"Port\""),
+        ("prot = 8080\n".into(), "unknown key \"prot\" (did you mean \"port\"?)"),
+        ("Port = 8080\n".into(), "unknown key \"Port\" (did you mean \"port\"?)"),
+        ("max-con = 8\n".into(), "(did you mean \"max-conns\"?)"),
+        ("quiet = true\naccess-log = \"x.log\"\n".into(), ": quiet and access-log cannot both be set"),
         ("[serve]\nindex = [\"a.html\"]\n".into(), "unknown key \"serve\""),
         ("config = \"other.toml\"\n".into(), "unknown key \"config\""),
         ("max_conns = 5\n".into(), "unknown key \"max_conns\""),
@@ -100,6 +102,7 @@ fn config_mistakes_exit_2_with_one_line_before_binding() {
         assert_eq!(out.status.code(), Some(2), "{text:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{text:?}: {stderr:?}");
         assert!(stderr.contains(needle) && !stderr.contains("bind"), "{text:?}: {stderr:?}");
+        assert!(!stderr.contains("Usage") && !stderr.contains("cannot be used with"), "the file's mistake: {stderr:?}");
     }
     let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(["serve", "--config", "/nonexistent.toml"]).output();
     let stderr = String::from_utf8(out.unwrap().stderr).unwrap();

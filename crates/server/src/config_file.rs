@@ -109,6 +109,9 @@ fn arguments(
     })?;
     let mut flags = Vec::new();
     let mut root = None;
+    // The flags the file sets (those the command line leaves it), to refuse two it sets
+    // that exclude each other as the file's mistake, not as a command line's.
+    let mut in_file: Vec<&clap::Arg> = Vec::new();
     for (key, value) in &table {
         let wrong = |what: &str| ConfigError(format!("--config {file}: {key} {what}"));
         if key == "root" {
@@ -119,10 +122,16 @@ fn arguments(
         let arg =
             serve.get_arguments().find(|a| a.get_long() == Some(key) && !matches!(key.as_str(), "config" | "help"));
         let Some(arg) = arg else {
-            return Err(ConfigError(format!(
-                "--config {file}: unknown key {key:?} (keys are the long flags of spidey serve, e.g. port, and root)"
-            )));
+            let hint = match nearest_key(serve, key) {
+                Some(near) => format!("did you mean {near:?}?"),
+                None => "keys are the long flags of spidey serve, e.g. port, and root".to_string(),
+            };
+            return Err(ConfigError(format!("--config {file}: unknown key {key:?} ({hint})")));
         };
+        if let Some(other) = in_file.iter().find(|other| excludes(serve, other, arg) || excludes(serve, arg, other)) {
+            let other = other.get_long().unwrap_or_default();
+            return Err(ConfigError(format!("--config {file}: {key} and {other} cannot both be set")));
+        }
         let excluded = serve
             .get_arguments()
             .filter(|other| given.ids.contains(other.get_id().as_str()))
@@ -130,6 +139,7 @@ fn arguments(
         if given.ids.contains(arg.get_id().as_str()) || excluded {
             continue; // the command line's wins, over the same flag and over one it excludes
         }
+        in_file.push(arg);
         if !arg.get_action().takes_values() {
             match value {
                 toml::Value::Boolean(true) => flags.push(format!("--{key}").into()),
@@ -156,6 +166,18 @@ fn arguments(
         }
     }
     Ok((flags, root))
+}
+
+/// The key a mistyped `key` most likely meant: a long flag of `serve` (or `root`) close
+/// to it by Jaro-Winkler similarity, as clap's own suggestions are found.
+fn nearest_key(serve: &clap::Command, key: &str) -> Option<String> {
+    let longs = serve.get_arguments().filter_map(|a| a.get_long()).filter(|l| !matches!(*l, "config" | "help"));
+    longs
+        .chain(["root"])
+        .map(|l| (strsim::jaro_winkler(key, l), l))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, l)| l.to_string())
 }
 
 /// Whether clap accepts `flag` (`--NAME=VALUE`) on its own: the value checked as typed by
@@ -213,7 +235,11 @@ mod tests {
     #[test]
     fn mistakes_table() {
         let cases = [
-            ("prot = 8080", "unknown key \"prot\""),
+            ("prot = 8080", "unknown key \"prot\" (did you mean \"port\"?)"),
+            ("max-con = 8", "unknown key \"max-con\" (did you mean \"max-conns\"?)"),
+            ("roots = \"/srv\"", "unknown key \"roots\" (did you mean \"root\"?)"),
+            ("\"<script>\" = 1", "unknown key \"<script>\" (keys are the long flags"),
+            ("quiet = true\naccess-log = \"x.log\"", "quiet and access-log cannot both be set"),
             ("config = \"other.toml\"", "unknown key \"config\""),
             ("help = true", "unknown key \"help\""),
             ("port = [1, 2]", "port takes one value"),
