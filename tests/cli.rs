@@ -18,6 +18,13 @@ fn configuration_errors_exit_2_with_one_line() {
         (&["serve", ".", "--port", "0", "--max-conns", "0"], "--max-conns"),
         (&["serve", ".", "--port", "0", "--max-conns", "16777217"], "--max-conns must be at most 16777216"),
         (&["serve", ".", "--port", "0", "--max-head", "100"], "--max-head"),
+        // A missing input file is a configuration mistake in every command (it was exit 1).
+        (
+            &["lab", "--report", "/no/such/results.jsonl", "--out", "/no/such/out"],
+            "no results file /no/such/results.jsonl",
+        ),
+        (&["lab", "--verdicts", "/no/such/results.jsonl"], "no results file"),
+        (&["bench", "merge", "/no/such/a.json", "/no/such/b.json"], "cannot read /no/such/a.json"),
     ];
     for (args, needle) in cases {
         let (code, stderr) = run(args);

@@ -56,7 +56,8 @@ impl std::error::Error for MergeError {}
 pub(crate) fn run(files: &[PathBuf], json: Option<&PathBuf>) -> anyhow::Result<()> {
     let mut parts = Vec::with_capacity(files.len());
     for path in files {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
         let part: BenchResult = serde_json::from_str(&text)
             .map_err(|e| ConfigError(format!("{} is not a spidey bench JSON result: {e}", path.display())))?;
         parts.push(part);

@@ -254,7 +254,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
 /// The records of a results file (plain or gzipped), and whether it is a quick run's (every
 /// point in it a quick one).
 fn read_results(results: &std::path::Path) -> anyhow::Result<(bool, HashMap<String, results::Record>)> {
-    anyhow::ensure!(results.is_file(), "no results file {}", results.display());
+    if !results.is_file() {
+        return Err(ConfigError(format!("no results file {}", results.display())).into());
+    }
     let records = results::read(results)?;
     let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
     Ok((quick, records))
