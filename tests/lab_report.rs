@@ -356,3 +356,36 @@ fn each_kind_of_plot_renders_in_a_browser() {
         std::fs::remove_file(&png).unwrap();
     }
 }
+
+/// A run whose repeats were left out as disturbed says so, with the count, the reason and
+/// what to do, in the verdicts' summary (`--verdicts`, and the report); a run with none
+/// left out says nothing of it. Before, a busy machine's quick run ended with most claims
+/// "not measured" and no word of why.
+#[test]
+fn repeats_left_out_as_disturbed_are_counted_and_explained() {
+    let fork: Vec<serde_json::Value> =
+        committed_records().into_iter().filter(|v| v["experiment"] == "000-fork").collect();
+    let dir = tempfile::tempdir().unwrap();
+    // (how many repeats to mark excluded, what the summary must say, or None)
+    let cases: [(usize, Option<String>); 2] =
+        [(0, None), (7, Some(format!("7 of {} measured repeats were left out as disturbed", fork.len())))];
+    for (n, says) in cases {
+        let mut records = fork.clone();
+        for v in records.iter_mut().filter(|v| v["measurement"].is_object()).take(n) {
+            v["measurement"]["excluded"] = true.into();
+        }
+        let results = dir.path().join(format!("excluded-{n}.jsonl"));
+        let lines: Vec<String> = records.iter().map(|v| v.to_string()).collect();
+        std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_spidey")).args(["lab", "--verdicts"]).arg(&results).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        match &says {
+            None => assert!(!text.contains("left out as disturbed"), "{n}: {text}"),
+            Some(says) => {
+                assert!(text.contains(says.as_str()), "{n}: {text}");
+                assert!(text.contains("--keep-disturbed") && text.contains("quieter machine"), "what to do: {text}");
+            }
+        }
+    }
+}

@@ -247,6 +247,9 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
             report::write(&out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, Some(section))?;
         }
     }
+    if let Some(note) = report::excluded_note(&journal.records) {
+        eprintln!("spidey lab: {note}");
+    }
     println!("spidey lab: {} points; report in {}", total, out.path().join("report.html").display());
     Ok(())
 }

@@ -306,6 +306,25 @@ fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Re
     out
 }
 
+/// What a user must be told when repeats were left out as disturbed: how many of how many,
+/// why, and what to do; `None` when none was. (A point whose repeats are left out gets no
+/// verdict: on a busy machine most of a quick run can end "not measured" for this reason.)
+pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String> {
+    let measured: Vec<&crate::metric::Measurement> = records.values().filter_map(|r| r.measurement.as_ref()).collect();
+    let excluded = measured.iter().filter(|m| m.excluded).count();
+    (excluded > 0).then(|| {
+        format!(
+            "{excluded} of {} measured repeats were left out as disturbed: other processes kept more than {}% of the \
+             machine's CPU busy (or the hypervisor stole more than {}%) through every try, and a point left with too \
+             few clean repeats gets no verdict (\"not measured\"). Run again on a quieter machine, or with \
+             --keep-disturbed to keep every repeat (marked in the report).",
+            measured.len(),
+            crate::cpu::OTHER_BUSY_LIMIT_PCT,
+            crate::cpu::STEAL_LIMIT_PCT
+        )
+    })
+}
+
 /// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints.
 pub(crate) fn verdicts_markdown(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> String {
     render::markdown(&verdicts(exps, quick, records))
@@ -332,6 +351,10 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
         rows.len(),
         counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
     );
+    let summary = match excluded_note(records) {
+        Some(note) => format!("{summary} {note}"),
+        None => summary,
+    };
     let mut doc = vec![
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
         Block::Para(RULE.into()),
