@@ -47,6 +47,7 @@ const SERVE: Layout = &[
         &[
             ("quiet", "No access log on stdout", true),
             ("access-log", "Append the access log to FILE; SIGHUP reopens it", true),
+            ("log-format", "Access-log lines: combined or json", false),
             ("metrics", "Serve Prometheus counters at PATH, e.g. /-/metrics", true),
             ("health", "Answer PATH with 200 ok (503 once stopping), e.g. /-/health", false),
         ],

@@ -56,4 +56,50 @@ fn sigusr1_prints_metrics_and_sighup_without_a_file_is_harmless(mode: &str) {
     assert!(s.stop().success());
 }
 
-crate::for_each_mode!(access_log_file_reopens_on_sighup, sigusr1_prints_metrics_and_sighup_without_a_file_is_harmless);
+/// `--log-format json`: one JSON object per request, whatever bytes the client sent, in
+/// every worker of every mode.
+fn json_access_log_lines_parse_and_say_what_was_sent(mode: &str) {
+    let fx = Fixture::new();
+    let logs = tempfile::tempdir().unwrap();
+    let file = logs.path().join("access.json");
+    let args = ["--port", "0", "--log-format", "json", "--access-log", file.to_str().unwrap()];
+    let mut s = spawn(command(mode, &fx.root(), &args));
+    let addr = SocketAddr::from(([127, 0, 0, 1], s.port));
+    // (request, what its line's request field reads, status, user agent)
+    let cases: [(&str, &str, u16, Option<&str>); 4] = [
+        (
+            "GET /hello.txt HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/8\r\nConnection: close\r\n\r\n",
+            "GET /hello.txt HTTP/1.1",
+            200,
+            Some("curl/8"),
+        ),
+        ("GET /no\"}{ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET /no\"}{ HTTP/1.1", 404, None),
+        (
+            "GET /hello.txt?q HTTP/1.1\r\nHost: x\r\nUser-Agent: \"a\\b\"\r\nConnection: close\r\n\r\n",
+            "GET /hello.txt?q HTTP/1.1",
+            200,
+            Some("\"a\\b\""),
+        ),
+        // Refused by the parser (a control byte in the target), logged as sent.
+        ("GET /x?\x1b[31m HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET /x?\u{1b}[31m HTTP/1.1", 400, None),
+    ];
+    for (request, _, status, _) in &cases {
+        assert_eq!(crate::harness::send(addr, request).0, *status, "{request:?}");
+    }
+    eventually("four lines in the file", || read(&file).lines().count() >= 4);
+    let lines: Vec<serde_json::Value> =
+        read(&file).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}"))).collect();
+    for (_, line, status, agent) in cases {
+        let found = lines.iter().find(|v| v["request"] == line).unwrap_or_else(|| panic!("{line:?} in {lines:?}"));
+        assert_eq!(found["status"].as_u64(), Some(u64::from(status)), "{found}");
+        assert_eq!(found["user_agent"].as_str(), agent, "{found}");
+        assert_eq!(found["remote_addr"], "127.0.0.1", "{found}");
+    }
+    assert!(s.stop().success());
+}
+
+crate::for_each_mode!(
+    access_log_file_reopens_on_sighup,
+    sigusr1_prints_metrics_and_sighup_without_a_file_is_harmless,
+    json_access_log_lines_parse_and_say_what_was_sent,
+);

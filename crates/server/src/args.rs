@@ -60,6 +60,11 @@ pub struct ServeArgs {
     /// rename the file, send SIGHUP, new lines go to a new FILE), in every worker process.
     #[arg(long, value_name = "FILE", conflicts_with = "quiet")]
     pub access_log: Option<PathBuf>,
+    /// How each access-log line is written: `combined` (Combined Log Format, as Apache and
+    /// nginx write it) or `json` (one object per line: time, remote_addr, request, status,
+    /// bytes, referer, user_agent; a field the request did not send is null).
+    #[arg(long, value_enum, default_value_t = crate::log::LogFormat::Combined, conflicts_with = "quiet")]
+    pub log_format: crate::log::LogFormat,
     /// Serve the server's counters at PATH (e.g. `/-/metrics`) in Prometheus text format:
     /// responses by status class, body bytes, open connections, busy workers, pool queue,
     /// CGI scripts running, handler calls, errors by kind; across all worker processes.

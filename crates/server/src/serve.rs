@@ -34,6 +34,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     raise_fd_limit();
     let metrics_path = args.metrics.as_deref().map(crate::content::endpoint_path);
     crate::metrics::init(args.mode.name(), metrics_path).context("cannot map the shared counters")?;
+    crate::log::set_format(args.log_format);
     if let Some(path) = &args.access_log {
         crate::log_sink::open(path)
             .map_err(|e| ConfigError(format!("cannot open the access log {}: {e}", path.display())))?;
