@@ -26,4 +26,20 @@ pub enum Command {
     Lab(spidey_lab::LabArgs),
     /// Join two network namespaces by a link with a set round trip (and rate), for the lab.
     DelayLine(spidey_lab::DelayLineArgs),
+    /// Print a shell completion script, made from the same definitions as --help.
+    ///
+    /// bash: `spidey completions bash > /etc/bash_completion.d/spidey`; zsh: into a
+    /// directory of $fpath as `_spidey`; fish: `~/.config/fish/completions/spidey.fish`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page (roff), made from the same definitions as --help.
+    ///
+    /// `spidey man | man -l -` reads the command's page; `spidey man serve > spidey-serve.1`
+    /// writes a subcommand's.
+    Man {
+        /// The subcommand whose page to print (serve, bench, lab, delay-line); none: spidey's.
+        command: Option<String>,
+    },
 }

@@ -27,6 +27,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => spidey_bench::run(args),
         Command::Lab(args) => spidey_lab::run(args),
         Command::DelayLine(args) => spidey_lab::delay_line(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut help::command(), "spidey", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { command } => man_page(command.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -39,4 +44,27 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `spidey man [COMMAND]`: the page of spidey, or of one of its subcommands, from the laid-out
+/// command line (the same text as `--help`), on stdout.
+fn man_page(name: Option<&str>) -> anyhow::Result<()> {
+    let top = help::command();
+    let page = match name {
+        None => top,
+        Some(name) => {
+            let found = top.get_subcommands().find(|c| c.get_name() == name).cloned();
+            let Some(command) = found else {
+                return Err(
+                    ConfigError(format!("spidey man {name}: no such command (serve, bench, lab, delay-line)")).into()
+                );
+            };
+            command
+                .display_name(format!("spidey-{name}"))
+                .bin_name(format!("spidey {name}"))
+                .version(env!("CARGO_PKG_VERSION"))
+        }
+    };
+    clap_mangen::Man::new(page).render(&mut std::io::stdout())?;
+    Ok(())
 }

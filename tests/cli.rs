@@ -292,3 +292,42 @@ fn lab_short_help_fits_one_screen_under_headings() {
         }
     }
 }
+
+/// Shell completions and man pages come from the same definitions as `--help`: every
+/// command and the flags added last are in them, bash's script is valid bash, and a page
+/// names its command.
+#[test]
+fn completions_and_man_pages_are_made_from_the_command_line() {
+    let bin = env!("CARGO_BIN_EXE_spidey");
+    let output = |args: &[&str]| {
+        let out = Command::new(bin).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for shell in ["bash", "zsh", "fish", "elvish"] {
+        let script = output(&["completions", shell]);
+        for word in ["serve", "bench", "lab", "health", "log-format", "basic-auth-file"] {
+            assert!(script.contains(word), "{shell} completions name {word}");
+        }
+    }
+    let bash = output(&["completions", "bash"]);
+    let mut check =
+        Command::new("bash").args(["-n", "/dev/stdin"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(check.stdin.as_mut().unwrap(), bash.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "bash -n accepts the completion script");
+    // (subcommand, its page's title line, a flag of its)
+    let pages = [
+        (None, ".TH spidey 1", "serve"),
+        (Some("serve"), ".TH spidey-serve 1", "\\-\\-basic\\-auth\\-file"),
+        (Some("bench"), ".TH spidey-bench 1", "\\-\\-fail\\-on"),
+        (Some("lab"), ".TH spidey-lab 1", "\\-\\-keep\\-disturbed"),
+    ];
+    for (command, title, flag) in pages {
+        let args: Vec<&str> = std::iter::once("man").chain(command).collect();
+        let page = output(&args);
+        assert!(page.lines().any(|l| l.starts_with(title)), "{args:?}: {}", &page[..page.len().min(300)]);
+        assert!(page.contains(flag), "{args:?} names {flag}");
+    }
+    let (code, stderr) = run(&["man", "<nope>"]);
+    assert_eq!((code, stderr.lines().count()), (Some(2), 1), "{stderr}");
+}
