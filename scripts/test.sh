@@ -16,6 +16,8 @@
 #   iproute2        network namespaces, veth pairs and a bridge (tests/netns.rs, as root)
 #   iputils-ping    ping, one of the two clients that check the delay line (tests/delay_line.rs)
 #   openssh-server, openssh-client   sshd and ssh: the lab across hosts over ssh (tests/lab_ssh.rs, as root)
+#   (systemd's systemd-socket-activate, where the machine has it: the example units in
+#   examples/systemd are run through it, tests/ops/activation.rs; skipped, saying so, without)
 #   chromium        a real browser (headless): the listing and --compress as a browser sees
 #                   them (tests/browser.rs); required here (SPIDEY_REQUIRE_CHROMIUM=1 below),
 #                   so a missing browser fails that test instead of skipping it

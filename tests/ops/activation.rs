@@ -87,3 +87,65 @@ fn activation_variables_for_another_pid_are_ignored_and_removed() {
     let (status, text) = get(addr, "/cgi-bin/env.sh");
     assert_eq!((status, body(&text)), (200, "0\n"));
 }
+
+/// The systemd units in `examples/systemd/` work as written: the service's `ExecStart`
+/// (the binary under test in place of /usr/local/bin/spidey, the fixture in place of
+/// /srv/www) started by `systemd-socket-activate` on the socket unit's `ListenStream` (its
+/// port made a free one on loopback) serves the file, its health path and JSON log lines,
+/// and stops cleanly on SIGTERM.
+#[test]
+fn the_example_systemd_units_serve() {
+    let Some(activate) = ["/usr/bin/systemd-socket-activate", "/lib/systemd/systemd-socket-activate"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("SKIPPED the_example_systemd_units_serve: no systemd-socket-activate (package systemd)");
+        return;
+    };
+    let units = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/systemd");
+    let key = |file: &str, key: &str| {
+        let text = std::fs::read_to_string(units.join(file)).unwrap();
+        text.lines().find_map(|l| l.strip_prefix(&format!("{key}="))).map(str::to_string).expect(key)
+    };
+    assert_eq!(key("spidey.socket", "ListenStream"), "80", "the port the test replaces");
+    let exec = key("spidey.service", "ExecStart");
+    let fx = Fixture::new();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let words: Vec<String> = exec
+        .split_whitespace()
+        .map(|w| match w {
+            "/usr/local/bin/spidey" => env!("CARGO_BIN_EXE_spidey").to_string(),
+            "/srv/www" => fx.root().display().to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+    let mut manager = Command::new(activate)
+        .arg(format!("--listen=127.0.0.1:{port}"))
+        .args(&words)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut answered = None;
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            answered = Some(get(addr, "/hello.txt"));
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (status, text) = answered.expect("the socket was listening");
+    assert_eq!((status, body(&text)), (200, HELLO), "{text}");
+    let (status, text) = get(addr, "/-/health");
+    assert_eq!((status, body(&text)), (200, "ok\n"), "the health path answers: {text}");
+    crate::common::signal(manager.id(), "TERM");
+    let status =
+        crate::common::wait_timeout(&mut manager, std::time::Duration::from_secs(20)).expect("stops on SIGTERM");
+    assert!(status.success() || status.code() == Some(143), "{status}");
+    let mut log = String::new();
+    std::io::Read::read_to_string(manager.stdout.as_mut().unwrap(), &mut log).unwrap();
+    let line = log.lines().find(|l| l.contains("/hello.txt")).unwrap_or_else(|| panic!("a log line: {log:?}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    assert_eq!(v["status"], 200, "{line}");
+}
