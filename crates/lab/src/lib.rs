@@ -297,7 +297,9 @@ fn rerender(exps: &[Experiment], results: &std::path::Path, out: &std::path::Pat
 
 fn progress(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta} {msg}")
+    // A bar of fixed width and a message cut to the line: a long point name never squeezes
+    // the bar to nothing.
+    let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} ETA {eta} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style.progress_chars("=> "));
     bar
