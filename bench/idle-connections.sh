@@ -172,7 +172,7 @@ for s in "${servers[@]}"; do
   name=${s%%:*} want=$N
   [ "$name" != lighttpd ] || want=$((N < hard / 2 - 100 ? N : hard / 2 - 100))
   case $name in
-    floor | lighttpd | nginx | h2o | caddy) start_server "$s" ;;
+    floor | ref-* | lighttpd | nginx | h2o | caddy) start_server "$s" ;;
     *) start_spidey "$s" "$name" "${s#*:}" "$SPIDEY" --idle-timeout 600s >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac
   check_servers "$s"

@@ -2,7 +2,8 @@
 # System calls per response, per server: what each server asks of the kernel to answer one
 # request, a count that does not depend on the machine's load (timings do; these do not).
 #
-# For each server (bench/lib/servers.sh: the floor, the peers, Spidey's modes): start it,
+# For each server (bench/lib/servers.sh: the floor, the peers, the C reference servers of
+# bench/ref/, Spidey's modes): start it,
 # check it serves the file (status 200 and the exact length), warm it up untraced, then
 # trace every process of the server and send a fixed number of requests with
 # `spidey bench -c CONNS -n REQUESTS` (closed loop). The tracer, METHOD: `perf` (the
@@ -26,6 +27,8 @@
 #
 #   bench/syscalls.sh
 #   SERVERS="floor event:1" REQUESTS=2000 bench/syscalls.sh
+#   SERVERS="ref-epoll:1 event:1 ref-uring:1 uring:1" bench/syscalls.sh   # each mode beside its bare architecture
+#   SERVERS="ref-fork fork:1" METHOD=strace bench/syscalls.sh   # a process per connection: only strace follows it
 #   SERVERS=caddy METHOD=strace bench/syscalls.sh      # Go starts threads as it goes
 #   WORKLOAD=1k-close CONNS=4 bench/syscalls.sh
 #
@@ -199,5 +202,5 @@ echo
 echo "$REQUESTS requests of 1 KiB ($WORKLOAD), spidey bench -c $CONNS -n $REQUESTS, after $WARMUP untraced;" \
   "$([ "$METHOD" = perf ] && echo 'perf trace -s' || echo 'strace -f -c') on every process of each server$([ "$ring_ops" = 0 ] || echo ', perf record of the io_uring tracepoints');" \
   "server pinned to CPU ${SERVER_CPUS:-any}, client to CPU ${LOAD_CPUS:-any};" \
-  "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates bench/floor || echo '+changes');" \
+  "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates bench/floor bench/ref || echo '+changes');" \
   "$(server_versions); Linux $(uname -r), $([ "$METHOD" = perf ] && perf --version || strace -V | head -1 | sed 's/ -- version//')"

@@ -3,6 +3,9 @@
 # with its documented high-performance settings) and against the canned-reply floor (a tiny
 # epoll server that answers every request with the same bytes, bench/floor/floor.c), on the
 # same files and the same machine, in one run. The servers are started by bench/lib/servers.sh.
+# The C reference servers of bench/ref/ (ref-iterative, ref-fork, ref-thread, ref-pool,
+# ref-prefork, ref-epoll, ref-uring: each architecture bare, serving the same files) can
+# join any run, to see how close each Spidey mode comes to its own architecture.
 #
 # Two measurements, each in rounds that rotate the order of the servers:
 #   1. requests/s, closed loop: wrk -t$THREADS -c$CONNS -d$DURATION;
@@ -15,8 +18,8 @@
 # and CPU 1 by default, PIN=0 to pin nothing), so a server with several loops or workers
 # shares one CPU among them unless SERVER_CPUS names more.
 # Every server is first checked to serve each file (status 200 and the exact length); the
-# floor serves only the 1 KiB workloads, and lighttpd, h2o, Caddy and the floor take no
-# part in the TLS ones.
+# floor serves only the 1 KiB workloads, and lighttpd, h2o, Caddy, the floor and the
+# reference servers take no part in the TLS ones.
 # Tables: each server's median (min–max), the ratio to the best peer (lighttpd, nginx, h2o,
 # Caddy) and, with the floor in the run, the ratio to the floor, both taken round by round.
 # Not a test: numbers depend on the machine and its load; the load average is printed.
@@ -40,6 +43,7 @@
 #
 #   bench/vs-peers.sh
 #   SERVERS="floor lighttpd nginx:1 event:1 uring:1" ROUNDS=5 DURATION=3s bench/vs-peers.sh
+#   SERVERS="ref-epoll:1 event:1 ref-uring:1 uring:1 ref-prefork:4 prefork:4" WORKLOADS="1k-keepalive 1m-keepalive" bench/vs-peers.sh
 #   PIN=0 SERVERS="nginx:2 event:2" bench/vs-peers.sh        # two workers, on both CPUs
 #   WORKLOADS="1m-keepalive" CPU=0 bench/vs-peers.sh        # requests/s only, one workload
 #   RATE_1k_keepalive=10000 RATE_1k_close=2000 RATE_1m_keepalive=300 bench/vs-peers.sh
@@ -47,7 +51,8 @@
 #   TLS=1.2 WORKLOADS="tls-1k-close" bench/vs-peers.sh
 #
 # A server is NAME:LOOPS (bench/lib/servers.sh): floor, lighttpd, h2o and caddy (one loop
-# each), nginx:N (N worker processes), or a Spidey mode with --workers N (event:1, uring:2,
+# each), nginx:N (N worker processes), ref-NAME:N (a reference server with WORKERS N; bare
+# ref-NAME: its own default), or a Spidey mode with --workers N (event:1, uring:2,
 # hybrid:2...). With SPIDEY_ALT set to
 # another spidey binary (another commit's build), alt-MODE:N runs that one, for A/B runs:
 #   SPIDEY_ALT=/tmp/spidey-before SERVERS="lighttpd alt-event:1 event:1" bench/vs-peers.sh
@@ -117,7 +122,7 @@ BENCH=$(realpath "${CARGO_TARGET_DIR:-target}/release/spidey")
 SPIDEY=${SPIDEY:-$BENCH}
 if [ "$tls_wanted" = 1 ]; then
   for s in $SERVERS; do
-    case ${s%%:*} in floor | lighttpd | nginx | h2o | caddy) continue ;; alt-*) bin=${SPIDEY_ALT:-} ;; *) bin=$SPIDEY ;; esac
+    case ${s%%:*} in floor | ref-* | lighttpd | nginx | h2o | caddy) continue ;; alt-*) bin=${SPIDEY_ALT:-} ;; *) bin=$SPIDEY ;; esac
     if ! "$bin" serve --help 2>/dev/null | grep -q -- '--tls-cert'; then
       echo "$bin has no 'serve --tls-cert' (issue 18's TLS server is not in this build): cannot run" \
         "the tls-* workloads for $s; build one that has it, or leave them out (WORKLOADS=...)" >&2
@@ -159,7 +164,7 @@ file_of() { case $1 in 1m-* | tls-1m-*) echo 1m.bin ;; *) echo 1k.bin ;; esac; }
 # Which servers take part in a workload: all, but only Spidey and nginx serve TLS here, and
 # the floor only the 1 KiB workloads.
 serves() { # server workload
-  case $2,${1%%:*} in tls-*,lighttpd | tls-*,h2o | tls-*,caddy | tls-*,floor | 1m-*,floor) return 1 ;; *) return 0 ;; esac
+  case $2,${1%%:*} in tls-*,lighttpd | tls-*,h2o | tls-*,caddy | tls-*,floor | tls-*,ref-* | 1m-*,floor) return 1 ;; *) return 0 ;; esac
 }
 url_of() { # server workload
   local f
@@ -324,7 +329,7 @@ if [ "$CPU" = 1 ]; then
 fi
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), Linux $(uname -r);" \
-  "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates bench/floor || echo '+changes'); $ROUNDS rounds, order rotated every round;" \
+  "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src crates bench/floor bench/ref || echo '+changes'); $ROUNDS rounds, order rotated every round;" \
   "$(server_versions); CPU accounting: $cg_kind;" \
   "$([ "$PIN" = 1 ] && echo "servers pinned to CPU $SERVER_CPUS, load generator to CPU $LOAD_CPUS" || echo "not pinned")"
 [ "$SPIDEY" = "$BENCH" ] || echo "spidey servers: $SPIDEY"

@@ -8,7 +8,10 @@
 #   curl            an independent HTTP client (tests/serve.rs, tests/cgi.rs)
 #   php-cgi         CGI through an interpreter (tests/cgi.rs)
 #   python3, perl   CGI scripts in the languages people write them in
-#   gcc             builds the example C handler (tests/handler.rs)
+#   gcc             builds the example C handler (tests/handler.rs) and the C reference
+#                   servers of bench/ref (tests/reference_servers.rs)
+#   liburing-dev    <liburing.h> for bench/ref/uring.c, the io_uring reference server
+#                   (tests/reference_servers.rs; without it that one case says it skipped)
 #   nginx-light     the peer of the differential test (tests/differential_nginx.rs)
 #   openssl         makes a --basic-auth hash as the README says (tests/features_access.rs)
 #   (curl and python3 are also the independent TLS clients of tests/tls.rs)
@@ -27,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-pip perl gcc nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
+packages=(curl php-cgi python3 python3-pip perl gcc liburing-dev nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,7 +13,13 @@
 #   h2o          h2o with num-threads: 1 (started as root it runs as nobody: its pid file
 #                and error log are in a directory anyone may write);
 #   caddy        caddy run, admin and automatic HTTPS off, GOMAXPROCS=1;
-#   MODE:N       a Spidey mode with --workers N (event:1, uring:1, hybrid:1...);
+#   ref-NAME[:N] a C reference server of bench/ref/ (iterative, fork, thread, pool, prefork,
+#                epoll, uring; built here with bench/ref/build.sh), with WORKERS N where it
+#                has workers (pool, prefork) or loops (epoll, uring), its own default
+#                without :N; the bare architecture a Spidey mode is measured against
+#                (ref-epoll:1 beside event:1, ref-prefork:4 beside prefork:4...);
+#   MODE:N       a Spidey mode with --workers N (event:1, uring:1, hybrid:1...); single,
+#                fork and thread take no --workers (single:1, fork:1 and thread:1 are those);
 #   alt-MODE:N   the same with $SPIDEY_ALT (another build) and $SPIDEY_ALT_ARGS.
 # No access log anywhere.
 #
@@ -41,7 +47,8 @@ install_server_packages() { # servers...
       lighttpd) [ -x "$LIGHTTPD" ] || need+=(lighttpd) ;;
       h2o) [ -x "$H2O" ] || need+=(h2o) ;;
       caddy) [ -x "$CADDY" ] || need+=(caddy) ;;
-      floor) command -v gcc >/dev/null || need+=(gcc libc6-dev) ;;
+      floor | ref-*) command -v gcc >/dev/null || need+=(gcc libc6-dev) ;;&
+      ref-uring) [ -e /usr/include/liburing.h ] || need+=(liburing-dev) ;;
     esac
   done
   if [ "${#need[@]}" -gt 0 ]; then
@@ -193,11 +200,25 @@ start_floor() { # name
   port[$1]=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
 }
 
+# A reference server, ref-NAME or ref-NAME:N (WORKERS N). A build that fails leaves no
+# port, and check_servers shows why (build.sh's message is in the server's output).
+start_ref() { # name
+  local out="$tmp/${1//:/-}.out" ref=${1%%:*} workers=()
+  ref=${ref#ref-}
+  [[ $1 != *:* ]] || workers=("${1#*:}")
+  [ -x "$tmp/ref/$ref" ] || bench/ref/build.sh "$tmp/ref" "$ref" >/dev/null || return 0
+  start "$1" "$tmp/ref/$ref" "$tmp/www" 0 "${workers[@]}"
+  for _ in $(seq 50); do grep -q listening "$out" 2>/dev/null && break; sleep 0.1; done
+  port[$1]=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
+}
+
 start_spidey() { # name mode workers [binary [serve flags...]]
   local name=$1 mode=$2 workers=$3 bin=${4:-$SPIDEY}
   shift $(($# < 4 ? $# : 4))
-  local out="$tmp/${name//:/-}.out"
-  start "$name" "$bin" serve "$tmp/www" --port 0 --quiet --mode "$mode" --workers "$workers" \
+  local out="$tmp/${name//:/-}.out" count=(--workers "$workers")
+  # single, fork and thread have no workers to count and refuse --workers (fork:1 is fork).
+  case $mode in single | fork | thread) count=() ;; esac
+  start "$name" "$bin" serve "$tmp/www" --port 0 --quiet --mode "$mode" "${count[@]}" \
     --max-requests 4000000000 --max-conns 100000 "$@"
   for _ in $(seq 50); do grep -q listening "$out" 2>/dev/null && break; sleep 0.1; done
   port[$name]=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
@@ -219,6 +240,7 @@ start_server() { # server
   [ "$loops" = "$s" ] && loops=1
   case $name in
     floor) start_floor "$s" >"$out" 2>&1 ;;
+    ref-*) start_ref "$s" >"$out" 2>&1 ;;
     lighttpd) start_lighttpd "$s" >"$out" 2>&1 ;;
     nginx) start_nginx "$s" "$loops" >"$out" 2>&1 ;;
     h2o) start_h2o "$s" >"$out" 2>&1 ;;
@@ -230,7 +252,7 @@ start_server() { # server
   if [ "$tls_wanted" = 1 ]; then
     case $name in
       alt-*) start_spidey_tls "$s" "${name#alt-}" "$loops" "$SPIDEY_ALT" ;;
-      floor | lighttpd | nginx | h2o | caddy) ;;
+      floor | ref-* | lighttpd | nginx | h2o | caddy) ;;
       *) start_spidey_tls "$s" "$name" "$loops" "$SPIDEY" ;;
     esac
   fi
