@@ -87,7 +87,7 @@ impl Machine {
     /// `machine.json`, as data ([`render::literal`]).
     pub fn table(&self) -> Table {
         let rows = self.rows().into_iter().map(|(k, v)| vec![k.to_string(), render::literal(&v)]).collect();
-        Table::new(vec![String::new(), String::new()], rows)
+        Table::new(vec!["Machine".to_string(), "This run".to_string()], rows)
     }
 
     /// (name, value) rows of the machine table.
