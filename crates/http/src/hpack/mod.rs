@@ -20,10 +20,11 @@
 //!   [`Field::never_indexed`] and the encoder keeps it, so a proxy can pass it on.
 //!
 //! What it does not do: HTTP/2 framing (HEADERS, CONTINUATION and SETTINGS frames, their
-//! reassembly and acknowledgement) is the caller's, which hands in whole blocks and the
-//! table sizes once settled. Nor does it check what the fields say (lower-case names,
-//! pseudo-header order, connection-specific fields: RFC 9113 §8.2), and the decoder does
-//! not decode a block incrementally, as it arrives.
+//! reassembly and acknowledgement) is not written yet; its caller will hand in whole blocks,
+//! bound how large a block it buffers (the decoder's scratch buffers grow to at most 8/5 of
+//! a block), and pass the table sizes once settled. Nor does it check what the fields say
+//! (lower-case names, pseudo-header order, connection-specific fields: RFC 9113 §8.2), and
+//! the decoder does not decode a block incrementally, as it arrives.
 //!
 //! The parts, by concept: `integer` (§5.1), `huffman` (§5.2 and Appendix B), `table` (the
 //! static table of Appendix A and the dynamic table, §2.3 and §4), `decoder`, `encoder`.
