@@ -17,6 +17,8 @@
 //! - [`encoder`]: the framing of a response body as it is written (length, chunked,
 //!   close-delimited).
 //! - [`negotiate`]: `Accept-Encoding` and `Accept` with q-values.
+//! - [`hpack`]: HTTP/2's header compression (RFC 7541), encoder and decoder, for the HTTP/2
+//!   codec to come.
 
 pub mod cgi;
 pub mod chunked;
@@ -25,6 +27,7 @@ pub mod date;
 pub mod encoder;
 pub mod error;
 pub mod field;
+pub mod hpack;
 pub mod negotiate;
 pub mod range;
 pub mod request;
