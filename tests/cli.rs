@@ -331,3 +331,31 @@ fn completions_and_man_pages_are_made_from_the_command_line() {
     let (code, stderr) = run(&["man", "<nope>"]);
     assert_eq!((code, stderr.lines().count()), (Some(2), 1), "{stderr}");
 }
+
+/// Warnings come after the startup line: through a terminal (as over `ssh -t`, the lab's
+/// way to a server host) stderr and stdout are one stream, and the first line is what
+/// scripts and the lab read for the port. As root with `--cgi` there is a warning; with
+/// users whose hashes differ, another.
+#[test]
+fn warnings_come_after_the_startup_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let sha = "$5$rounds=1000$saltsalt$FLZBNcPIHUI5fhKsgV3Ud8xe8x6kNWxRhLnzJIv7Hg.";
+    let bcrypt = "$2y$04$abcdefghijklmnopqrstuuDDfC6eUOhFyz36vZxjAs.tGwCgqcTXe";
+    let script = format!(
+        "exec {} serve {} -p 0 -q --cgi --basic-auth 'ann:{sha}' --basic-auth 'bob:{bcrypt}' 2>&1",
+        env!("CARGO_BIN_EXE_spidey"),
+        dir.path().display()
+    );
+    let mut server = Command::new("sh").args(["-c", &script]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        lines.push(line);
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(lines[0].starts_with("spidey listening on http://127.0.0.1:"), "{lines:?}");
+    assert!(lines[1].starts_with("spidey: warning: "), "{lines:?}");
+}

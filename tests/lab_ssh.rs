@@ -208,9 +208,9 @@ fn lab_over_ssh_copies_the_root_to_the_server_host_and_removes_it() {
     // `--quick` measures each point three times.
     assert_eq!(records.len(), 6, "{journal}");
     for record in &records {
-        let raw: BenchResult = serde_json::from_value(record["raw"].clone()).expect("the point's result");
         // Measured only after the lab's probe got a first body of the exact length.
-        assert_eq!(record["outcome"], "measured", "{journal}");
+        assert_eq!(record["outcome"], "measured", "{journal}\n{stderr}");
+        let raw: BenchResult = serde_json::from_value(record["raw"].clone()).expect("the point's result");
         // A point repeats its 1000 requests in batches until it lasts the minimum duration.
         let n = 1000 * record["measurement"]["batches"].as_u64().expect("batches");
         assert_eq!(raw.requests, n, "{journal}");

@@ -66,9 +66,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let port = listeners[0].addr.port();
     // CGI's SERVER_PORT: known only now, with --port 0.
     server.site.set_port(port);
+    let mut warnings = Vec::new();
     if account.is_none() && spidey_sys::user::effective_uid() == 0 && runs_programs(&server) {
-        eprintln!("spidey: warning: running as root, so CGI scripts and handlers run as root: --user NAME drops to NAME after binding");
+        warnings.push(
+            "running as root, so CGI scripts and handlers run as root: --user NAME drops to NAME after binding"
+                .to_string(),
+        );
     }
+    warnings.extend(server.site.options().auth.as_ref().and_then(crate::content::access::BasicAuth::uneven_costs));
     // `--redirect-http`: bound beside the listeners, and started now, while this process
     // has one thread (a forking mode forks it a process of its own).
     let redirecting = match redirect_http {
@@ -104,6 +109,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     drop(out);
+    // After the startup lines, which scripts read first (through a terminal, as over
+    // `ssh -t`, stderr and stdout are one stream).
+    for warning in warnings {
+        eprintln!("spidey: warning: {warning}");
+    }
     let mut ctx = ModeContext {
         server,
         listeners,
@@ -206,9 +216,6 @@ fn site_features(args: &ServeArgs, features: ServeFeatures) -> Result<SiteOption
     response_headers.extend(features.security_headers);
     let users = [args.basic_auth.as_slice(), &features.htpasswd].concat();
     let auth = access::BasicAuth::parse(&users).map_err(ConfigError)?;
-    if let Some(warning) = auth.as_ref().and_then(access::BasicAuth::uneven_costs) {
-        eprintln!("spidey: warning: {warning}");
-    }
     Ok(SiteOptions {
         compress: compress::CompressOptions { precompressed: args.precompressed, on_the_fly: args.compress },
         auth,
