@@ -161,15 +161,16 @@ impl Spidey {
     }
 
     /// The access log so far (reads stdout until `lines` lines have arrived).
-    /// The next `lines` access-log lines on stdout (the startup lines that follow the
-    /// first, `spidey reachable at ...` for `--addr ::`, are not log lines: skipped).
+    /// The next `lines` lines on stdout after the first (access-log lines, or the startup
+    /// lines a test asks for, such as `spidey redirecting ...`); `spidey reachable at ...`
+    /// (`--addr ::`) is skipped.
     pub fn log_lines(&mut self, lines: usize) -> Vec<String> {
         let out = self.stdout.as_mut().unwrap();
         let mut got = Vec::with_capacity(lines);
         while got.len() < lines {
             let mut l = String::new();
             assert!(out.read_line(&mut l).unwrap() > 0, "stdout closed after {} log lines", got.len());
-            if !l.starts_with("spidey ") {
+            if !l.starts_with("spidey reachable at ") {
                 got.push(l);
             }
         }
