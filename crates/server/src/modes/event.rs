@@ -16,7 +16,7 @@
 use super::evloop::conns::{Op, Tag};
 use super::evloop::offload::{self, Desk};
 use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
-use super::loops::{self, LoopContext};
+use super::loops::LoopContext;
 use super::send::Sent;
 use super::session::{Buffers, Session};
 use super::tls::Inflow;
@@ -32,16 +32,7 @@ use std::time::Duration;
 /// Starts the loops; with `--basic-auth`, first the pool that hashes passwords off them
 /// ([`offload::for_passwords`]), finished once every loop has returned.
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let pool = offload::for_passwords(&ctx)?;
-    let desks = pool.clone();
-    let result = loops::run(ctx, "event", move |lc| {
-        let desk = desks.as_ref().map(|pool| pool.desk(lc.index));
-        event_loop(lc, desk)
-    });
-    if let Some(pool) = pool {
-        pool.finish();
-    }
-    result
+    offload::run_loops_with_password_pool(ctx, "event", event_loop)
 }
 
 /// One epoll loop; `offload`: its desk at a worker pool (`hybrid`'s, or the password pool),

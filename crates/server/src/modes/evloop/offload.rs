@@ -155,6 +155,25 @@ pub(crate) fn for_passwords(ctx: &ModeContext) -> anyhow::Result<Option<Arc<Offl
     Ok(Some(Arc::new(pool.map_err(|e| anyhow::anyhow!("start the password workers: {e}"))?)))
 }
 
+/// `event`'s and `uring`'s start: the password pool if `--basic-auth` asks for one
+/// ([`for_passwords`]), then `name`'s loops (`loops::run`), each running `body` with its
+/// desk at that pool; once every loop has returned, the pool is finished.
+pub(crate) fn run_loops_with_password_pool<F>(ctx: ModeContext, name: &str, body: F) -> anyhow::Result<()>
+where
+    F: Fn(crate::modes::loops::LoopContext, Option<Desk>) -> anyhow::Result<()> + Send + Sync + 'static,
+{
+    let pool = for_passwords(&ctx)?;
+    let desks = pool.clone();
+    let result = crate::modes::loops::run(ctx, name, move |lc| {
+        let desk = desks.as_ref().map(|pool| pool.desk(lc.index));
+        body(lc, desk)
+    });
+    if let Some(pool) = pool {
+        pool.finish();
+    }
+    result
+}
+
 /// How much lower than the loops' the workers' scheduling priority is (a nice value).
 /// On a machine with as many loops as cores, CPU-bound jobs would otherwise share the
 /// cores evenly with the loops, and a static request would wait its turn behind them as

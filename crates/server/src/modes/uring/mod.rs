@@ -27,7 +27,7 @@ use super::evloop::conns::{ConnId, Tag};
 use super::evloop::offload::{self, Desk};
 use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::limit::LoopLimit;
-use super::loops::{self, LoopContext};
+use super::loops::LoopContext;
 use super::send::Sent;
 use super::session::{Buffers, Held, Session};
 use super::ModeContext;
@@ -57,16 +57,7 @@ pub fn check_available() -> Result<(), ConfigError> {
 /// Starts the loops; with `--basic-auth`, first the pool that hashes passwords off them
 /// (`offload::for_passwords`), finished once every loop has returned.
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let pool = offload::for_passwords(&ctx)?;
-    let desks = pool.clone();
-    let result = loops::run(ctx, "uring", move |lc| {
-        let desk = desks.as_ref().map(|pool| pool.desk(lc.index));
-        ring_loop(lc, desk)
-    });
-    if let Some(pool) = pool {
-        pool.finish();
-    }
-    result
+    offload::run_loops_with_password_pool(ctx, "uring", ring_loop)
 }
 
 /// One ring loop; `offload`: its desk at the password pool, whose doorbell the ring polls.
