@@ -27,13 +27,15 @@
 #   python3-hpack   Python's HPACK (RFC 7541), the independent encoder and decoder our HPACK is
 #                   checked against (crates/http/tests/hpack_python.rs, which runs
 #                   /usr/bin/python3 and says it skipped when that cannot import hpack)
+#   python3-h2      Python's HTTP/2 client (hyper-h2): a client speaking HTTP/2 by prior
+#                   knowledge must read Spidey's refusal as HTTP/2 (tests/http_strict.rs)
 #   python3-pip     to install HdrHistogram's Python implementation from PyPI, which decodes
 #                   spidey bench's histograms (tests/bench_merge.rs); optional: the test says
 #                   it skipped when the module cannot be had
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-hpack python3-pip perl gcc liburing-dev nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
+packages=(curl php-cgi python3 python3-hpack python3-h2 python3-pip perl gcc liburing-dev nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

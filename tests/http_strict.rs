@@ -270,4 +270,72 @@ fn base64(data: &[u8]) -> String {
     out
 }
 
-for_each_mode!(http_strict_cases_answer_as_the_table_says, http_strict_folded_response_field_is_never_passed_on);
+/// A client speaking HTTP/2 by prior knowledge (Python's hyper-h2, Debian's python3-h2,
+/// over TLS after offering ALPN `h2` and `http/1.1`): it prints the ALPN agreed, the
+/// HTTP/2 events it read until the server closed, and (over TLS) what a client offering
+/// `h2` alone gets.
+const H2_CLIENT: &str = r#"
+import socket, ssl, sys
+import h2.config, h2.connection, h2.events
+port, ca = int(sys.argv[1]), sys.argv[2]
+def connect(alpn):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if ca == "-":
+        return s, "-"
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(alpn)
+    s = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+    return s, s.selected_alpn_protocol()
+s, agreed = connect(["h2", "http/1.1"])
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection()
+c.send_headers(1, [(":method", "GET"), (":path", "/hello.txt"), (":scheme", "http"), (":authority", "t")], end_stream=True)
+s.sendall(c.data_to_send())
+seen = []
+while True:
+    data = s.recv(65536)
+    if not data:
+        break
+    for e in c.receive_data(data):
+        if isinstance(e, h2.events.ConnectionTerminated):
+            seen.append("GOAWAY %d last %d %s" % (e.error_code, e.last_stream_id, e.additional_data.decode()))
+        else:
+            seen.append(type(e).__name__)
+alone = "-"
+if ca != "-":
+    try:
+        connect(["h2"])
+        alone = "accepted"
+    except ssl.SSLError as e:
+        alone = "no application protocol" if "no application protocol" in str(e) else str(e)
+print(agreed, "|", ", ".join(seen), "|", alone)
+"#;
+
+/// The protocol is chosen before any HTTP/1 parsing: HTTP/2's preface is answered in
+/// HTTP/2 (SETTINGS, then GOAWAY `HTTP_1_1_REQUIRED` = 13) and the connection closes,
+/// where the HTTP/1 parser alone answered `505` in HTTP/1.1 bytes an HTTP/2 client cannot
+/// read. Over TLS, a client offering `h2` and `http/1.1` gets `http/1.1`, and one offering
+/// `h2` alone is refused in the handshake (RFC 7301's `no_application_protocol`).
+fn http2_by_prior_knowledge_gets_http2s_own_refusal(mode: &str) {
+    let fx = Fixture::new();
+    let s = Spidey::start(mode, &fx.root(), &[]);
+    let ca = if s.tls { common::tls::ca_file().to_str().unwrap().to_string() } else { "-".into() };
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", H2_CLIENT, &s.port.to_string(), &ca])
+        .output()
+        .expect("/usr/bin/python3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    let goaway = "RemoteSettingsChanged, GOAWAY 13 last 0 HTTP/2 is not served here; use HTTP/1.1";
+    let want =
+        if s.tls { format!("http/1.1 | {goaway} | no application protocol") } else { format!("- | {goaway} | -") };
+    assert_eq!(text.trim(), want);
+    // The server still serves HTTP/1.1 on the next connection.
+    assert_eq!(s.get("/hello.txt", &[]).status, 200);
+}
+
+for_each_mode!(
+    http_strict_cases_answer_as_the_table_says,
+    http_strict_folded_response_field_is_never_passed_on,
+    http2_by_prior_knowledge_gets_http2s_own_refusal,
+);

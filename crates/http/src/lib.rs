@@ -16,11 +16,14 @@
 //! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
 //! - [`encoder`]: the framing of a response body as it is written (length, chunked,
 //!   close-delimited).
+//! - [`choice`]: which protocol a connection speaks, from ALPN and its first bytes
+//!   (HTTP/1.1 here; HTTP/2's preface gets HTTP/2's own refusal).
 //! - [`negotiate`]: `Accept-Encoding` and `Accept` with q-values.
 //! - [`hpack`]: HTTP/2's header compression (RFC 7541), encoder and decoder, for the HTTP/2
 //!   codec to come.
 
 pub mod cgi;
+pub mod choice;
 pub mod chunked;
 pub mod conditional;
 pub mod date;

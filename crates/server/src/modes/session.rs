@@ -25,6 +25,7 @@ use super::send::{self, After, Outgoing, Response, Sent};
 use super::transport::{RingSend, Transport};
 use crate::exchange::{Answer, Body, Exchanger, Offloading, Step};
 use crate::server::Server;
+use spidey_http::choice::{self, Choice, Protocol};
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
@@ -117,6 +118,9 @@ pub(crate) struct Session {
     /// How the connection's bytes move: plain, TLS (`--tls-cert`) or `uring`'s ring,
     /// chosen once when it was accepted ([`Session::open`]).
     transport: Transport,
+    /// The protocol it speaks, chosen once from ALPN and its first bytes
+    /// ([`choice::choose`]); `None` until they decide.
+    protocol: Option<Protocol>,
 }
 
 impl Session {
@@ -134,6 +138,7 @@ impl Session {
             hold: Hold::None,
             lingering: false,
             transport: Transport::Plain,
+            protocol: None,
         }
     }
 
@@ -210,6 +215,9 @@ impl Session {
         if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.hold == Hold::Offloaded {
             return Answered::No;
         }
+        if self.protocol.is_none() && !self.choose_protocol(buffers) {
+            return if self.is_sending() { Answered::Ready } else { Answered::No };
+        }
         let must_close = closing || self.served + 1 >= server.max_requests;
         let bytes = &self.inbuf[self.start..self.end];
         let answer = match ex.step_routed(server, bytes, self.peer, must_close, offload) {
@@ -222,6 +230,26 @@ impl Session {
         };
         self.apply(answer, buffers);
         Answered::Ready
+    }
+
+    /// Chooses the connection's protocol from ALPN and its first bytes; returns whether it
+    /// speaks one here. False: wait for more bytes, or (HTTP/2) the refusal is framed and
+    /// the connection closes after it, what it sent dropped unread.
+    fn choose_protocol(&mut self, buffers: &mut Buffers) -> bool {
+        match choice::choose(self.transport.alpn(), &self.inbuf[self.start..self.end]) {
+            Choice::NeedMore => false,
+            Choice::Speak(protocol) => {
+                self.protocol = Some(protocol);
+                true
+            }
+            Choice::RefuseHttp2 => {
+                self.start = self.end;
+                self.keep_alive = false;
+                self.release_inbuf_if_empty(buffers);
+                self.stage(choice::HTTP2_REFUSAL, Body::Empty, buffers);
+                false
+            }
+        }
     }
 
     /// Takes in an answer to the request at the front of the buffer.

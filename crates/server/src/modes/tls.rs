@@ -162,6 +162,11 @@ impl Tls {
         self.began && self.conn.is_handshaking()
     }
 
+    /// The application protocol ALPN agreed on, once the handshake has got that far.
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
     /// Whether rustls has ciphertext to send (handshake, tickets, alerts, records).
     pub(crate) fn wants_write(&self) -> bool {
         self.conn.wants_write()

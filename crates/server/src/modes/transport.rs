@@ -99,6 +99,14 @@ impl Transport {
         }
     }
 
+    /// The application protocol the TLS handshake agreed on (ALPN), if any.
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Transport::Tls(tls) => tls.alpn(),
+            _ => None,
+        }
+    }
+
     /// Whether a TLS handshake has begun and not ended: the head deadline bounds it.
     pub(crate) fn mid_handshake(&self) -> bool {
         matches!(self, Transport::Tls(tls) if tls.mid_handshake())
