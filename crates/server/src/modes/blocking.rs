@@ -21,8 +21,7 @@
 
 use super::send::Sent;
 use super::session::{Answered, Buffers, Held, HoldEnd, Session, RECV_ROOM};
-use super::tls::Inflow;
-use super::transport::Inbound;
+use super::socket::{Direct, Inflow};
 use crate::exchange::{Exchanger, Offloading};
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
@@ -57,11 +56,11 @@ pub(crate) fn serve_from(
     let client = Client { stream, send_timeout: server.timeouts.send, shutdown };
     let mut exchanger = Exchanger::new();
     let mut buffers = Buffers::new(server);
-    let Some(mut session) = Session::open(peer, server, false) else { return }; // closed: no TLS state
+    let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
     if let Some((bytes, started)) = read {
         // At most max_head + RECV_ROOM bytes: the receive buffer's size.
-        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &mut buffers)) {
+        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &client.stream, &mut buffers)) {
             return;
         }
         since = Since::Head(started);
@@ -84,7 +83,7 @@ pub(crate) fn serve_from(
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut buffers)).is_err() {
+            if client.until_sent(|fd| session.send(&mut Direct(fd), &mut exchanger, server, &mut buffers)).is_err() {
                 break;
             }
             continue;
@@ -92,7 +91,7 @@ pub(crate) fn serve_from(
         // Need more bytes: wait for them (unless rustls holds decrypted ones already).
         crate::log::flush();
         let deadline = since.deadline(server);
-        let ready = session.inbound() == Inbound::Held
+        let ready = session.holds_input()
             || if session.has_partial_request() {
                 // A request has begun: it may finish within its deadline, shutdown or not.
                 wait_socket(&client.stream, PollFlags::IN, deadline)
@@ -105,12 +104,12 @@ pub(crate) fn serve_from(
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
                 session.answer_timeout(&mut exchanger, server, &mut buffers);
-                let sent = client.until_sent(|fd| session.send(fd, None, &mut exchanger, server, &mut buffers));
+                let sent = client.until_sent(|fd| session.send(&mut Direct(fd), &mut exchanger, server, &mut buffers));
                 finish(&client, &mut session, &mut buffers, server, sent);
             }
             break;
         }
-        match session.read_from(&client.stream, &mut buffers) {
+        match session.read_from(&mut Direct(&client.stream), &mut buffers) {
             Inflow::Bytes { .. } => {
                 if let Since::Idle(_) = since {
                     since = Since::Head(Instant::now());
@@ -176,7 +175,7 @@ fn linger(client: &Client<'_>, session: &mut Session, buffers: &mut Buffers, ser
     let deadline = Instant::now() + server.timeouts.idle;
     while let Ok(Wake::Ready) = wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline)) {
         // Read and dropped: the session lingers.
-        if let Inflow::Closed = session.read_from(&client.stream, buffers) {
+        if let Inflow::Closed = session.read_from(&mut Direct(&client.stream), buffers) {
             return;
         }
     }
@@ -202,7 +201,7 @@ fn respond(
     buffers: &mut Buffers,
 ) -> io::Result<()> {
     loop {
-        match session.send(&client.stream, None, ex, server, buffers) {
+        match session.send(&mut Direct(&client.stream), ex, server, buffers) {
             Sent::Done => return Ok(()),
             Sent::Blocked => client.wait_room()?,
             Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
@@ -210,14 +209,14 @@ fn respond(
                 // The whole body is bounded (`Session::body_deadline`), not each read: past
                 // it, the next send answers 408.
                 let deadline = session.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
-                if session.inbound() != Inbound::Held {
+                if !session.holds_input() {
                     match wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline))? {
                         Wake::Ready => {}
                         Wake::Timeout => continue,
                         Wake::Shutdown => return Err(io::ErrorKind::Interrupted.into()),
                     }
                 }
-                if let Inflow::Closed = session.read_from(&client.stream, buffers) {
+                if let Inflow::Closed = session.read_from(&mut Direct(&client.stream), buffers) {
                     return Err(io::ErrorKind::UnexpectedEof.into());
                 }
             }

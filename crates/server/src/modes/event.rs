@@ -19,8 +19,7 @@ use super::evloop::{self, Backend, ConnRef, Loop, Received, Shared};
 use super::loops::LoopContext;
 use super::send::Sent;
 use super::session::{Buffers, Session};
-use super::tls::Inflow;
-use super::transport::Inbound;
+use super::socket::{Direct, Inflow};
 use super::ModeContext;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
@@ -100,7 +99,6 @@ impl Io {
 impl Backend for Epoll {
     type Io = Io;
     const ONE_SHOT_LISTENER: bool = false;
-    const RING: bool = false;
 
     fn wait(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
         match self.poll.poll(&mut self.events, timeout.map(round_up_ms)) {
@@ -155,7 +153,7 @@ impl Backend for Epoll {
     }
 
     fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
-        match conn.session.send(&io.stream, None, shared.ex, shared.server, shared.buffers) {
+        match conn.session.send(&mut Direct(&io.stream), shared.ex, shared.server, shared.buffers) {
             Sent::Blocked if !io.writable_interest => {
                 // Adding the interest reports the socket at once if it is writable again
                 // already, so no edge is lost.
@@ -173,10 +171,10 @@ impl Backend for Epoll {
     /// Reads until drained: a short plain read or EAGAIN. Over TLS, plaintext rustls
     /// still holds is taken even when the socket is drained.
     fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received {
-        if io.drained && conn.session.inbound() != Inbound::Held {
+        if io.drained && !conn.session.holds_input() {
             return Received::Wait;
         }
-        match conn.session.read_from(&io.stream, buffers) {
+        match conn.session.read_from(&mut Direct(&io.stream), buffers) {
             Inflow::Bytes { short } => {
                 io.drained = short && !io.peer_closed;
                 Received::Bytes

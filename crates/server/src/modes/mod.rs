@@ -11,8 +11,8 @@
 //!    [`blocking::serve`]; event-driven modes run the loop skeleton of [`evloop`] with a
 //!    backend. Both drive a `session::Session`, which feeds bytes to
 //!    [`crate::exchange::Exchanger`] and moves the [`crate::exchange::Body`] it returns by the
-//!    rules of [`send`], written once, over the connection's [`transport`] (plain, TLS
-//!    or the ring), the one place a response's bytes are written. A mode never decides
+//!    rules of [`send`], written once, over the connection's [`transport`] (clear or
+//!    TLS) and the driver's [`socket`], the one place a response's bytes are written. A mode never decides
 //!    content, and parses HTTP only where it must know a head is whole before it forks
 //!    (`fork --fork-after-parse`), so adding one never touches those layers.
 //! 2. **Stop when [`Shutdown`] fires**: stop accepting at once, let in-flight responses
@@ -44,6 +44,7 @@ mod session;
 #[cfg(feature = "fuzzing")]
 pub mod session_fuzz;
 pub mod single;
+mod socket;
 pub mod thread;
 mod timer;
 pub(crate) mod tls;

@@ -1,7 +1,7 @@
 //! The rules by which a response leaves, written once for every driver (the blocking one,
 //! `blocking.rs`, and the event loops' [`Session`](super::session::Session)) and every
-//! transport (`transport.rs`: plain, TLS, or the ring of `uring`), over the one [`Wire`] a
-//! connection's transport supplies.
+//! transport (`transport.rs`: clear or TLS) over every socket (`socket.rs`: direct system
+//! calls, or `uring`'s ring sends), over the one [`Wire`] they make together.
 //!
 //! A framed response is its out bytes (the head and any small in-memory body, one buffer)
 //! and then an optional [`Outgoing`] body: a file moved without a copy through user space
@@ -22,9 +22,9 @@
 //! instead; here the socket is non-blocking and the driver waits for room).
 //!
 //! [`send_bytes`] is the one place buffer bytes are written to a client socket by a system
-//! call (plain out bytes and shared bodies, TLS ciphertext); a plain file body moves with
-//! sendfile(2) in `transport.rs`, and `uring`'s ring send (`spidey_sys::uring::Ring::send`,
-//! `transport/ring.rs`) is the one other kind of write, of the same out bytes.
+//! call (clear out bytes and shared bodies, TLS ciphertext); a clear file body moves with
+//! sendfile(2) in `socket.rs`, and `uring`'s ring send (`spidey_sys::uring::Ring::send`,
+//! `uring/socket.rs`) is the one other kind of write, of the same out bytes.
 
 use crate::exchange::{Body, CgiResponse};
 use rustix::io::Errno;
@@ -73,8 +73,8 @@ pub(crate) enum Outgoing {
 pub(crate) enum Sent {
     /// The whole response is out.
     Done,
-    /// The socket is full: wait until it is writable (or, on the ring transport, a ring
-    /// send holds the out bytes: wait for its completion).
+    /// The socket is full: wait until it is writable (or, on `uring`, a ring send holds
+    /// the out bytes: wait for its completion).
     Blocked,
     /// The peer left (EPIPE, ECONNRESET) or the file shrank: close.
     Failed,
@@ -144,14 +144,16 @@ pub(crate) trait Wire {
         Ok(())
     }
 
-    /// Writes the out bytes `out[*pos..]`, moving `pos` past what leaves. `then_waits`:
-    /// they are all that is left of the response, and the connection then waits for its
-    /// next request. A transport that sends asynchronously (the ring) may take the buffer
-    /// (`out` is then empty) and say EAGAIN until it gives it back.
-    fn write_out(&mut self, out: &mut Vec<u8>, pos: &mut usize, more: bool, then_waits: bool) -> Result<(), Errno> {
+    /// Writes the out bytes still unsent ([`OutBytes::Held`]), moving `pos` past what
+    /// leaves. `then_waits`: they are all that is left of the response, and the connection
+    /// then waits for its next request. A socket that sends asynchronously (`uring`'s ring)
+    /// may lend itself the buffer ([`OutBytes::Lent`]) and say EAGAIN until its completion
+    /// gives it back; no other wire has a lent buffer to write.
+    fn write_out(&mut self, out: &mut OutBytes, more: bool, then_waits: bool) -> Result<(), Errno> {
         let _ = then_waits;
-        while *pos < out.len() {
-            match self.write(&out[*pos..], more) {
+        let OutBytes::Held { buf, pos } = out else { return Err(Errno::AGAIN) };
+        while *pos < buf.len() {
+            match self.write(&buf[*pos..], more) {
                 Ok(0) => return Err(Errno::IO),
                 Ok(n) => *pos += n,
                 Err(Errno::INTR) => {}
@@ -162,11 +164,66 @@ pub(crate) trait Wire {
     }
 }
 
+/// A response's out bytes (its head and any in-memory body) and who holds them: the one
+/// place that says so.
+#[derive(Debug)]
+pub(crate) enum OutBytes {
+    /// The connection holds them; `buf[pos..]` is still to send (an empty `buf`: none).
+    /// INVARIANT: `pos <= buf.len()`.
+    Held { buf: Vec<u8>, pos: usize },
+    /// An asynchronous send (`uring`'s ring send) holds the buffer, from `pos` on, until its
+    /// completion gives it back to the socket that lent it, whose next
+    /// [`Wire::write_out`] makes it [`OutBytes::Held`] again.
+    Lent { pos: usize },
+}
+
+impl Default for OutBytes {
+    fn default() -> OutBytes {
+        OutBytes::Held { buf: Vec::new(), pos: 0 }
+    }
+}
+
+impl OutBytes {
+    /// Whether there are no out bytes (none framed, or all given back).
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self, OutBytes::Held { buf, .. } if buf.is_empty())
+    }
+
+    /// Whether some are still to leave (a lent buffer counts until it is given back).
+    fn unsent(&self) -> bool {
+        match self {
+            OutBytes::Held { buf, pos } => *pos < buf.len(),
+            OutBytes::Lent { .. } => true,
+        }
+    }
+
+    /// Whether none has left yet.
+    fn at_start(&self) -> bool {
+        matches!(self, OutBytes::Held { pos: 0, .. })
+    }
+
+    /// The held buffer to append to, or `None` while it is lent.
+    pub(crate) fn buf_mut(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            OutBytes::Held { buf, .. } => Some(buf),
+            OutBytes::Lent { .. } => None,
+        }
+    }
+
+    /// Empties them, handing back the held buffer if it has an allocation (a lent one is
+    /// its send's, and is dropped with it).
+    pub(crate) fn take(&mut self) -> Option<Vec<u8>> {
+        match std::mem::take(self) {
+            OutBytes::Held { buf, .. } if buf.capacity() > 0 => Some(buf),
+            _ => None,
+        }
+    }
+}
+
 /// A framed response being sent, as its connection holds it.
 pub(crate) struct Response<'a> {
-    /// The out bytes, `out[*pos..]` still to go (empty while lent to a ring send).
-    pub(crate) out: &'a mut Vec<u8>,
-    pub(crate) pos: &'a mut usize,
+    /// The out bytes.
+    pub(crate) out: &'a mut OutBytes,
     /// The body to move after them.
     pub(crate) body: &'a mut Option<Outgoing>,
     /// What follows the response on its connection.
@@ -178,9 +235,9 @@ pub(crate) struct Response<'a> {
 /// left to the caller ([`Sent::Done`] once the out bytes are out), which pumps the
 /// script's output into the out bytes.
 pub(crate) fn send_response<W: Wire>(wire: &mut W, response: Response<'_>) -> Sent {
-    let Response { out, pos, body, after } = response;
+    let Response { out, body, after } = response;
     let more = file_follows(body);
-    if *pos == 0 && more && after == After::Close {
+    if out.at_start() && more && after == After::Close {
         // The body's last partial segment then leaves with the FIN, one packet instead of
         // two (a loopback packet costs the sender the receiver's processing too), as
         // nginx's `tcp_nopush` does: close(2) sends tail and FIN at once. With input left
@@ -188,9 +245,9 @@ pub(crate) fn send_response<W: Wire>(wire: &mut W, response: Response<'_>) -> Se
         // resets would drop the corked tail instead of sending it.
         wire.cork();
     }
-    if *pos < out.len() {
+    if out.unsent() {
         let then_waits = after == After::Wait && body.is_none();
-        if let Err(e) = wire.write_out(out, pos, more, then_waits) {
+        if let Err(e) = wire.write_out(out, more, then_waits) {
             return blocked_or_failed(e);
         }
     }
@@ -359,7 +416,7 @@ mod tests {
         ];
         for (name, sent, then, after, room, file_len, flush, want, calls) in cases {
             let mut wire = Recorder { log: Vec::new(), room: *room, file_len: *file_len, flush: *flush };
-            let (mut out, mut pos) = (b"HEAD".to_vec(), *sent);
+            let mut out = OutBytes::Held { buf: b"HEAD".to_vec(), pos: *sent };
             let mut body = match then {
                 Then::Nothing => None,
                 Then::File(len) => {
@@ -368,11 +425,11 @@ mod tests {
                 }
                 Then::Shared(len) => Some(Outgoing::Shared { bytes: vec![b'x'; *len].into(), offset: 0, end: *len }),
             };
-            let response = Response { out: &mut out, pos: &mut pos, body: &mut body, after: *after };
+            let response = Response { out: &mut out, body: &mut body, after: *after };
             assert_eq!(send_response(&mut wire, response), *want, "{name}");
             assert_eq!(wire.log.join(", "), *calls, "{name}");
             if *want == Sent::Done {
-                assert!(pos == out.len() && body.is_none(), "{name}: all out");
+                assert!(!out.unsent() && body.is_none(), "{name}: all out");
             }
         }
     }

@@ -7,8 +7,9 @@
 //! with [`Session::answer`] (through [`Exchanger::step`]), and the response leaves as
 //! out bytes (head and any in-memory body, one write) followed by an optional
 //! [`Outgoing`] body that is moved without a copy through user space, by the rules of
-//! `send.rs` over the connection's [`Transport`] (plain, TLS or the ring, chosen when it
-//! is accepted); after the last one, [`Session::linger`] decides the close.
+//! `send.rs` over the connection's [`Transport`] (clear or TLS, chosen when it is
+//! accepted) and the socket the driver hands it; after the last one, [`Session::linger`]
+//! decides the close.
 //!
 //! ```text
 //!   Idle ──bytes──▶ Reading ──whole head──▶ Sending ──all out──▶ keep-alive? ──▶ Idle / Reading
@@ -21,8 +22,9 @@
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
 //! few hundred bytes each and a busy loop allocates nothing per request.
 
-use super::send::{self, After, Outgoing, Response, Sent};
-use super::transport::{RingSend, Transport};
+use super::send::{self, After, OutBytes, Outgoing, Response, Sent};
+use super::socket::{Direct, Socket};
+use super::transport::Transport;
 use crate::exchange::{Answer, Body, Exchanger, Offloading, Step};
 use crate::server::Server;
 use spidey_http::choice::{self, Choice, Protocol};
@@ -32,7 +34,7 @@ use std::time::Duration;
 
 mod buffers;
 mod cgi;
-mod wire;
+mod input;
 pub(crate) use buffers::{Buffers, RECV_ROOM};
 pub(crate) use cgi::CgiFlow;
 
@@ -101,12 +103,8 @@ pub(crate) struct Session {
     inbuf: Vec<u8>,
     start: usize,
     end: usize,
-    /// The framed head and in-memory body, `[out_pos..]` still to send.
-    /// INVARIANT: `out_pos <= out.len()` but while the buffer is lent to a ring send
-    /// ([`Transport::Ring`]: then `out` is empty and `out_pos` is where that send started,
-    /// until the transport's next send takes the completed buffer back).
-    out: Vec<u8>,
-    out_pos: usize,
+    /// The framed head and in-memory body, and who holds them ([`OutBytes`]).
+    out: OutBytes,
     body: Option<Outgoing>,
     /// Whether the connection stays open after the response being sent.
     keep_alive: bool,
@@ -115,8 +113,8 @@ pub(crate) struct Session {
     /// After the last response, half-closed: client bytes are read and dropped until the
     /// client closes ([`Session::linger`]).
     lingering: bool,
-    /// How the connection's bytes move: plain, TLS (`--tls-cert`) or `uring`'s ring,
-    /// chosen once when it was accepted ([`Session::open`]).
+    /// What carries the connection's bytes over the driver's socket: clear or TLS
+    /// (`--tls-cert`), chosen once when it was accepted ([`Session::open`]).
     transport: Transport,
     /// The protocol it speaks, chosen once from ALPN and its first bytes
     /// ([`choice::choose`]); `None` until they decide.
@@ -130,14 +128,13 @@ impl Session {
             inbuf: Vec::new(),
             start: 0,
             end: 0,
-            out: Vec::new(),
-            out_pos: 0,
+            out: OutBytes::default(),
             body: None,
             keep_alive: true,
             served: 0,
             hold: Hold::None,
             lingering: false,
-            transport: Transport::Plain,
+            transport: Transport::Clear,
             protocol: None,
         }
     }
@@ -151,7 +148,7 @@ impl Session {
     /// Whether a response is under way: framed and not yet finished with
     /// [`Session::finish_response`] (even if all its bytes are out).
     /// Bytes the transport holds count too: TLS ciphertext rustls wants written (a
-    /// handshake flight, tickets), or the out buffer lent to a ring send.
+    /// handshake flight, tickets); and out bytes lent to a ring send.
     pub(crate) fn is_sending(&self) -> bool {
         !self.out.is_empty() || self.body.is_some() || self.transport.pending()
     }
@@ -179,23 +176,6 @@ impl Session {
             self.start = self.end; // dropped: nothing more is answered
         }
         self.release_inbuf_if_empty(buffers);
-    }
-
-    /// Copies `data` (at most [`RECV_ROOM`] bytes) in, for drivers that receive into their
-    /// own buffers. All of it always fits ([`Session::recv_space`]); should it ever not,
-    /// nothing is copied and this returns false: the driver must close the connection, as
-    /// answering what follows a gap in the stream could answer bytes of a body.
-    #[must_use]
-    pub(crate) fn push_bytes(&mut self, data: &[u8], buffers: &mut Buffers) -> bool {
-        let space = self.recv_space(buffers);
-        if data.len() > space.len() {
-            debug_assert!(false, "{} received bytes for {} bytes of room", data.len(), space.len());
-            self.release(buffers);
-            return false;
-        }
-        space[..data.len()].copy_from_slice(data);
-        self.received(data.len(), buffers);
-        true
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is
@@ -310,28 +290,43 @@ impl Session {
         self.start = self.end;
         self.keep_alive = false;
         self.release_inbuf_if_empty(buffers);
-        self.out.clear();
-        self.out_pos = 0;
+        self.reset_out();
         self.body = None;
         self.stage(&answer.head, answer.body, buffers);
     }
 
     /// Appends `head` and an in-memory body to the out bytes; sets the body to move after.
     fn stage(&mut self, head: &[u8], body: Body, buffers: &mut Buffers) {
-        if self.out.capacity() == 0 {
-            self.out = buffers.take_out();
-        }
-        self.body = send::stage(&mut self.out, head, body);
+        self.body = send::stage(self.out_buf(buffers), head, body);
     }
 
-    /// Sends what is pending on the non-blocking socket `fd` by the rules of `send.rs`
-    /// (out bytes, then a file body) over the connection's transport, until done or
-    /// EAGAIN. A CGI body is pumped in between: its output goes through the out bytes.
-    /// `ring`: the loop's ring, for a ring transport (`uring`); `None` for every other.
-    pub(crate) fn send<Fd: AsFd>(
+    /// The out buffer to append to, taken from the [`Buffers`] if the session holds none.
+    /// Never called while it is lent (only a response being sent lends it).
+    fn out_buf(&mut self, buffers: &mut Buffers) -> &mut Vec<u8> {
+        debug_assert!(!matches!(self.out, OutBytes::Lent { .. }), "out bytes framed while lent");
+        if !matches!(&self.out, OutBytes::Held { buf, .. } if buf.capacity() > 0) {
+            self.out = OutBytes::Held { buf: buffers.take_out(), pos: 0 };
+        }
+        match &mut self.out {
+            OutBytes::Held { buf, .. } => buf,
+            OutBytes::Lent { .. } => unreachable!("made held just above"),
+        }
+    }
+
+    /// Empties the out bytes, keeping the buffer.
+    fn reset_out(&mut self) {
+        if let OutBytes::Held { buf, pos } = &mut self.out {
+            buf.clear();
+            *pos = 0;
+        }
+    }
+
+    /// Sends what is pending on the driver's non-blocking `socket` by the rules of
+    /// `send.rs` (out bytes, then a file body) over the connection's transport, until done
+    /// or EAGAIN. A CGI body is pumped in between: its output goes through the out bytes.
+    pub(crate) fn send<S: Socket>(
         &mut self,
-        fd: Fd,
-        mut ring: Option<&mut RingSend<'_>>,
+        socket: &mut S,
         ex: &mut Exchanger,
         server: &Server,
         buffers: &mut Buffers,
@@ -342,8 +337,8 @@ impl Session {
                 (true, true) => After::Answer,
                 (true, false) => After::Wait,
             };
-            let response = Response { out: &mut self.out, pos: &mut self.out_pos, body: &mut self.body, after };
-            match self.transport.send(&fd, ring.as_deref_mut(), response) {
+            let response = Response { out: &mut self.out, body: &mut self.body, after };
+            match self.transport.send(socket, response) {
                 Sent::Done => {}
                 other => return other,
             }
@@ -367,11 +362,10 @@ impl Session {
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the
     /// connection stays open.
     pub(crate) fn finish_response(&mut self, buffers: &mut Buffers) -> bool {
-        self.out_pos = 0;
         self.body = None;
         self.hold = Hold::None;
-        if self.out.capacity() > 0 {
-            buffers.give_out(std::mem::take(&mut self.out));
+        if let Some(buf) = self.out.take() {
+            buffers.give_out(buf);
         }
         self.keep_alive
     }
@@ -385,7 +379,7 @@ impl Session {
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, buffers: &mut Buffers) -> bool {
-        self.transport.close_notify(fd);
+        self.transport.close_notify(&mut Direct(fd));
         if !unread && !self.has_partial_request() {
             return false;
         }

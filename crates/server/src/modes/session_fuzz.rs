@@ -7,6 +7,7 @@
 
 use super::send::Sent;
 use super::session::{Answered, Buffers, Session};
+use super::socket::Direct;
 use crate::exchange::Exchanger;
 use crate::server::Server;
 use std::io::Read;
@@ -34,7 +35,7 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
             {
                 answered = true;
                 loop {
-                    match session.send(&ours, None, &mut ex, server, &mut buffers) {
+                    match session.send(&mut Direct(&ours), &mut ex, server, &mut buffers) {
                         Sent::Done => break,
                         Sent::Blocked => drain(&mut theirs, &mut received),
                         Sent::Failed => break 'chunks,

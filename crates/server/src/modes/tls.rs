@@ -1,9 +1,10 @@
 //! TLS on one connection, with rustls driven sans-IO: the connection's [`Tls`] is its
-//! transport (`transport.rs`), and never touches the socket except through `send.rs`
-//! (ciphertext out, [`send::send_bytes`]) and one non-blocking read (ciphertext in,
-//! [`Tls::read_from`]), so a handshake never blocks an event loop: a loop learns
-//! readiness as for any other connection and the session flushes what rustls wants
-//! written (`Session::is_sending` is true while it has some).
+//! transport (`transport.rs`), and touches the driver's [`Socket`] only with its buffer
+//! writes (ciphertext out) and one non-blocking read (ciphertext in, [`Tls::read_from`]),
+//! or takes ciphertext the driver received itself ([`Tls::feed`], `uring`'s ring
+//! receives), so a handshake never blocks an event loop: a loop learns readiness as for
+//! any other connection and the session flushes what rustls wants written
+//! (`Session::is_sending` is true while it has some).
 //!
 //! Response bytes are encrypted in records of at most [`RECORD`] bytes ([`TlsWire`], the
 //! transport's [`Wire`]): out bytes as they are, a file body read with pread(2) (the
@@ -15,7 +16,8 @@
 //! The server's configuration (certificate, key, ALPN, tickets) is made once at startup
 //! by [`server_config`]; every mode's connections share it, forked processes included.
 
-use super::send::{self, Wire};
+use super::send::Wire;
+use super::socket::{Inflow, Socket};
 use rustix::io::Errno;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -23,7 +25,6 @@ use rustls::server::{ServerConfig, ServerConnection, ServerSessionMemoryCache};
 use spidey_config::ConfigError;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -98,20 +99,6 @@ fn pem_error(e: pem::Error) -> String {
     }
 }
 
-/// What a read of the socket brought.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Inflow {
-    /// Bytes arrived (perhaps only ciphertext that yielded no plaintext yet). `short`: a
-    /// plain read was short, so the socket is drained (never said for TLS: rustls reads
-    /// in its own pieces).
-    Bytes { short: bool },
-    /// Nothing to read now (EAGAIN).
-    Again,
-    /// The peer closed, the socket failed, or the TLS stream is broken (a plain-HTTP
-    /// request to a TLS port is one: rustls refuses it, and the alert has been sent).
-    Closed,
-}
-
 /// One connection's TLS state.
 pub(crate) struct Tls {
     conn: ServerConnection,
@@ -130,18 +117,18 @@ impl std::fmt::Debug for Tls {
     }
 }
 
-/// The socket as rustls's reader and writer. Writes go through [`send::send_bytes`].
-struct Socket<'a, Fd: AsFd>(&'a Fd);
+/// The driver's socket as rustls's reader and writer.
+struct Io<'a, S: Socket>(&'a mut S);
 
-impl<Fd: AsFd> Read for Socket<'_, Fd> {
+impl<S: Socket> Read for Io<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Ok(rustix::io::read(self.0, buf)?)
+        Ok(Socket::read(self.0, buf)?)
     }
 }
 
-impl<Fd: AsFd> Write for Socket<'_, Fd> {
+impl<S: Socket> Write for Io<'_, S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        Ok(send::send_bytes(self.0, buf, false)?)
+        Ok(Wire::write(self.0, buf, false)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -183,37 +170,54 @@ impl Tls {
         self.conn.reader().read(space).unwrap_or_default()
     }
 
-    /// Reads ciphertext from the non-blocking socket `fd` and decrypts it; the plaintext
+    /// Reads ciphertext from the non-blocking `socket` and decrypts it; the plaintext
     /// waits in rustls ([`Tls::take_plaintext`]).
-    pub(crate) fn read_from<Fd: AsFd>(&mut self, fd: &Fd) -> Inflow {
+    pub(crate) fn read_from<S: Socket>(&mut self, socket: &mut S) -> Inflow {
         if self.broken {
             return Inflow::Closed;
         }
-        match self.conn.read_tls(&mut Socket(fd)) {
+        match self.conn.read_tls(&mut Io(&mut *socket)) {
             Ok(0) => Inflow::Closed,
-            Ok(_) => {
-                self.began = true;
-                match self.conn.process_new_packets() {
-                    Ok(_) => Inflow::Bytes { short: false },
-                    Err(_) => {
-                        // Not TLS, or a broken stream: send rustls's alert if the socket
-                        // takes it now, then close.
-                        let _ = self.flush(fd);
-                        self.broken = true;
-                        Inflow::Closed
-                    }
-                }
-            }
+            Ok(_) => self.decrypt(socket),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Inflow::Again,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Inflow::Bytes { short: false },
             Err(_) => Inflow::Closed,
         }
     }
 
+    /// Takes as much of `ciphertext` (received by the driver itself) as rustls has room
+    /// for, and decrypts it; `data` moves past what it took. [`Inflow::Closed`] if the
+    /// stream is broken (the alert sent on `socket` if it takes it now), or if rustls took
+    /// nothing: it holds a full buffer of plaintext not yet taken.
+    pub(crate) fn feed<S: Socket>(&mut self, data: &mut &[u8], socket: &mut S) -> Inflow {
+        if self.broken {
+            return Inflow::Closed;
+        }
+        match self.conn.read_tls(data) {
+            Ok(n) if n > 0 => self.decrypt(socket),
+            _ => Inflow::Closed,
+        }
+    }
+
+    /// After ciphertext came in: decrypts what is whole.
+    fn decrypt<S: Socket>(&mut self, socket: &mut S) -> Inflow {
+        self.began = true;
+        match self.conn.process_new_packets() {
+            Ok(_) => Inflow::Bytes { short: false },
+            Err(_) => {
+                // Not TLS, or a broken stream: send rustls's alert if the socket takes it
+                // now, then close.
+                let _ = self.flush(socket);
+                self.broken = true;
+                Inflow::Closed
+            }
+        }
+    }
+
     /// Writes pending ciphertext until none is left or the socket is full (EAGAIN).
-    pub(crate) fn flush<Fd: AsFd>(&mut self, fd: &Fd) -> Result<(), Errno> {
+    pub(crate) fn flush<S: Socket>(&mut self, socket: &mut S) -> Result<(), Errno> {
         while self.conn.wants_write() {
-            match self.conn.write_tls(&mut Socket(fd)) {
+            match self.conn.write_tls(&mut Io(&mut *socket)) {
                 Ok(_) => {}
                 Err(e) => match Errno::from_io_error(&e) {
                     Some(Errno::INTR) => {}
@@ -225,41 +229,41 @@ impl Tls {
         Ok(())
     }
 
-    /// This connection's [`Wire`] on the socket `fd`.
-    pub(crate) fn wire<'a, Fd: AsFd>(&'a mut self, fd: &'a Fd) -> TlsWire<'a, Fd> {
-        TlsWire { tls: self, fd }
+    /// This connection's [`Wire`] over `socket`.
+    pub(crate) fn wire<'a, S: Socket>(&'a mut self, socket: &'a mut S) -> TlsWire<'a, S> {
+        TlsWire { tls: self, socket }
     }
 
     /// Before the server closes: a close_notify alert, sent if the socket takes it now
     /// (it has just taken the whole response, so it has room).
-    pub(crate) fn close_notify<Fd: AsFd>(&mut self, fd: &Fd) {
+    pub(crate) fn close_notify<S: Socket>(&mut self, socket: &mut S) {
         self.conn.send_close_notify();
-        let _ = self.flush(fd);
+        let _ = self.flush(socket);
     }
 }
 
 /// The TLS transport's [`Wire`]: each write first flushes the ciphertext still pending
 /// (EAGAIN while the socket is full), then encrypts one record more; the response is done
 /// once [`Wire::flush`] has written the last of it.
-pub(crate) struct TlsWire<'a, Fd: AsFd> {
+pub(crate) struct TlsWire<'a, S: Socket> {
     tls: &'a mut Tls,
-    fd: &'a Fd,
+    socket: &'a mut S,
 }
 
-impl<Fd: AsFd> Wire for TlsWire<'_, Fd> {
+impl<S: Socket> Wire for TlsWire<'_, S> {
     /// Records leave one at a time as they are made: nothing to cork.
     fn cork(&mut self) {}
 
     /// Encrypts up to one record of `bytes`.
     fn write(&mut self, bytes: &[u8], _more: bool) -> Result<usize, Errno> {
-        self.tls.flush(self.fd)?;
+        self.tls.flush(self.socket)?;
         let take = bytes.len().min(RECORD);
         Ok(self.tls.conn.writer().write(&bytes[..take]).unwrap_or(0))
     }
 
     /// Reads up to one record of the file with pread(2) and encrypts it.
     fn write_file(&mut self, file: &File, offset: u64, len: usize) -> Result<usize, Errno> {
-        self.tls.flush(self.fd)?;
+        self.tls.flush(self.socket)?;
         let Tls { conn, scratch, .. } = &mut *self.tls;
         scratch.resize(RECORD, 0);
         let n = rustix::io::pread(file, &mut scratch[..len.min(RECORD)], offset)?;
@@ -267,6 +271,6 @@ impl<Fd: AsFd> Wire for TlsWire<'_, Fd> {
     }
 
     fn flush(&mut self) -> Result<(), Errno> {
-        self.tls.flush(self.fd)
+        self.tls.flush(self.socket)
     }
 }

@@ -89,10 +89,6 @@ pub(crate) trait Backend: Sized {
     /// Whether a listener watch ends with the event it reports (a ring poll).
     const ONE_SHOT_LISTENER: bool;
 
-    /// Whether plain connections send through this backend's ring (the session's
-    /// transport is then `Transport::Ring`, chosen as the connection is accepted).
-    const RING: bool;
-
     /// A new connection's I/O state; may read already-arrived bytes into `session`.
     fn open(&mut self, socket: OwnedFd, session: &mut Session, buffers: &mut Buffers) -> Self::Io;
 
@@ -308,7 +304,7 @@ impl<B: Backend> Loop<B> {
     fn add(&mut self, socket: OwnedFd, peer: Option<rustix::net::SocketAddrAny>) {
         let Some(peer) = peer.and_then(|p| SocketAddr::try_from(p).ok()) else { return self.limit.give_back() };
         // No TLS state for an HTTPS connection: closed (the socket dropped), never plaintext.
-        let Some(mut session) = Session::open(peer, &self.server, B::RING) else { return self.limit.give_back() };
+        let Some(mut session) = Session::open(peer, &self.server) else { return self.limit.give_back() };
         // The request has often arrived by the time the connection is accepted: the
         // backend may read it now, and the drive answers it at once.
         let io = self.backend.open(socket, &mut session, &mut self.buffers);

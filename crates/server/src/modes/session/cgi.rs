@@ -25,16 +25,14 @@ pub(crate) enum CgiFlow {
 impl Session {
     /// Pumps the CGI body once the out bytes have drained (call only then).
     pub(super) fn pump_cgi(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) -> CgiFlow {
-        self.out.clear();
-        self.out_pos = 0;
+        self.reset_out();
         loop {
-            if self.out.capacity() == 0 {
-                self.out = buffers.take_out();
-            }
+            self.out_buf(buffers);
             let Some(Outgoing::Cgi(cgi)) = &mut self.body else {
                 return if self.out.is_empty() { CgiFlow::Done } else { CgiFlow::Write };
             };
-            let step = cgi.pump(&mut self.out);
+            let Some(out) = self.out.buf_mut() else { unreachable!("out_buf made it held") };
+            let step = cgi.pump(out);
             let wrote = !self.out.is_empty();
             match step {
                 CgiStep::NeedBody if self.start < self.end => {

@@ -1,15 +1,15 @@
 //! One `uring` connection's I/O: the ring operations it has in flight, how its response
-//! goes out (through its transport, by `send.rs`'s rules: on a plain connection the ring
-//! transport's ring send for the out bytes, then sendfile(2) for a file body; waiting for
-//! room with a ring poll), and what its last read said about input left in the socket.
+//! goes out (the session sends over its [`RingSocket`] by `send.rs`'s rules: the out bytes
+//! as a ring send, then sendfile(2) for a file body; waiting for room with a ring poll),
+//! and what its last read said about input left in the socket.
 //! The loop (`uring/mod.rs`) calls these methods; it does not touch the fields.
 
+use super::socket::{Ahead, RingSocket, Submitted};
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
 use crate::modes::session::{Buffers, Session};
-use crate::modes::tls::Inflow;
-use crate::modes::transport::{Ahead, Inbound, RingSend, Submitted};
+use crate::modes::socket::{Direct, Inflow};
 use spidey_sys::uring::Ring;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -41,6 +41,9 @@ enum Input {
     /// The connection waited since its last read (for socket room, a script, a delay):
     /// input may have arrived unseen, as no receive is armed while a response goes out.
     Unknown,
+    /// The first read found the end of the stream, a failed socket, or (TLS) a stream that
+    /// is not TLS: the next receive closes the connection.
+    Ended,
 }
 
 /// One connection's socket and its operations in flight.
@@ -49,7 +52,7 @@ pub(super) struct Io {
     recv_armed: bool,
     send_armed: bool,
     /// The out buffer a completed ring send gave back, and how many of its bytes that send
-    /// sent: the session's transport takes it back with the next send ([`RingSend::new`]).
+    /// sent: the connection's [`RingSocket`] gives it to the session at the next send.
     returned: Option<(Vec<u8>, usize)>,
     /// A send made ahead of the receive may be in flight ([`Ring::send_ahead_of_recv`]),
     /// until the receive's completion.
@@ -83,9 +86,10 @@ impl Io {
     /// end of the stream shows again at the connection's next receive.
     pub(super) fn open(socket: OwnedFd, session: &mut Session, buffers: &mut Buffers) -> Io {
         let stream = TcpStream::from(socket);
-        let input = match session.read_from(&stream, buffers) {
+        let input = match session.read_from(&mut Direct(&stream), buffers) {
             Inflow::Bytes { short: false } => Input::Left, // a full read may have left more
-            Inflow::Bytes { short: true } | Inflow::Again | Inflow::Closed => Input::Drained,
+            Inflow::Bytes { short: true } | Inflow::Again => Input::Drained,
+            Inflow::Closed => Input::Ended,
         };
         let (recv_armed, send_armed, send_ahead, room_armed, script_polls) = (false, false, false, false, 0);
         Io { stream, recv_armed, send_armed, returned: None, send_ahead, room_armed, script_polls, input }
@@ -111,7 +115,7 @@ impl Io {
     pub(super) fn unread_input(&self) -> bool {
         match self.input {
             Input::Left => true,
-            Input::Drained => false,
+            Input::Drained | Input::Ended => false,
             Input::Unknown => crate::net::has_unread_input(&self.stream),
         }
     }
@@ -120,10 +124,10 @@ impl Io {
     /// of `send.rs` (pumping a CGI body as needed). [`Sent::Blocked`]: an operation is in
     /// flight, a ring send of the out bytes or a ring poll for room in the socket.
     ///
-    /// On a plain connection the transport is the ring's (`transport/ring.rs`): the out
-    /// bytes go out as a ring send, and a file body follows with sendfile(2) from the loop
-    /// thread once that send has completed, waiting for POLLOUT through the ring whenever
-    /// the socket is full. File bytes never pass through user space.
+    /// The out bytes go out as a ring send (`socket.rs`), and a file body follows with
+    /// sendfile(2) from the loop thread once that send has completed, waiting for POLLOUT
+    /// through the ring whenever the socket is full. File bytes never pass through user
+    /// space.
     ///
     /// When the out bytes are all that is left of a keep-alive response, nothing is
     /// buffered after it and `ahead` (the loop's last turn was quiet, fewer than
@@ -133,8 +137,8 @@ impl Io {
     /// send. On a busy turn the send completions are what keep the loop awake and
     /// batching, so it sends as above.
     ///
-    /// A TLS connection's transport writes its ciphertext from the loop thread (a record at
-    /// a time), waiting for room with the same ring poll.
+    /// A TLS connection writes its ciphertext from the loop thread (a record at a time),
+    /// waiting for room with the same ring poll.
     pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>, ahead: bool) -> Sent {
         let ahead = (ahead && !self.recv_armed).then(|| Ahead {
             send: conn.id.tag(Op::SendAhead),
@@ -142,9 +146,10 @@ impl Io {
             // Drained: the client has not answered yet (it waits for this response).
             expect_wait: self.input == Input::Drained,
         });
-        let mut by_ring = RingSend::new(ring, conn.id.tag(Op::Send), ahead, self.returned.take());
-        let sent = conn.session.send(&self.stream, Some(&mut by_ring), shared.ex, shared.server, shared.buffers);
-        match by_ring.submitted() {
+        let mut socket = RingSocket::new(ring, &self.stream, conn.id.tag(Op::Send), ahead, &mut self.returned);
+        let sent = conn.session.send(&mut socket, shared.ex, shared.server, shared.buffers);
+        let submitted = socket.submitted();
+        match submitted {
             Some(Submitted::Ahead) => (self.send_ahead, self.recv_armed) = (true, true),
             Some(Submitted::Lent) => self.send_armed = true,
             None => {}
@@ -165,24 +170,21 @@ impl Io {
         }
     }
 
-    /// Arms the socket's receive, if it is not armed yet: a ring receive for the ring
-    /// transport. A TLS connection reads its ciphertext itself when a ring poll says the
-    /// socket is readable (rustls reads in its own pieces), taking plaintext rustls still
-    /// holds first.
+    /// Arms the socket's ring receive, if it is not armed yet, whose bytes the session
+    /// takes at its completion (`Session::push_bytes`; over TLS, ciphertext). Input the
+    /// session's transport holds already (plaintext rustls decrypted beyond one receive's
+    /// room) is taken first.
     pub(super) fn receive(&mut self, ring: &mut Ring, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received {
         if self.recv_armed {
             return Received::Wait;
         }
-        if conn.session.inbound() != Inbound::Ring {
-            match conn.session.read_from(&self.stream, buffers) {
-                Inflow::Bytes { .. } => return Received::Bytes,
-                Inflow::Closed => return Received::Closed,
-                Inflow::Again => {}
-            }
-            self.recv_armed = true;
-            return match ring.poll(self.stream.as_fd(), pollin(), conn.id.tag(Op::Socket)) {
-                Ok(()) => Received::Wait,
-                Err(_) => Received::Closed,
+        if self.input == Input::Ended {
+            return Received::Closed;
+        }
+        if conn.session.holds_input() {
+            return match conn.session.read_from(&mut Direct(&self.stream), buffers) {
+                Inflow::Closed => Received::Closed,
+                Inflow::Bytes { .. } | Inflow::Again => Received::Bytes,
             };
         }
         self.recv_armed = true;
@@ -242,12 +244,6 @@ impl Io {
                 self.send_armed = false;
                 self.returned = Some((buf, *r.as_ref().unwrap_or(&0)));
                 r.is_ok()
-            }
-            Event::Polled if op == Op::Socket => {
-                // A TLS connection's socket is readable: the drive reads it.
-                self.recv_armed = false;
-                self.input = Input::Unknown;
-                true
             }
             Event::Polled if op == Op::ScriptOut || op == Op::ScriptIn => {
                 self.script_polls = self.script_polls.saturating_sub(1);

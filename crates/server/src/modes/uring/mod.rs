@@ -22,6 +22,7 @@
 //! reaps what is left.
 
 mod conn;
+mod socket;
 
 use super::evloop::conns::{ConnId, Tag};
 use super::evloop::offload::{self, Desk};
@@ -99,7 +100,6 @@ struct Uring {
 impl Backend for Uring {
     type Io = Io;
     const ONE_SHOT_LISTENER: bool = true;
-    const RING: bool = true;
 
     fn wait(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
         Ok(self.ring.submit_and_wait(timeout.map(|t| t.max(Duration::from_micros(1))))?)
@@ -118,9 +118,9 @@ impl Backend for Uring {
                     // Bytes that do not fit (never, see `Session::recv_space`) close the
                     // connection, reported as the end of the stream: never a silent gap.
                     let fitted = match Tag::decode(c.user_data) {
-                        Some(Tag::Conn { slot, generation, .. }) => {
-                            conns.tagged(slot, generation).is_some_and(|conn| conn.session.push_bytes(bytes, buffers))
-                        }
+                        Some(Tag::Conn { slot, generation, .. }) => conns
+                            .tagged(slot, generation)
+                            .is_some_and(|conn| conn.session.push_bytes(bytes, &conn.io, buffers)),
                         _ => false,
                     };
                     let len = if fitted { bytes.len() } else { 0 };
