@@ -24,7 +24,7 @@ use crate::claim::{twin, Claim, Kind, Select, Size};
 use crate::finding::advantage;
 use crate::metric::{self, Better, Metric};
 use crate::plan::Active;
-use crate::rule::{self, Pooled, Term};
+use crate::rule::{self, Group, Pooled};
 use crate::shape::{judge, seed_series, series, shape};
 use crate::stats::{Call, Interval};
 use crate::table::{seed_matches, Sample, MIN_CLEAN_REPEATS};
@@ -139,6 +139,8 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         return v;
     };
     let mut seed_brief = None;
+    // The points of a pooled claim with too few clean repeats to enter it.
+    let mut thin: Vec<(String, usize)> = Vec::new();
     let seed = |s: &Sample, m: Metric| seed_value(a, s, m);
     let (seed_text, here, outcome, pooled) = match &claim.kind {
         Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
@@ -146,12 +148,14 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
             seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
             let p = pool(*metric, &pairs, 1.0);
+            thin = thin_points(&pairs);
             let outcome = pooled_outcome(&p, *within);
             (seed_text, pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
         }
         Kind::Level { metric, a: sa, b, at, within, .. } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
             let p = pool(*metric, &pairs, 1.0);
+            thin = thin_points(&pairs);
             seed_brief = Some(seed_range(&pairs));
             let (hi, lo) = (1.0 + within, 1.0 / (1.0 + within));
             let both_sides = pairs.iter().any(|x| x.median > hi) && pairs.iter().any(|x| x.median < lo);
@@ -161,14 +165,15 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
                 _ if p.beyond(*within) => Outcome::NotReproduced,
                 _ => Outcome::Inconclusive,
             };
-            (seed_ratios(&pairs), pooled_text(&p, &pairs, Some(*within)), outcome, None)
+            (seed_ratios(&pairs), pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
         }
         Kind::LargerGain { metric, a: sa, b, at, than } => {
             let gain = pairs(*metric, sa, b, at, samples, &seed);
             let base = pairs(*metric, sa, b, than, samples, &seed);
             let (pg, pb) = (pool(*metric, &gain, 1.0), pool(*metric, &base, 1.0));
-            let terms: Vec<Term> = [terms(*metric, &gain, 1.0), terms(*metric, &base, -1.0)].concat();
-            let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&terms) };
+            let groups = [group(*metric, &gain, 1.0), group(*metric, &base, -1.0)];
+            let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&groups) };
+            thin = [thin_points(&gain), thin_points(&base)].concat();
             let outcome = pooled_outcome(&p, 0.05);
             let geo = |ps: &[Pair]| {
                 let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
@@ -233,7 +238,8 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             (format!("max {}", metric::format(seed_max)), here, outcome, None)
         }
         Kind::Best { metric, server, among, at, .. } => {
-            let (seed_text, here, p) = best(*metric, server, among, at, samples, &seed);
+            let (seed_text, here, p, best_thin) = best(*metric, server, among, at, samples, &seed);
+            thin = best_thin;
             let outcome = pooled_outcome(&p, 0.05);
             (seed_text, here, outcome, Some(p))
         }
@@ -247,18 +253,27 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     v.seed = seed_text;
     v.here = here;
     v.outcome = outcome;
+    // Points of a decided pooled claim left out for too few clean repeats: named.
+    if pooled.is_some_and(|p| p.repeats >= MIN_CLEAN_REPEATS) && !thin.is_empty() {
+        let list = thin.iter().map(|(place, n)| format!("{place}: {n}")).collect::<Vec<_>>().join("; ");
+        let note = format!(" (left out, fewer than {MIN_CLEAN_REPEATS} clean repeats in common: {list})");
+        v.here += &note;
+        v.here_brief += &note;
+    }
     // Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
+    let most = thin.iter().map(|t| t.1).chain(pooled.map(|p| p.repeats)).max().unwrap_or(0);
+    // A pooled claim whose points were measured is never "not measured".
     let few = match (&claim.kind, pooled) {
-        (_, Some(p)) if p.repeats > 0 && p.repeats < MIN_CLEAN_REPEATS => {
-            Some(format!("insufficient clean repeats: {} in common, {MIN_CLEAN_REPEATS} needed", p.repeats))
+        (_, Some(p)) if p.repeats < MIN_CLEAN_REPEATS && most > 0 => {
+            Some(format!("insufficient clean repeats: {most} in common at most, {MIN_CLEAN_REPEATS} needed"))
         }
-        (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) => samples
+        (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) if v.outcome != Outcome::NotMeasured => samples
             .iter()
             .filter(|s| at.matches(s))
             .find_map(|s| s.no_verdict().map(|why| format!("{}: {why}", s.place()))),
         _ => None,
     };
-    if let (Some(why), false) = (few, matches!(v.outcome, Outcome::NotMeasured)) {
+    if let Some(why) = few {
         v.here = format!("{} ({why})", v.here);
         v.here_brief = format!("{} ({why})", v.here_brief);
         v.outcome = Outcome::Inconclusive;
@@ -336,7 +351,7 @@ fn trend_size(
         let i = last.interval(m);
         return size_call(size, i.lo, i.hi, &crate::table::with_interval(i));
     }
-    let p = rule::pooled(&rule::ahead(last.by_repeat(m), first.by_repeat(m), 1.0, true));
+    let p = rule::pooled(&[rule::one(vec![rule::contrast(&last.by_repeat(m), &first.by_repeat(m), true)])]);
     size_call(size, p.lo, p.hi, &p.text())
 }
 
@@ -385,17 +400,29 @@ fn pairs(
         .collect()
 }
 
-/// The contrast terms of `pairs` (each point weighted equally, the whole scaled by `sign`).
-fn terms(m: Metric, pairs: &[Pair], sign: f64) -> Vec<Term> {
-    let w = sign / pairs.len().max(1) as f64;
-    pairs.iter().flat_map(|p| rule::ahead(p.a.clone(), p.b.clone(), w, m.better() == Better::Higher)).collect()
+impl Pair {
+    /// The repeats in which both sides have a value.
+    fn clean(&self) -> usize {
+        rule::clean(&rule::contrast(&self.a, &self.b, true))
+    }
+}
+
+/// The points of `pairs` as a group of the pooled contrast, counted with `sign`.
+fn group(m: Metric, pairs: &[Pair], sign: f64) -> Group {
+    let points = pairs.iter().map(|p| rule::contrast(&p.a, &p.b, m.better() == Better::Higher)).collect();
+    Group { points, sign }
 }
 
 fn pool(m: Metric, pairs: &[Pair], sign: f64) -> Pooled {
     if pairs.is_empty() {
         return rule::pooled(&[]);
     }
-    rule::pooled(&terms(m, pairs, sign))
+    rule::pooled(&[group(m, pairs, sign)])
+}
+
+/// The points too thin to enter a pooled contrast, with their clean repeats.
+fn thin_points(pairs: &[Pair]) -> Vec<(String, usize)> {
+    pairs.iter().filter(|p| p.clean() < rule::MIN_POINT_REPEATS).map(|p| (p.place.clone(), p.clean())).collect()
 }
 
 /// `pooled 1.50× [1.46–1.61] over 6 points × 5 repeats; ahead at 6 of 6: …`.
@@ -406,11 +433,11 @@ fn pooled_text(p: &Pooled, pairs: &[Pair], band: Option<f64>) -> String {
     let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
     let list = pairs.iter().map(|x| format!("{}: {:.2}×", x.place, x.median)).collect::<Vec<_>>().join("; ");
     let band = band.map(|w| format!(" (level band {:.2}–{:.2})", 1.0 / (1.0 + w), 1.0 + w)).unwrap_or_default();
+    let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
     format!(
-        "pooled {}{band} over {} point{} × {} repeats; ahead at {ahead} of {} (medians: {list})",
+        "pooled {}{band} over {used} point{} × {} repeats; ahead at {ahead} of {} (medians: {list})",
         p.text(),
-        pairs.len(),
-        if pairs.len() == 1 { "" } else { "s" },
+        if used == 1 { "" } else { "s" },
         p.repeats,
         pairs.len()
     )
@@ -434,7 +461,7 @@ fn best(
     at: &Select,
     samples: &[Sample],
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
-) -> (String, String, Pooled) {
+) -> (String, String, Pooled, Vec<(String, usize)>) {
     let in_race = |s: &&Sample| !s.runs.is_empty() && at.matches(s) && (among.is_empty() || among.contains(&s.server));
     let (mut pairs, mut rivals_named, mut seed_wins, mut seed_points) = (Vec::new(), Vec::new(), 0, 0);
     for mine in samples.iter().filter(in_race).filter(|s| s.server == server) {
@@ -466,20 +493,20 @@ fn best(
     }
     let seed_text = if seed_points > 0 { format!("best at {seed_wins} of {seed_points} points") } else { "–".into() };
     let p = pool(m, &pairs, 1.0);
+    let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
     let here = if pairs.is_empty() {
         "not measured".into()
     } else {
         let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
         format!(
-            "pooled {} against the best other over {} points × {} repeats; best at {ahead} of {} (medians: {})",
+            "pooled {} against the best other over {used} points × {} repeats; best at {ahead} of {} (medians: {})",
             p.text(),
-            pairs.len(),
             p.repeats,
             pairs.len(),
             rivals_named.join("; ")
         )
     };
-    (seed_text, here, p)
+    (seed_text, here, p, thin_points(&pairs))
 }
 
 #[cfg(test)]
@@ -599,7 +626,7 @@ mod tests {
         let a = excluded(a, &[2, 3]);
         let got = check_samples(&claim(BEATS), &[a, b]);
         assert_eq!(got.outcome, Outcome::Inconclusive, "{}", got.here);
-        assert!(got.here.ends_with("(insufficient clean repeats: 2 in common, 3 needed)"), "{}", got.here);
+        assert!(got.here.ends_with("(insufficient clean repeats: 2 in common at most, 3 needed)"), "{}", got.here);
     }
 
     /// Checks a claim against samples without an experiment (no seed numbers).
@@ -625,3 +652,7 @@ mod tests {
         check(c, Some((&active[0], samples)))
     }
 }
+
+#[cfg(test)]
+#[path = "verdict_sim_tests.rs"]
+mod sim_tests;
