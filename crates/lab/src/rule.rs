@@ -92,8 +92,14 @@ pub(crate) fn clean(contrast: &[f64]) -> usize {
     contrast.iter().filter(|x| x.is_finite()).count()
 }
 
-/// The pooled contrast of `groups` (see the module comment).
+/// The pooled contrast of `groups` (see the module comment), with its 95% interval.
 pub(crate) fn pooled(groups: &[Group]) -> Pooled {
+    pooled_at(groups, 0.025)
+}
+
+/// [`pooled`] with an interval that misses the true ratio on each side with probability
+/// `tail` (0.025: the 95% interval; less for a family of comparisons, as `best`'s).
+pub(crate) fn pooled_at(groups: &[Group], tail: f64) -> Pooled {
     let none = Pooled { ratio: f64::NAN, lo: f64::NAN, hi: f64::NAN, repeats: 0 };
     // Each group's points with enough clean repeats, each with its mean.
     type Used<'a> = Vec<(&'a [f64], f64)>;
@@ -140,7 +146,8 @@ pub(crate) fn pooled(groups: &[Group]) -> Pooled {
         return Pooled { ratio: mean.exp(), lo: f64::NAN, hi: f64::NAN, repeats: n };
     }
     let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t975(n - 1) * (var / n as f64).sqrt();
+    let t = if tail == 0.025 { t975(n - 1) } else { t_quantile(1.0 - tail, n - 1) };
+    let half = t * (var / n as f64).sqrt();
     Pooled { ratio: mean.exp(), lo: (mean - half).exp(), hi: (mean + half).exp(), repeats: n }
 }
 
@@ -161,6 +168,86 @@ pub(crate) fn contrast(a: &[f64], b: &[f64], higher: bool) -> Vec<f64> {
 /// One group of points, counted positively.
 pub(crate) fn one(points: Vec<Vec<f64>>) -> Group {
     Group { points, sign: 1.0 }
+}
+
+/// The `p` quantile (`p` above 0.5) of Student's t with `df` degrees of freedom, by
+/// bisection on its distribution function.
+pub(crate) fn t_quantile(p: f64, df: usize) -> f64 {
+    if df == 0 {
+        return f64::INFINITY;
+    }
+    let (mut lo, mut hi) = (0.0, 1e6);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if t_cdf(mid, df as f64) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// P(T ≤ t) for Student's t with `df` degrees of freedom, `t` ≥ 0.
+fn t_cdf(t: f64, df: f64) -> f64 {
+    1.0 - 0.5 * inc_beta(df / (df + t * t), df / 2.0, 0.5)
+}
+
+/// The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz).
+fn inc_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - inc_beta(1.0 - x, b, a);
+    }
+    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp() / a;
+    let tiny = 1e-300;
+    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
+    d = 1.0 / if d.abs() < tiny { tiny } else { d };
+    let mut f = d;
+    for m in 1..300 {
+        let m = f64::from(m);
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            d = 1.0 / if d.abs() < tiny { tiny } else { d };
+            c = 1.0 + num / c;
+            c = if c.abs() < tiny { tiny } else { c };
+            f *= c * d;
+        }
+        if (c * d - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    front * f
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum: f64 = G[0] + G[1..].iter().enumerate().map(|(i, g)| g / (x + i as f64 + 1.0)).sum::<f64>();
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
 }
 
 /// The 97.5th percentile of Student's t with `df` degrees of freedom (rounded up beyond
@@ -303,6 +390,23 @@ mod tests {
         }
         // Each server run's own drift (3%) is what more points cannot average away.
         assert!(last >= 0.8, "39 points × 5 repeats: called {:.1}%", last * 100.0);
+    }
+
+    /// The computed quantiles agree with the table and with published values.
+    #[test]
+    fn t_quantiles_computed_match_the_table() {
+        for df in 1..=30 {
+            let got = t_quantile(0.975, df);
+            assert!((got - t975(df)).abs() < 0.0015, "df {df}: {got} against {}", t975(df));
+        }
+        // Published: t(0.99, 4) = 3.747, t(0.995, 4) = 4.604, t(0.9995, 4) = 8.610.
+        assert!((t_quantile(0.99, 4) - 3.747).abs() < 0.001);
+        assert!((t_quantile(0.995, 4) - 4.604).abs() < 0.001);
+        assert!((t_quantile(0.9995, 4) - 8.610).abs() < 0.001);
+        // Bonferroni over 3: a tail of 0.025 / 3, between the two.
+        let b = t_quantile(1.0 - 0.025 / 3.0, 4);
+        assert!(b > 3.747 && b < 4.604, "{b}");
+        assert!(t_quantile(0.975, 0).is_infinite());
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! A verdict per seed claim, with the seed's number beside ours.
 //!
-//! - `beats`, `best`, `larger_gain`: one pooled test per claim ([`crate::rule`]): the
-//!   claimed side's advantage over all its points, paired by repeat, with its 95% interval.
+//! - `beats`, `larger_gain`: one pooled test per claim ([`crate::rule`]): the claimed
+//!   side's advantage over all its points, paired by repeat, with its 95% interval.
 //!   Reproduced when the interval lies above 1, not reproduced when below; *level* when it
 //!   contains 1 and lies within `1 ± within` (evidence against a difference); inconclusive
 //!   when it is too wide to say either.
+//! - `best`: the same test against each other server, each interval widened for the family
+//!   (Bonferroni over the others): reproduced when all lie above 1, not reproduced when one
+//!   lies below ([`best`]).
 //! - `level`: the same pooled ratio: reproduced when its interval lies within `1 ± within`,
 //!   not reproduced when wholly outside, inconclusive otherwise (and when the points' own
 //!   ratios fall outside the band on both sides, which a pooled ratio would average away).
@@ -238,10 +241,9 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             (format!("max {}", metric::format(seed_max)), here, outcome, None)
         }
         Kind::Best { metric, server, among, at, .. } => {
-            let (seed_text, here, p, best_thin) = best(*metric, server, among, at, samples, &seed);
-            thin = best_thin;
-            let outcome = pooled_outcome(&p, 0.05);
-            (seed_text, here, outcome, Some(p))
+            let b = best(*metric, server, among, at, samples, &seed);
+            thin = b.thin;
+            (b.seed_text, b.here, b.outcome, Some(b.pooled))
         }
         Kind::NotTestable { .. } => unreachable!("returned above"),
     };
@@ -452,8 +454,24 @@ fn seed_ratios(pairs: &[Pair]) -> String {
     }
 }
 
-/// The claimed server against the best of the others at each point (the rival with the
-/// best median there), pooled over the points.
+/// What a `best` claim found: the text, the pooled comparison it is decided on, its
+/// outcome and the points too thin to count.
+struct Best {
+    seed_text: String,
+    here: String,
+    pooled: Pooled,
+    outcome: Outcome,
+    thin: Vec<(String, usize)>,
+}
+
+/// The claimed server against each other server, pooled over the points where both ran,
+/// each comparison's interval widened for the family (Bonferroni over the `k` others: each
+/// misses on a side with probability 0.025 / k). Reproduced when every other's interval
+/// lies above 1, not reproduced when one lies below 1, level when the closest other's (the
+/// lowest pooled ratio) lies within 5% of 1. So under no difference a call either way is
+/// made at most 2.5% of the time, whatever the number of others (the best other at each
+/// point, picked from the same numbers, would bias the test against the claimed server).
+/// The per-point medians name the best other at each point.
 fn best(
     m: Metric,
     server: &str,
@@ -461,52 +479,99 @@ fn best(
     at: &Select,
     samples: &[Sample],
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
-) -> (String, String, Pooled, Vec<(String, usize)>) {
+) -> Best {
     let in_race = |s: &&Sample| !s.runs.is_empty() && at.matches(s) && (among.is_empty() || among.contains(&s.server));
-    let (mut pairs, mut rivals_named, mut seed_wins, mut seed_points) = (Vec::new(), Vec::new(), 0, 0);
-    for mine in samples.iter().filter(in_race).filter(|s| s.server == server) {
-        let rivals: Vec<&Sample> = samples
+    let mine: Vec<&Sample> = samples.iter().filter(in_race).filter(|s| s.server == server).collect();
+    let mut others: Vec<&str> = Vec::new();
+    for s in samples.iter().filter(in_race).filter(|s| s.server != server) {
+        if !others.contains(&s.server.as_str()) {
+            others.push(&s.server);
+        }
+    }
+    let twin = |mine: &Sample, other: &str| {
+        samples
             .iter()
             .filter(in_race)
-            .filter(|s| s.server != server && s.workload == mine.workload && s.client == mine.client)
-            .collect();
+            .find(|s| s.server == other && s.workload == mine.workload && s.client == mine.client)
+    };
+    let (mut medians, mut seed_wins, mut seed_points, mut points) = (Vec::new(), 0, 0, 0);
+    for s in &mine {
+        let rivals: Vec<&Sample> = others.iter().filter_map(|o| twin(s, o)).collect();
         let Some(rival) =
             rivals.iter().copied().reduce(|x, y| if advantage(m, y.value(m), x.value(m)) > 1.0 { y } else { x })
         else {
             continue;
         };
-        let median = advantage(m, mine.value(m), rival.value(m));
-        rivals_named.push(format!(
-            "{}: {median:.2}× vs {} {}",
-            mine.place(),
-            rival.server,
-            metric::format(rival.value(m))
+        points += 1;
+        let median = advantage(m, s.value(m), rival.value(m));
+        medians.push((
+            median,
+            format!("{}: {median:.2}× vs {} {}", s.place(), rival.server, metric::format(rival.value(m))),
         ));
-        pairs.push(Pair { place: mine.place(), a: mine.by_repeat(m), b: rival.by_repeat(m), median, seed: None });
-        if let Some(v) = seed(mine, m) {
-            let others: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
-            if !others.is_empty() {
+        if let Some(v) = seed(s, m) {
+            let theirs: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
+            if !theirs.is_empty() {
                 seed_points += 1;
-                seed_wins += usize::from(others.iter().all(|o| advantage(m, v, *o) > 1.0));
+                seed_wins += usize::from(theirs.iter().all(|o| advantage(m, v, *o) > 1.0));
             }
         }
     }
     let seed_text = if seed_points > 0 { format!("best at {seed_wins} of {seed_points} points") } else { "–".into() };
-    let p = pool(m, &pairs, 1.0);
-    let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
-    let here = if pairs.is_empty() {
-        "not measured".into()
-    } else {
-        let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
-        format!(
-            "pooled {} against the best other over {used} points × {} repeats; best at {ahead} of {} (medians: {})",
-            p.text(),
-            p.repeats,
-            pairs.len(),
-            rivals_named.join("; ")
-        )
+    // One pooled comparison per other server, over the points both ran.
+    let k = others.len().max(1);
+    let tail = 0.025 / k as f64;
+    let higher = m.better() == Better::Higher;
+    let mut thin = Vec::new();
+    let per_other: Vec<(&str, Pooled, usize)> = others
+        .iter()
+        .map(|o| {
+            let pairs: Vec<Pair> = mine
+                .iter()
+                .filter_map(|s| {
+                    let t = twin(s, o)?;
+                    let median = advantage(m, s.value(m), t.value(m));
+                    let place = format!("{}, against {o}", s.place());
+                    Some(Pair { place, a: s.by_repeat(m), b: t.by_repeat(m), median, seed: None })
+                })
+                .collect();
+            thin.extend(thin_points(&pairs));
+            let contrasts = pairs.iter().map(|p| rule::contrast(&p.a, &p.b, higher)).collect();
+            let p = if pairs.is_empty() { rule::pooled(&[]) } else { rule::pooled_at(&[rule::one(contrasts)], tail) };
+            let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
+            (*o, p, used)
+        })
+        .collect();
+    // The comparison the claim is decided by: one that could not be made, else the closest.
+    let decisive = per_other
+        .iter()
+        .find(|(_, p, _)| p.repeats < MIN_CLEAN_REPEATS)
+        .or_else(|| per_other.iter().min_by(|x, y| x.1.ratio.total_cmp(&y.1.ratio)))
+        .copied();
+    let Some((closest, pooled, used)) = decisive.filter(|_| points > 0) else {
+        let none = rule::pooled(&[]);
+        return Best { seed_text, here: "not measured".into(), pooled: none, outcome: Outcome::NotMeasured, thin };
     };
-    (seed_text, here, p, thin_points(&pairs))
+    let outcome = match () {
+        _ if per_other.iter().any(|(_, p, _)| p.call() == Call::Loss) => Outcome::NotReproduced,
+        _ if per_other.iter().all(|(_, p, _)| p.call() == Call::Win) => Outcome::Reproduced,
+        _ if pooled.within(0.05) => Outcome::Level,
+        _ if pooled.repeats == 0 => Outcome::NotMeasured,
+        _ => Outcome::Inconclusive,
+    };
+    let ahead = medians.iter().filter(|x| x.0 > 1.0).count();
+    let each = per_other.iter().map(|(o, p, _)| format!("{o}: {}", p.text())).collect::<Vec<_>>().join("; ");
+    let here = format!(
+        "pooled {} against {closest}, the closest of {} other{} ({:.1}% intervals, Bonferroni over them) over \
+         {used} point{} × {} repeats; best at {ahead} of {points} (medians: {}) (against each: {each})",
+        pooled.text(),
+        others.len(),
+        if others.len() == 1 { "" } else { "s" },
+        100.0 * (1.0 - 2.0 * tail),
+        if used == 1 { "" } else { "s" },
+        pooled.repeats,
+        medians.into_iter().map(|x| x.1).collect::<Vec<_>>().join("; ")
+    );
+    Best { seed_text, here, pooled, outcome, thin }
 }
 
 #[cfg(test)]
@@ -556,6 +621,30 @@ mod tests {
             let c = claim(&format!("{BEATS}\n{size}"));
             let got = check_samples(&c, &v);
             assert_eq!(got.label(), want, "{a:?} vs {b:?} {size}: {}", got.here);
+        }
+    }
+
+    /// A `best` claim: ahead of every other, behind one, level with the closest, and too
+    /// noisy to tell.
+    #[test]
+    fn best_outcomes_table() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let wide = [60.0, 140.0, 100.0, 80.0, 120.0];
+        let times = |xs: &[f64], f: f64| xs.iter().map(|x| x * f).collect::<Vec<_>>();
+        let claim_text = "kind = \"best\"\ntext = \"a is best\"\nsweep = \"s\"\nsource = \"000:1\"\nquote = \"q\"\nmetric = \"rps\"\nserver = \"a\"";
+        type Case = (Vec<f64>, Vec<f64>, Vec<f64>, &'static str);
+        let cases: [Case; 4] = [
+            (times(&tight, 2.0), tight.to_vec(), times(&tight, 1.5), "reproduced"),
+            (times(&tight, 2.0), tight.to_vec(), times(&tight, 3.0), "not reproduced"),
+            (tight.to_vec(), times(&tight, 0.5), tight.to_vec(), "level (no difference)"),
+            (wide.to_vec(), times(&tight, 0.5), tight.to_vec(), "inconclusive"),
+        ];
+        for (a, b, c, want) in cases {
+            let v: Vec<Sample> =
+                (1..=2).flat_map(|n| [sample("a", n, &a), sample("b", n, &b), sample("c", n, &c)]).collect();
+            let got = check_samples(&claim(claim_text), &v);
+            assert_eq!(got.label(), want, "{}", got.here);
+            assert!(got.here.contains("the closest of 2 others (97.5% intervals"), "{}", got.here);
         }
     }
 
