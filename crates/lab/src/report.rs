@@ -308,7 +308,8 @@ fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Re
 
 /// What a user must be told when repeats were left out as disturbed: how many of how many,
 /// why, and what to do; `None` when none was. (A point whose repeats are left out gets no
-/// verdict: on a busy machine most of a quick run can end "not measured" for this reason.)
+/// verdict: on a busy machine most of a quick run can end "inconclusive (insufficient clean
+/// repeats …)" for this reason.)
 pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String> {
     let measured: Vec<&crate::metric::Measurement> = records.values().filter_map(|r| r.measurement.as_ref()).collect();
     let excluded = measured.iter().filter(|m| m.excluded).count();
@@ -316,7 +317,8 @@ pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String>
         format!(
             "{excluded} of {} measured repeats were left out as disturbed: other processes kept more than {}% of the \
              machine's CPU busy (or the hypervisor stole more than {}%) through every try, and a point left with too \
-             few clean repeats gets no verdict (\"not measured\"). Run again on a quieter machine, or with \
+             few clean repeats is left out of its claims, and a claim left with none gets no verdict (\"inconclusive \
+             (insufficient clean repeats …)\"). Run again on a quieter machine, or with \
              --keep-disturbed to keep every repeat (marked in the report).",
             measured.len(),
             crate::cpu::OTHER_BUSY_LIMIT_PCT,

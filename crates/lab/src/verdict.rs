@@ -264,9 +264,10 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     }
     // Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
     let most = thin.iter().map(|t| t.1).chain(pooled.map(|p| p.repeats)).max().unwrap_or(0);
-    // A pooled claim whose points were measured is never "not measured".
+    // A pooled claim whose points were measured is never "not measured", even with no
+    // clean repeat in common.
     let few = match (&claim.kind, pooled) {
-        (_, Some(p)) if p.repeats < MIN_CLEAN_REPEATS && most > 0 => {
+        (_, Some(p)) if p.repeats < MIN_CLEAN_REPEATS && (most > 0 || !thin.is_empty()) => {
             Some(format!("insufficient clean repeats: {most} in common at most, {MIN_CLEAN_REPEATS} needed"))
         }
         (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) if v.outcome != Outcome::NotMeasured => samples
@@ -716,6 +717,40 @@ mod tests {
         let got = check_samples(&claim(BEATS), &[a, b]);
         assert_eq!(got.outcome, Outcome::Inconclusive, "{}", got.here);
         assert!(got.here.ends_with("(insufficient clean repeats: 2 in common at most, 3 needed)"), "{}", got.here);
+    }
+
+    /// Regression (010's control in the committed full run): every round had one of the
+    /// claim's six runs excluded as disturbed, and one point had no clean repeat in common;
+    /// the claim read "not measured" though every point ran. Each excluded run now takes out
+    /// its own point in its round, and a claim with no clean repeat in common at any point
+    /// is inconclusive, saying why.
+    #[test]
+    fn a_claim_whose_points_ran_is_never_not_measured() {
+        let level = "kind = \"level\"\ntext = \"n = 10 level with n = 100\"\nsweep = \"s\"\nsource = \"002:67\"\nquote = \"q\"\nmetric = \"rps\"\na = { n = 10 }\nb = { n = 100 }";
+        let at = |server: &str, n: u64, excluded: &[usize]| {
+            let mut s = sample(server, 10, &[100.0, 101.0, 99.0, 100.5, 99.5]);
+            s.client = ClientSpec::closed(10, n);
+            excluded.iter().for_each(|&r| s.runs[r].excluded = true);
+            s
+        };
+        // The committed run's exclusions (results.jsonl.gz, 010 "one batch").
+        let v = [
+            at("thread", 10, &[]),
+            at("thread", 100, &[]),
+            at("event 1", 10, &[0]),
+            at("event 1", 100, &[2]),
+            at("event 2", 10, &[0, 1]),
+            at("event 2", 100, &[1, 2, 3, 4]),
+        ];
+        let got = check_samples(&claim(level), &v);
+        assert_eq!(got.outcome, Outcome::Reproduced, "{}", got.here);
+        assert!(got.here.contains("over 2 points × 5 repeats"), "{}", got.here);
+        assert!(got.here.ends_with("clean repeats in common: event 2, 10 connections, N = 10: 0)"), "{}", got.here);
+        // Nothing in common at the only point: inconclusive, and why.
+        let v = [at("thread", 10, &[0, 1]), at("thread", 100, &[2, 3, 4])];
+        let got = check_samples(&claim(level), &v);
+        assert_eq!(got.label(), "inconclusive", "{}", got.here);
+        assert!(got.here.ends_with("(insufficient clean repeats: 0 in common at most, 3 needed)"), "{}", got.here);
     }
 
     /// Checks a claim against samples without an experiment (no seed numbers).
