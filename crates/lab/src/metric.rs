@@ -77,6 +77,9 @@ pub(crate) enum Metric {
     P50Ms,
     P99Ms,
     Rps,
+    /// Successful answers (2xx and 3xx) per second: [`Metric::Rps`] without the error
+    /// answers (a 503 from an admission limit is an answer, and fast).
+    OkRps,
     /// The time of one batch (the seed's whole test): the batches' time over their count.
     TotalS,
     KbS,
@@ -124,6 +127,7 @@ impl Metric {
             Metric::P50Ms => m.p50_us / 1e3,
             Metric::P99Ms => m.p99_us / 1e3,
             Metric::Rps => m.rps,
+            Metric::OkRps => ok_rps(m),
             Metric::TotalS => m.duration_s / f64::from(m.batches.max(1)),
             Metric::KbS => m.bytes_per_s / 1e3,
             Metric::MbS => m.bytes_per_s / 1e6,
@@ -143,7 +147,7 @@ impl Metric {
 
     pub fn better(self) -> Better {
         match self {
-            Metric::Rps | Metric::KbS | Metric::MbS | Metric::GbS => Better::Higher,
+            Metric::Rps | Metric::OkRps | Metric::KbS | Metric::MbS | Metric::GbS => Better::Higher,
             _ => Better::Lower,
         }
     }
@@ -156,6 +160,7 @@ impl Metric {
             Metric::P50Ms => "p50 (ms)",
             Metric::P99Ms => "p99 (ms)",
             Metric::Rps => "req/s",
+            Metric::OkRps => "successful answers/s (2xx, 3xx)",
             Metric::TotalS => "time (s)",
             Metric::KbS => "KB/s",
             Metric::MbS => "MB/s",
@@ -171,6 +176,14 @@ impl Metric {
             Metric::ErrorAnswerMs => "mean latency of error answers (ms)",
         }
     }
+}
+
+/// The answers per second less the error answers' share of them (0 without answers).
+fn ok_rps(m: &Measurement) -> f64 {
+    if m.responses == 0 {
+        return 0.0;
+    }
+    m.rps * m.responses.saturating_sub(m.non_success) as f64 / m.responses as f64
 }
 
 /// A latency sum over its count, in ms (NaN without a count: left out of medians).
@@ -289,6 +302,21 @@ mod tests {
         assert_eq!((Metric::OkMs.value(&m), Metric::ErrorAnswerMs.value(&m)), (2.0, 0.2));
         let none = Measurement { responses: 3, ..Default::default() };
         assert!(Metric::ErrorAnswerMs.value(&none).is_nan(), "no error answer: no mean");
+    }
+
+    /// Successful answers per second leave the error answers (503s) out of the rate.
+    #[test]
+    fn ok_rps_counts_successful_answers_only() {
+        let cases = [
+            (Measurement { responses: 100, non_success: 0, rps: 50.0, ..Default::default() }, 50.0),
+            (Measurement { responses: 100, non_success: 75, rps: 400.0, ..Default::default() }, 100.0),
+            (Measurement { responses: 100, non_success: 100, rps: 400.0, ..Default::default() }, 0.0),
+            (Measurement { responses: 0, errors: 9, ..Default::default() }, 0.0),
+        ];
+        for (m, want) in cases {
+            assert_eq!(Metric::OkRps.value(&m), want, "{m:?}");
+        }
+        assert_eq!(Metric::OkRps.better(), Better::Higher);
     }
 
     /// Regression: seed 003's CGI collapse (503s beyond --max-cgi) read as 19% errors when

@@ -208,7 +208,7 @@ fn appendix(
 }
 
 /// How a verdict is reached.
-const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`). \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
+const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`); a repeat left out as disturbed takes out its own point in that repeat, not the repeat's other points, and a point with fewer than 3 clean repeats in common is left out and named. \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. A claim that one server is the best is tested against each other server, each interval widened for the family (Bonferroni over the others: each at 1 − 0.05/k for k others): reproduced when every one lies above 1, not reproduced when one lies below, so with all servers equal it is called either way at most 2.5% of the time (simulated with 3 and 4 others). Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
 
 /// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
 /// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
@@ -308,7 +308,8 @@ fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Re
 
 /// What a user must be told when repeats were left out as disturbed: how many of how many,
 /// why, and what to do; `None` when none was. (A point whose repeats are left out gets no
-/// verdict: on a busy machine most of a quick run can end "not measured" for this reason.)
+/// verdict: on a busy machine most of a quick run can end "inconclusive (insufficient clean
+/// repeats …)" for this reason.)
 pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String> {
     let measured: Vec<&crate::metric::Measurement> = records.values().filter_map(|r| r.measurement.as_ref()).collect();
     let excluded = measured.iter().filter(|m| m.excluded).count();
@@ -316,7 +317,8 @@ pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String>
         format!(
             "{excluded} of {} measured repeats were left out as disturbed: other processes kept more than {}% of the \
              machine's CPU busy (or the hypervisor stole more than {}%) through every try, and a point left with too \
-             few clean repeats gets no verdict (\"not measured\"). Run again on a quieter machine, or with \
+             few clean repeats is left out of its claims, and a claim left with none gets no verdict (\"inconclusive \
+             (insufficient clean repeats …)\"). Run again on a quieter machine, or with \
              --keep-disturbed to keep every repeat (marked in the report).",
             measured.len(),
             crate::cpu::OTHER_BUSY_LIMIT_PCT,

@@ -1,12 +1,23 @@
 //! The verdict rule: one test per claim, pooled over the claim's points and paired by repeat.
 //!
 //! A claim compares sides at one or more points: `a` against its twin `b`, or a gain against
-//! another gain. Its contrast is a weighted sum of logarithms, one term per point and side
-//! (`+1/k · ln a − 1/k · ln b` over `k` points for "a beats b", signed so that above 0
-//! favours the claimed side). Repeat `r` of every point was measured in the same rotation of
-//! the servers, so the contrast is computed per repeat: `D_r = Σ w · ln v[r]`. The pooled
-//! ratio is `exp(mean D)` and its 95% interval `exp(mean D ± t(0.975, R − 1) · sd(D) / √R)`,
-//! the one-sample t interval over the `R` repeats.
+//! another gain. Each point gives a contrast per repeat, `c[r] = ln a[r] − ln b[r]`, signed
+//! so that above 0 favours the claimed side; the points form groups (one for "a beats b";
+//! a gain and its base, the base counted negatively, for a ratio of ratios), each the mean
+//! of its points with equal weights. Repeat `r` of every point was measured in the same
+//! rotation of the servers, so the pooled contrast is computed per repeat:
+//! `D_r = Σ_g sign_g · mean_p c_p[r]`. The pooled ratio is `exp(mean D)` and its 95% interval
+//! `exp(mean D ± t(0.975, R − 1) · sd(D) / √R)`, the one-sample t interval over the `R`
+//! repeats.
+//!
+//! A value may be missing (a repeat excluded as disturbed, a failed point, a value that is
+//! not positive): it takes out its own point at its own repeat, never the repeat's other
+//! points. A point's contrast is then its mean over its clean repeats, `m_p`, and `D_r` is
+//! `Σ_g sign_g · (mean_p m_p + mean over the points present at r of (c_p[r] − m_p))`: the
+//! points' levels always count with equal weights, and the repeat's shared drift is read
+//! from the points it has. With every value present this is the mean above. A point with
+//! fewer than [`MIN_POINT_REPEATS`] clean repeats is left out of the claim (the caller
+//! names it), and a repeat counts when every group has a point there.
 //!
 //! Why this shape: adding points averages them into each `D_r` instead of adding tests, so
 //! a claim over 39 points is no more fragile than one over 2 (the old rule let one spurious
@@ -16,13 +27,23 @@
 //! excludes 1, so under no difference a claim is called in its direction at most 2.5% of
 //! the time (one-sided), whatever its number of points. `tests` below simulate that with the
 //! lab's repeats and point counts, under noise with outliers, and check the power under a
-//! real 10% difference. The rate is per claim: with `K` claims in a run, the expected number
-//! of claims called in their direction by chance alone is at most `0.025 · K`.
+//! real 10% difference (`verdict_sim_tests.rs` does it with excluded repeats). The rate is
+//! per claim: with `K` claims in a run, the expected number of claims called in their
+//! direction by chance alone is at most `0.025 · K`.
 
 use crate::stats::Call;
 
-/// One side of one point in a contrast: its values per repeat and its weight.
-pub(crate) type Term = (Vec<f64>, f64);
+/// The fewest clean repeats a point needs to enter a pooled contrast, as a point's own
+/// interval needs.
+pub(crate) const MIN_POINT_REPEATS: usize = crate::stats::MIN_RUNS;
+
+/// Points pooled with equal weights: each point's contrast per repeat (NaN where missing),
+/// the group's mean counted with `sign` (−1 for the base of a ratio of ratios).
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    pub points: Vec<Vec<f64>>,
+    pub sign: f64,
+}
 
 /// The pooled ratio of a claim with its 95% interval (NaN bounds with fewer than two repeats).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,7 +51,7 @@ pub(crate) struct Pooled {
     pub ratio: f64,
     pub lo: f64,
     pub hi: f64,
-    /// Repeats in which every term was measured (and positive).
+    /// Repeats in which every group had a point measured (the repeats of `D`).
     pub repeats: usize,
 }
 
@@ -66,32 +87,167 @@ impl Pooled {
     }
 }
 
-/// The pooled contrast of `terms` (see the module comment). A repeat where a term has no
-/// value, or a value that is not positive, is left out of every term.
-pub(crate) fn pooled(terms: &[Term]) -> Pooled {
-    let r_max = terms.iter().map(|t| t.0.len()).min().unwrap_or(0);
-    let d: Vec<f64> = (0..r_max)
-        .filter(|&r| terms.iter().all(|t| t.0[r].is_finite() && t.0[r] > 0.0))
-        .map(|r| terms.iter().map(|(v, w)| w * v[r].ln()).sum())
+/// The clean repeats of a point's contrast (those with a value).
+pub(crate) fn clean(contrast: &[f64]) -> usize {
+    contrast.iter().filter(|x| x.is_finite()).count()
+}
+
+/// The pooled contrast of `groups` (see the module comment), with its 95% interval.
+pub(crate) fn pooled(groups: &[Group]) -> Pooled {
+    pooled_at(groups, 0.025)
+}
+
+/// [`pooled`] with an interval that misses the true ratio on each side with probability
+/// `tail` (0.025: the 95% interval; less for a family of comparisons, as `best`'s).
+pub(crate) fn pooled_at(groups: &[Group], tail: f64) -> Pooled {
+    let none = Pooled { ratio: f64::NAN, lo: f64::NAN, hi: f64::NAN, repeats: 0 };
+    // Each group's points with enough clean repeats, each with its mean.
+    type Used<'a> = Vec<(&'a [f64], f64)>;
+    let used: Vec<(f64, Used<'_>)> = groups
+        .iter()
+        .map(|g| {
+            let points = g
+                .points
+                .iter()
+                .filter(|c| clean(c) >= MIN_POINT_REPEATS)
+                .map(|c| {
+                    let vals: Vec<f64> = c.iter().copied().filter(|x| x.is_finite()).collect();
+                    (c.as_slice(), vals.iter().sum::<f64>() / vals.len() as f64)
+                })
+                .collect();
+            (g.sign, points)
+        })
+        .collect();
+    if used.is_empty() || used.iter().any(|(_, points)| points.is_empty()) {
+        return none;
+    }
+    let level: f64 = used.iter().map(|(sign, ps)| sign * ps.iter().map(|p| p.1).sum::<f64>() / ps.len() as f64).sum();
+    let rounds = used.iter().flat_map(|(_, ps)| ps.iter().map(|p| p.0.len())).max().unwrap_or(0);
+    let d: Vec<f64> = (0..rounds)
+        .filter_map(|r| {
+            let mut d_r = level;
+            for (sign, ps) in &used {
+                let dev: Vec<f64> =
+                    ps.iter().filter_map(|(c, m)| c.get(r).filter(|x| x.is_finite()).map(|x| x - m)).collect();
+                if dev.is_empty() {
+                    return None;
+                }
+                d_r += sign * dev.iter().sum::<f64>() / dev.len() as f64;
+            }
+            Some(d_r)
+        })
         .collect();
     let n = d.len();
-    if n == 0 || terms.is_empty() {
-        return Pooled { ratio: f64::NAN, lo: f64::NAN, hi: f64::NAN, repeats: 0 };
+    if n == 0 {
+        return none;
     }
     let mean = d.iter().sum::<f64>() / n as f64;
     if n < 2 {
         return Pooled { ratio: mean.exp(), lo: f64::NAN, hi: f64::NAN, repeats: n };
     }
     let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t975(n - 1) * (var / n as f64).sqrt();
+    let t = if tail == 0.025 { t975(n - 1) } else { t_quantile(1.0 - tail, n - 1) };
+    let half = t * (var / n as f64).sqrt();
     Pooled { ratio: mean.exp(), lo: (mean - half).exp(), hi: (mean + half).exp(), repeats: n }
 }
 
-/// The two terms of "a ahead of b" at one point, weighted `w`, for a metric where higher
-/// is better (`higher`) or lower is.
-pub(crate) fn ahead(a: Vec<f64>, b: Vec<f64>, w: f64, higher: bool) -> [Term; 2] {
-    let s = if higher { w } else { -w };
-    [(a, s), (b, -s)]
+/// A point's contrast per repeat: how far `a` is ahead of `b` (`ln a − ln b` for a metric
+/// where higher is better, `ln b − ln a` otherwise), NaN where either has no positive value.
+pub(crate) fn contrast(a: &[f64], b: &[f64], higher: bool) -> Vec<f64> {
+    let ok = |x: f64| x.is_finite() && x > 0.0;
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| match (ok(x), ok(y), higher) {
+            (true, true, true) => x.ln() - y.ln(),
+            (true, true, false) => y.ln() - x.ln(),
+            _ => f64::NAN,
+        })
+        .collect()
+}
+
+/// One group of points, counted positively.
+pub(crate) fn one(points: Vec<Vec<f64>>) -> Group {
+    Group { points, sign: 1.0 }
+}
+
+/// The `p` quantile (`p` above 0.5) of Student's t with `df` degrees of freedom, by
+/// bisection on its distribution function.
+pub(crate) fn t_quantile(p: f64, df: usize) -> f64 {
+    if df == 0 {
+        return f64::INFINITY;
+    }
+    let (mut lo, mut hi) = (0.0, 1e6);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if t_cdf(mid, df as f64) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// P(T ≤ t) for Student's t with `df` degrees of freedom, `t` ≥ 0.
+fn t_cdf(t: f64, df: f64) -> f64 {
+    1.0 - 0.5 * inc_beta(df / (df + t * t), df / 2.0, 0.5)
+}
+
+/// The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz).
+fn inc_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - inc_beta(1.0 - x, b, a);
+    }
+    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp() / a;
+    let tiny = 1e-300;
+    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
+    d = 1.0 / if d.abs() < tiny { tiny } else { d };
+    let mut f = d;
+    for m in 1..300 {
+        let m = f64::from(m);
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            d = 1.0 / if d.abs() < tiny { tiny } else { d };
+            c = 1.0 + num / c;
+            c = if c.abs() < tiny { tiny } else { c };
+            f *= c * d;
+        }
+        if (c * d - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    front * f
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum: f64 = G[0] + G[1..].iter().enumerate().map(|(i, g)| g / (x + i as f64 + 1.0)).sum::<f64>();
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
 }
 
 /// The 97.5th percentile of Student's t with `df` degrees of freedom (rounded up beyond
@@ -119,21 +275,48 @@ mod tests {
         // Two points, a 2× ahead at both in every repeat with a little noise.
         let two = |x: f64| vec![x * 0.98, x, x * 1.02, x * 0.99, x * 1.01];
         let other = |x: f64| vec![x * 1.01, x * 0.99, x, x * 1.02, x * 0.98];
-        let terms: Vec<Term> =
-            [ahead(two(20.0), other(10.0), 0.5, true), ahead(two(40.0), other(20.0), 0.5, true)].concat();
-        let p = pooled(&terms);
+        let points = vec![contrast(&two(20.0), &other(10.0), true), contrast(&two(40.0), &other(20.0), true)];
+        let p = pooled(&[one(points)]);
         assert!((p.ratio - 2.0).abs() < 1e-9 && p.lo < 2.0 && p.hi > 2.0 && p.lo > 1.9, "{p:?}");
         assert_eq!((p.call(), p.repeats), (Call::Win, 5));
         // Lower is better: the same numbers say b is ahead.
-        let p = pooled(&ahead(two(20.0), two(10.0), 1.0, false));
+        let p = pooled(&[one(vec![contrast(&two(20.0), &two(10.0), false)])]);
         assert_eq!(p.call(), Call::Loss);
-        // A repeat missing on one side is left out of all; one repeat has no interval.
-        let p = pooled(&ahead(vec![2.0, 2.0], vec![1.0], 1.0, true));
-        assert_eq!((p.repeats, p.known(), p.ratio), (1, false, 2.0));
+        // A point with fewer than three clean repeats is left out; none left, no ratio.
+        let p = pooled(&[one(vec![contrast(&[2.0, 2.0], &[1.0, 1.0, 1.0], true)])]);
+        assert_eq!((p.repeats, p.known(), p.ratio.is_nan()), (0, false, true));
         assert_eq!(pooled(&[]).repeats, 0);
         // Identical repeats: an exact interval.
-        let p = pooled(&ahead(vec![1.0; 3], vec![1.0; 3], 1.0, true));
+        let p = pooled(&[one(vec![contrast(&[1.0; 3], &[1.0; 3], true)])]);
         assert!(p.known() && p.within(0.05) && p.call() == Call::Level, "{p:?}");
+    }
+
+    /// A missing value takes out its own point at its own repeat: the repeat's other points
+    /// still count, each point's level keeps its weight, and the repeat's drift is read from
+    /// the points it has.
+    #[test]
+    fn a_missing_value_drops_its_point_not_the_repeat() {
+        let nan = f64::NAN;
+        // Point 1 is 2× ahead, point 2 4×; every repeat drifts by the same factor at both.
+        let drift = [1.0, 1.1, 0.9, 1.2, 0.8];
+        let at = |level: f64, gone: Option<usize>| -> Vec<f64> {
+            drift.iter().enumerate().map(|(r, d)| if Some(r) == gone { nan } else { (level * d).ln() }).collect()
+        };
+        let full = pooled(&[one(vec![at(2.0, None), at(4.0, None)])]);
+        let holed = pooled(&[one(vec![at(2.0, Some(1)), at(4.0, Some(3))])]);
+        assert_eq!((full.repeats, holed.repeats), (5, 5), "no repeat dropped");
+        assert!((holed.ratio - full.ratio).abs() < 1e-9, "{holed:?} against {full:?}");
+        assert!((holed.lo / full.lo - 1.0).abs() < 0.02 && (holed.hi / full.hi - 1.0).abs() < 0.02, "{holed:?}");
+        // A ratio of ratios: each group keeps its repeats; a point left with two clean
+        // repeats is left out, the others still decide.
+        let gain = one(vec![at(4.0, None), at(4.0, Some(0))]);
+        let base = Group { points: vec![at(2.0, None), vec![nan, nan, nan, 0.0, 0.0]], sign: -1.0 };
+        let p = pooled(&[gain, base]);
+        assert!((p.ratio - 2.0).abs() < 1e-3 && p.repeats == 5, "{p:?}");
+        // A repeat where one whole group is missing does not count.
+        let gain = one(vec![at(4.0, Some(2))]);
+        let base = Group { points: vec![at(2.0, None)], sign: -1.0 };
+        assert_eq!(pooled(&[gain, base]).repeats, 4);
     }
 
     /// Noise as the lab sees it: each value log-normal around its point's level (σ = 5%),
@@ -165,9 +348,8 @@ mod tests {
                     b[i].push(measure(&mut rng, level, db));
                 }
             }
-            let w = 1.0 / points as f64;
-            let terms: Vec<Term> = a.into_iter().zip(b).flat_map(|(x, y)| ahead(x, y, w, true)).collect();
-            called += usize::from(pooled(&terms).call() == Call::Win);
+            let points = a.iter().zip(&b).map(|(x, y)| contrast(x, y, true)).collect();
+            called += usize::from(pooled(&[one(points)]).call() == Call::Win);
         }
         called as f64 / trials as f64
     }
@@ -208,6 +390,23 @@ mod tests {
         }
         // Each server run's own drift (3%) is what more points cannot average away.
         assert!(last >= 0.8, "39 points × 5 repeats: called {:.1}%", last * 100.0);
+    }
+
+    /// The computed quantiles agree with the table and with published values.
+    #[test]
+    fn t_quantiles_computed_match_the_table() {
+        for df in 1..=30 {
+            let got = t_quantile(0.975, df);
+            assert!((got - t975(df)).abs() < 0.0015, "df {df}: {got} against {}", t975(df));
+        }
+        // Published: t(0.99, 4) = 3.747, t(0.995, 4) = 4.604, t(0.9995, 4) = 8.610.
+        assert!((t_quantile(0.99, 4) - 3.747).abs() < 0.001);
+        assert!((t_quantile(0.995, 4) - 4.604).abs() < 0.001);
+        assert!((t_quantile(0.9995, 4) - 8.610).abs() < 0.001);
+        // Bonferroni over 3: a tail of 0.025 / 3, between the two.
+        let b = t_quantile(1.0 - 0.025 / 3.0, 4);
+        assert!(b > 3.747 && b < 4.604, "{b}");
+        assert!(t_quantile(0.975, 0).is_infinite());
     }
 
     #[test]

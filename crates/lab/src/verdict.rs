@@ -1,10 +1,13 @@
 //! A verdict per seed claim, with the seed's number beside ours.
 //!
-//! - `beats`, `best`, `larger_gain`: one pooled test per claim ([`crate::rule`]): the
-//!   claimed side's advantage over all its points, paired by repeat, with its 95% interval.
+//! - `beats`, `larger_gain`: one pooled test per claim ([`crate::rule`]): the claimed
+//!   side's advantage over all its points, paired by repeat, with its 95% interval.
 //!   Reproduced when the interval lies above 1, not reproduced when below; *level* when it
 //!   contains 1 and lies within `1 ± within` (evidence against a difference); inconclusive
 //!   when it is too wide to say either.
+//! - `best`: the same test against each other server, each interval widened for the family
+//!   (Bonferroni over the others): reproduced when all lie above 1, not reproduced when one
+//!   lies below ([`best`]).
 //! - `level`: the same pooled ratio: reproduced when its interval lies within `1 ± within`,
 //!   not reproduced when wholly outside, inconclusive otherwise (and when the points' own
 //!   ratios fall outside the band on both sides, which a pooled ratio would average away).
@@ -24,7 +27,7 @@ use crate::claim::{twin, Claim, Kind, Select, Size};
 use crate::finding::advantage;
 use crate::metric::{self, Better, Metric};
 use crate::plan::Active;
-use crate::rule::{self, Pooled, Term};
+use crate::rule::{self, Group, Pooled};
 use crate::shape::{judge, seed_series, series, shape};
 use crate::stats::{Call, Interval};
 use crate::table::{seed_matches, Sample, MIN_CLEAN_REPEATS};
@@ -139,6 +142,8 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         return v;
     };
     let mut seed_brief = None;
+    // The points of a pooled claim with too few clean repeats to enter it.
+    let mut thin: Vec<(String, usize)> = Vec::new();
     let seed = |s: &Sample, m: Metric| seed_value(a, s, m);
     let (seed_text, here, outcome, pooled) = match &claim.kind {
         Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
@@ -146,12 +151,14 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
             seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
             let p = pool(*metric, &pairs, 1.0);
+            thin = thin_points(&pairs);
             let outcome = pooled_outcome(&p, *within);
             (seed_text, pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
         }
         Kind::Level { metric, a: sa, b, at, within, .. } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
             let p = pool(*metric, &pairs, 1.0);
+            thin = thin_points(&pairs);
             seed_brief = Some(seed_range(&pairs));
             let (hi, lo) = (1.0 + within, 1.0 / (1.0 + within));
             let both_sides = pairs.iter().any(|x| x.median > hi) && pairs.iter().any(|x| x.median < lo);
@@ -161,14 +168,15 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
                 _ if p.beyond(*within) => Outcome::NotReproduced,
                 _ => Outcome::Inconclusive,
             };
-            (seed_ratios(&pairs), pooled_text(&p, &pairs, Some(*within)), outcome, None)
+            (seed_ratios(&pairs), pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
         }
         Kind::LargerGain { metric, a: sa, b, at, than } => {
             let gain = pairs(*metric, sa, b, at, samples, &seed);
             let base = pairs(*metric, sa, b, than, samples, &seed);
             let (pg, pb) = (pool(*metric, &gain, 1.0), pool(*metric, &base, 1.0));
-            let terms: Vec<Term> = [terms(*metric, &gain, 1.0), terms(*metric, &base, -1.0)].concat();
-            let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&terms) };
+            let groups = [group(*metric, &gain, 1.0), group(*metric, &base, -1.0)];
+            let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&groups) };
+            thin = [thin_points(&gain), thin_points(&base)].concat();
             let outcome = pooled_outcome(&p, 0.05);
             let geo = |ps: &[Pair]| {
                 let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
@@ -233,9 +241,9 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             (format!("max {}", metric::format(seed_max)), here, outcome, None)
         }
         Kind::Best { metric, server, among, at, .. } => {
-            let (seed_text, here, p) = best(*metric, server, among, at, samples, &seed);
-            let outcome = pooled_outcome(&p, 0.05);
-            (seed_text, here, outcome, Some(p))
+            let b = best(*metric, server, among, at, samples, &seed);
+            thin = b.thin;
+            (b.seed_text, b.here, b.outcome, Some(b.pooled))
         }
         Kind::NotTestable { .. } => unreachable!("returned above"),
     };
@@ -247,18 +255,28 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     v.seed = seed_text;
     v.here = here;
     v.outcome = outcome;
+    // Points of a decided pooled claim left out for too few clean repeats: named.
+    if pooled.is_some_and(|p| p.repeats >= MIN_CLEAN_REPEATS) && !thin.is_empty() {
+        let list = thin.iter().map(|(place, n)| format!("{place}: {n}")).collect::<Vec<_>>().join("; ");
+        let note = format!(" (left out, fewer than {MIN_CLEAN_REPEATS} clean repeats in common: {list})");
+        v.here += &note;
+        v.here_brief += &note;
+    }
     // Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
+    let most = thin.iter().map(|t| t.1).chain(pooled.map(|p| p.repeats)).max().unwrap_or(0);
+    // A pooled claim whose points were measured is never "not measured", even with no
+    // clean repeat in common.
     let few = match (&claim.kind, pooled) {
-        (_, Some(p)) if p.repeats > 0 && p.repeats < MIN_CLEAN_REPEATS => {
-            Some(format!("insufficient clean repeats: {} in common, {MIN_CLEAN_REPEATS} needed", p.repeats))
+        (_, Some(p)) if p.repeats < MIN_CLEAN_REPEATS && (most > 0 || !thin.is_empty()) => {
+            Some(format!("insufficient clean repeats: {most} in common at most, {MIN_CLEAN_REPEATS} needed"))
         }
-        (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) => samples
+        (Kind::Trend { at, .. } | Kind::AtMost { at, .. }, _) if v.outcome != Outcome::NotMeasured => samples
             .iter()
             .filter(|s| at.matches(s))
             .find_map(|s| s.no_verdict().map(|why| format!("{}: {why}", s.place()))),
         _ => None,
     };
-    if let (Some(why), false) = (few, matches!(v.outcome, Outcome::NotMeasured)) {
+    if let Some(why) = few {
         v.here = format!("{} ({why})", v.here);
         v.here_brief = format!("{} ({why})", v.here_brief);
         v.outcome = Outcome::Inconclusive;
@@ -336,7 +354,7 @@ fn trend_size(
         let i = last.interval(m);
         return size_call(size, i.lo, i.hi, &crate::table::with_interval(i));
     }
-    let p = rule::pooled(&rule::ahead(last.by_repeat(m), first.by_repeat(m), 1.0, true));
+    let p = rule::pooled(&[rule::one(vec![rule::contrast(&last.by_repeat(m), &first.by_repeat(m), true)])]);
     size_call(size, p.lo, p.hi, &p.text())
 }
 
@@ -385,17 +403,29 @@ fn pairs(
         .collect()
 }
 
-/// The contrast terms of `pairs` (each point weighted equally, the whole scaled by `sign`).
-fn terms(m: Metric, pairs: &[Pair], sign: f64) -> Vec<Term> {
-    let w = sign / pairs.len().max(1) as f64;
-    pairs.iter().flat_map(|p| rule::ahead(p.a.clone(), p.b.clone(), w, m.better() == Better::Higher)).collect()
+impl Pair {
+    /// The repeats in which both sides have a value.
+    fn clean(&self) -> usize {
+        rule::clean(&rule::contrast(&self.a, &self.b, true))
+    }
+}
+
+/// The points of `pairs` as a group of the pooled contrast, counted with `sign`.
+fn group(m: Metric, pairs: &[Pair], sign: f64) -> Group {
+    let points = pairs.iter().map(|p| rule::contrast(&p.a, &p.b, m.better() == Better::Higher)).collect();
+    Group { points, sign }
 }
 
 fn pool(m: Metric, pairs: &[Pair], sign: f64) -> Pooled {
     if pairs.is_empty() {
         return rule::pooled(&[]);
     }
-    rule::pooled(&terms(m, pairs, sign))
+    rule::pooled(&[group(m, pairs, sign)])
+}
+
+/// The points too thin to enter a pooled contrast, with their clean repeats.
+fn thin_points(pairs: &[Pair]) -> Vec<(String, usize)> {
+    pairs.iter().filter(|p| p.clean() < rule::MIN_POINT_REPEATS).map(|p| (p.place.clone(), p.clean())).collect()
 }
 
 /// `pooled 1.50× [1.46–1.61] over 6 points × 5 repeats; ahead at 6 of 6: …`.
@@ -406,11 +436,11 @@ fn pooled_text(p: &Pooled, pairs: &[Pair], band: Option<f64>) -> String {
     let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
     let list = pairs.iter().map(|x| format!("{}: {:.2}×", x.place, x.median)).collect::<Vec<_>>().join("; ");
     let band = band.map(|w| format!(" (level band {:.2}–{:.2})", 1.0 / (1.0 + w), 1.0 + w)).unwrap_or_default();
+    let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
     format!(
-        "pooled {}{band} over {} point{} × {} repeats; ahead at {ahead} of {} (medians: {list})",
+        "pooled {}{band} over {used} point{} × {} repeats; ahead at {ahead} of {} (medians: {list})",
         p.text(),
-        pairs.len(),
-        if pairs.len() == 1 { "" } else { "s" },
+        if used == 1 { "" } else { "s" },
         p.repeats,
         pairs.len()
     )
@@ -425,8 +455,24 @@ fn seed_ratios(pairs: &[Pair]) -> String {
     }
 }
 
-/// The claimed server against the best of the others at each point (the rival with the
-/// best median there), pooled over the points.
+/// What a `best` claim found: the text, the pooled comparison it is decided on, its
+/// outcome and the points too thin to count.
+struct Best {
+    seed_text: String,
+    here: String,
+    pooled: Pooled,
+    outcome: Outcome,
+    thin: Vec<(String, usize)>,
+}
+
+/// The claimed server against each other server, pooled over the points where both ran,
+/// each comparison's interval widened for the family (Bonferroni over the `k` others: each
+/// misses on a side with probability 0.025 / k). Reproduced when every other's interval
+/// lies above 1, not reproduced when one lies below 1, level when the closest other's (the
+/// lowest pooled ratio) lies within 5% of 1. So under no difference a call either way is
+/// made at most 2.5% of the time, whatever the number of others (the best other at each
+/// point, picked from the same numbers, would bias the test against the claimed server).
+/// The per-point medians name the best other at each point.
 fn best(
     m: Metric,
     server: &str,
@@ -434,52 +480,99 @@ fn best(
     at: &Select,
     samples: &[Sample],
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
-) -> (String, String, Pooled) {
+) -> Best {
     let in_race = |s: &&Sample| !s.runs.is_empty() && at.matches(s) && (among.is_empty() || among.contains(&s.server));
-    let (mut pairs, mut rivals_named, mut seed_wins, mut seed_points) = (Vec::new(), Vec::new(), 0, 0);
-    for mine in samples.iter().filter(in_race).filter(|s| s.server == server) {
-        let rivals: Vec<&Sample> = samples
+    let mine: Vec<&Sample> = samples.iter().filter(in_race).filter(|s| s.server == server).collect();
+    let mut others: Vec<&str> = Vec::new();
+    for s in samples.iter().filter(in_race).filter(|s| s.server != server) {
+        if !others.contains(&s.server.as_str()) {
+            others.push(&s.server);
+        }
+    }
+    let twin = |mine: &Sample, other: &str| {
+        samples
             .iter()
             .filter(in_race)
-            .filter(|s| s.server != server && s.workload == mine.workload && s.client == mine.client)
-            .collect();
+            .find(|s| s.server == other && s.workload == mine.workload && s.client == mine.client)
+    };
+    let (mut medians, mut seed_wins, mut seed_points, mut points) = (Vec::new(), 0, 0, 0);
+    for s in &mine {
+        let rivals: Vec<&Sample> = others.iter().filter_map(|o| twin(s, o)).collect();
         let Some(rival) =
             rivals.iter().copied().reduce(|x, y| if advantage(m, y.value(m), x.value(m)) > 1.0 { y } else { x })
         else {
             continue;
         };
-        let median = advantage(m, mine.value(m), rival.value(m));
-        rivals_named.push(format!(
-            "{}: {median:.2}× vs {} {}",
-            mine.place(),
-            rival.server,
-            metric::format(rival.value(m))
+        points += 1;
+        let median = advantage(m, s.value(m), rival.value(m));
+        medians.push((
+            median,
+            format!("{}: {median:.2}× vs {} {}", s.place(), rival.server, metric::format(rival.value(m))),
         ));
-        pairs.push(Pair { place: mine.place(), a: mine.by_repeat(m), b: rival.by_repeat(m), median, seed: None });
-        if let Some(v) = seed(mine, m) {
-            let others: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
-            if !others.is_empty() {
+        if let Some(v) = seed(s, m) {
+            let theirs: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
+            if !theirs.is_empty() {
                 seed_points += 1;
-                seed_wins += usize::from(others.iter().all(|o| advantage(m, v, *o) > 1.0));
+                seed_wins += usize::from(theirs.iter().all(|o| advantage(m, v, *o) > 1.0));
             }
         }
     }
     let seed_text = if seed_points > 0 { format!("best at {seed_wins} of {seed_points} points") } else { "–".into() };
-    let p = pool(m, &pairs, 1.0);
-    let here = if pairs.is_empty() {
-        "not measured".into()
-    } else {
-        let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
-        format!(
-            "pooled {} against the best other over {} points × {} repeats; best at {ahead} of {} (medians: {})",
-            p.text(),
-            pairs.len(),
-            p.repeats,
-            pairs.len(),
-            rivals_named.join("; ")
-        )
+    // One pooled comparison per other server, over the points both ran.
+    let k = others.len().max(1);
+    let tail = 0.025 / k as f64;
+    let higher = m.better() == Better::Higher;
+    let mut thin = Vec::new();
+    let per_other: Vec<(&str, Pooled, usize)> = others
+        .iter()
+        .map(|o| {
+            let pairs: Vec<Pair> = mine
+                .iter()
+                .filter_map(|s| {
+                    let t = twin(s, o)?;
+                    let median = advantage(m, s.value(m), t.value(m));
+                    let place = format!("{}, against {o}", s.place());
+                    Some(Pair { place, a: s.by_repeat(m), b: t.by_repeat(m), median, seed: None })
+                })
+                .collect();
+            thin.extend(thin_points(&pairs));
+            let contrasts = pairs.iter().map(|p| rule::contrast(&p.a, &p.b, higher)).collect();
+            let p = if pairs.is_empty() { rule::pooled(&[]) } else { rule::pooled_at(&[rule::one(contrasts)], tail) };
+            let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
+            (*o, p, used)
+        })
+        .collect();
+    // The comparison the claim is decided by: one that could not be made, else the closest.
+    let decisive = per_other
+        .iter()
+        .find(|(_, p, _)| p.repeats < MIN_CLEAN_REPEATS)
+        .or_else(|| per_other.iter().min_by(|x, y| x.1.ratio.total_cmp(&y.1.ratio)))
+        .copied();
+    let Some((closest, pooled, used)) = decisive.filter(|_| points > 0) else {
+        let none = rule::pooled(&[]);
+        return Best { seed_text, here: "not measured".into(), pooled: none, outcome: Outcome::NotMeasured, thin };
     };
-    (seed_text, here, p)
+    let outcome = match () {
+        _ if per_other.iter().any(|(_, p, _)| p.call() == Call::Loss) => Outcome::NotReproduced,
+        _ if per_other.iter().all(|(_, p, _)| p.call() == Call::Win) => Outcome::Reproduced,
+        _ if pooled.within(0.05) => Outcome::Level,
+        _ if pooled.repeats == 0 => Outcome::NotMeasured,
+        _ => Outcome::Inconclusive,
+    };
+    let ahead = medians.iter().filter(|x| x.0 > 1.0).count();
+    let each = per_other.iter().map(|(o, p, _)| format!("{o}: {}", p.text())).collect::<Vec<_>>().join("; ");
+    let here = format!(
+        "pooled {} against {closest}, the closest of {} other{} ({:.1}% intervals, Bonferroni over them) over \
+         {used} point{} × {} repeats; best at {ahead} of {points} (medians: {}) (against each: {each})",
+        pooled.text(),
+        others.len(),
+        if others.len() == 1 { "" } else { "s" },
+        100.0 * (1.0 - 2.0 * tail),
+        if used == 1 { "" } else { "s" },
+        pooled.repeats,
+        medians.into_iter().map(|x| x.1).collect::<Vec<_>>().join("; ")
+    );
+    Best { seed_text, here, pooled, outcome, thin }
 }
 
 #[cfg(test)]
@@ -529,6 +622,30 @@ mod tests {
             let c = claim(&format!("{BEATS}\n{size}"));
             let got = check_samples(&c, &v);
             assert_eq!(got.label(), want, "{a:?} vs {b:?} {size}: {}", got.here);
+        }
+    }
+
+    /// A `best` claim: ahead of every other, behind one, level with the closest, and too
+    /// noisy to tell.
+    #[test]
+    fn best_outcomes_table() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let wide = [60.0, 140.0, 100.0, 80.0, 120.0];
+        let times = |xs: &[f64], f: f64| xs.iter().map(|x| x * f).collect::<Vec<_>>();
+        let claim_text = "kind = \"best\"\ntext = \"a is best\"\nsweep = \"s\"\nsource = \"000:1\"\nquote = \"q\"\nmetric = \"rps\"\nserver = \"a\"";
+        type Case = (Vec<f64>, Vec<f64>, Vec<f64>, &'static str);
+        let cases: [Case; 4] = [
+            (times(&tight, 2.0), tight.to_vec(), times(&tight, 1.5), "reproduced"),
+            (times(&tight, 2.0), tight.to_vec(), times(&tight, 3.0), "not reproduced"),
+            (tight.to_vec(), times(&tight, 0.5), tight.to_vec(), "level (no difference)"),
+            (wide.to_vec(), times(&tight, 0.5), tight.to_vec(), "inconclusive"),
+        ];
+        for (a, b, c, want) in cases {
+            let v: Vec<Sample> =
+                (1..=2).flat_map(|n| [sample("a", n, &a), sample("b", n, &b), sample("c", n, &c)]).collect();
+            let got = check_samples(&claim(claim_text), &v);
+            assert_eq!(got.label(), want, "{}", got.here);
+            assert!(got.here.contains("the closest of 2 others (97.5% intervals"), "{}", got.here);
         }
     }
 
@@ -599,7 +716,41 @@ mod tests {
         let a = excluded(a, &[2, 3]);
         let got = check_samples(&claim(BEATS), &[a, b]);
         assert_eq!(got.outcome, Outcome::Inconclusive, "{}", got.here);
-        assert!(got.here.ends_with("(insufficient clean repeats: 2 in common, 3 needed)"), "{}", got.here);
+        assert!(got.here.ends_with("(insufficient clean repeats: 2 in common at most, 3 needed)"), "{}", got.here);
+    }
+
+    /// Regression (010's control in the committed full run): every round had one of the
+    /// claim's six runs excluded as disturbed, and one point had no clean repeat in common;
+    /// the claim read "not measured" though every point ran. Each excluded run now takes out
+    /// its own point in its round, and a claim with no clean repeat in common at any point
+    /// is inconclusive, saying why.
+    #[test]
+    fn a_claim_whose_points_ran_is_never_not_measured() {
+        let level = "kind = \"level\"\ntext = \"n = 10 level with n = 100\"\nsweep = \"s\"\nsource = \"002:67\"\nquote = \"q\"\nmetric = \"rps\"\na = { n = 10 }\nb = { n = 100 }";
+        let at = |server: &str, n: u64, excluded: &[usize]| {
+            let mut s = sample(server, 10, &[100.0, 101.0, 99.0, 100.5, 99.5]);
+            s.client = ClientSpec::closed(10, n);
+            excluded.iter().for_each(|&r| s.runs[r].excluded = true);
+            s
+        };
+        // The committed run's exclusions (results.jsonl.gz, 010 "one batch").
+        let v = [
+            at("thread", 10, &[]),
+            at("thread", 100, &[]),
+            at("event 1", 10, &[0]),
+            at("event 1", 100, &[2]),
+            at("event 2", 10, &[0, 1]),
+            at("event 2", 100, &[1, 2, 3, 4]),
+        ];
+        let got = check_samples(&claim(level), &v);
+        assert_eq!(got.outcome, Outcome::Reproduced, "{}", got.here);
+        assert!(got.here.contains("over 2 points × 5 repeats"), "{}", got.here);
+        assert!(got.here.ends_with("clean repeats in common: event 2, 10 connections, N = 10: 0)"), "{}", got.here);
+        // Nothing in common at the only point: inconclusive, and why.
+        let v = [at("thread", 10, &[0, 1]), at("thread", 100, &[2, 3, 4])];
+        let got = check_samples(&claim(level), &v);
+        assert_eq!(got.label(), "inconclusive", "{}", got.here);
+        assert!(got.here.ends_with("(insufficient clean repeats: 0 in common at most, 3 needed)"), "{}", got.here);
     }
 
     /// Checks a claim against samples without an experiment (no seed numbers).
@@ -625,3 +776,7 @@ mod tests {
         check(c, Some((&active[0], samples)))
     }
 }
+
+#[cfg(test)]
+#[path = "verdict_sim_tests.rs"]
+mod sim_tests;
