@@ -16,7 +16,7 @@
 //!   drivers sleep; an event loop parks the connection on a timer and keeps serving others.
 //! - **`Body::Cgi`**: the head is not known yet, so `Answer::head` is empty and
 //!   `Answer::consumed` covers the request head only. The content side's script
-//!   ([`CgiRun`](crate::content::cgi_run::CgiRun)) only says what it did; the
+//!   ([`CgiRun`](crate::content::cgi::run::CgiRun)) only says what it did; the
 //!   [`CgiResponse`] here frames that. The driver loops on [`CgiResponse::pump`], writing
 //!   every byte it appends to `out` (100 Continue, head, chunks, or a whole error
 //!   response) before acting on the returned step:

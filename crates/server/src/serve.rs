@@ -6,8 +6,8 @@
 
 use crate::args::ServeArgs;
 // Re-exported for `lab`, which names it here.
+use crate::content::cgi::process::CgiSlots;
 use crate::content::cgi::CgiOptions;
-use crate::content::cgi_process::CgiSlots;
 use crate::content::handler::Mount;
 use crate::content::{Site, SiteOptions};
 use crate::flags::ServeFeatures;

@@ -12,19 +12,14 @@
 //! - [`access`]: `--basic-auth` and `--cors`; [`headers`]: `--header`, `--cache-control`.
 //! - [`page`]: the small HTML bodies of error responses.
 //! - [`serving`]: `--index`, `--fallback`, `--error-page`, and one file as the root.
-//! - [`cgi`], [`cgi_env`], [`cgi_intake`], [`cgi_run`], [`cgi_process`], `cgi_stderr`:
-//!   CGI/1.1 scripts, a body source ([`Body::Cgi`]) whose events the exchanger frames.
+//! - [`cgi`] (a folder: the script's resolution and start in `mod.rs`, its environment,
+//!   request-body intake, run, process and stderr in a file each): CGI/1.1 scripts, a
+//!   body source ([`Body::Cgi`]) whose events the exchanger frames.
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod access;
 mod auth_limit;
 pub mod cgi;
-pub mod cgi_env;
-pub mod cgi_intake;
-mod cgi_options;
-pub mod cgi_process;
-pub mod cgi_run;
-mod cgi_stderr;
 pub mod compress;
 mod encoded_cache;
 mod file_cache;
@@ -60,9 +55,9 @@ pub enum Body {
         len: u64,
     },
     /// A CGI script, run as the response goes out. Its head is not known yet: the
-    /// [`cgi_run::CgiRun`] yields head, body bytes and end as events, which the exchanger
+    /// [`cgi::run::CgiRun`] yields head, body bytes and end as events, which the exchanger
     /// frames and logs. Dropping it kills and reaps the script.
-    Cgi(Box<cgi_run::CgiRun>),
+    Cgi(Box<cgi::run::CgiRun>),
 }
 
 impl Body {

@@ -14,7 +14,7 @@
 //! whole error response framed like any other; after it, only closing can say so.
 
 use super::{frame, Meta};
-use crate::content::cgi_run::{CgiEvent, CgiRun, Failure};
+use crate::content::cgi::run::{CgiEvent, CgiRun, Failure};
 use crate::content::{Body, Response};
 use crate::software::SOFTWARE;
 use spidey_http::cgi::CgiHead;

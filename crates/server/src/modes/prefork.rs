@@ -9,9 +9,9 @@
 //! `EPOLLEXCLUSIVE`, so a new connection wakes one waiter (or a few), not all 256: the
 //! thundering herd is the kernel's to avoid, and there is no accept lock. A worker that
 //! finishes a connection re-enters `epoll_wait`, and the level-triggered listener entry
-//! hands it whatever was queued meanwhile. An earlier design gave each worker its own
-//! SO_REUSEPORT socket; the kernel then hashed a connection to one worker's queue, where
-//! it waited behind a slow client (`ab -k -c 50`: 45 s for 2000 requests).
+//! hands it whatever was queued meanwhile. Workers do not get SO_REUSEPORT sockets of
+//! their own: the kernel would hash each connection to one worker's queue, where it waits
+//! behind that worker's slow client while other workers idle.
 //!
 //! Coordination: the master is single-threaded and sleeps in poll(2) on the shutdown
 //! pipe, the SIGCHLD pipe and, when `--workers MIN-MAX` adapts, a status pipe on which

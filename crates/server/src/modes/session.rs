@@ -157,8 +157,8 @@ impl Session {
     /// [`RECV_ROOM`] bytes whenever the buffered bytes are a partial head, which is when
     /// drivers receive: the parser answers 431 beyond `max_head`, and the buffer holds
     /// `max_head + RECV_ROOM`. The buffered bytes move to the front whenever the free tail
-    /// is shorter than a receive (not only once it is full: a receive into a short tail is
-    /// what lost `uring` bytes, the rest of a ring buffer having nowhere to go).
+    /// is shorter than a receive (not only once it is full: a ring receive into a short
+    /// tail would leave the rest of its buffer nowhere to go).
     fn recv_space(&mut self, buffers: &mut Buffers) -> &mut [u8] {
         if self.inbuf.is_empty() {
             self.inbuf = buffers.take_in();

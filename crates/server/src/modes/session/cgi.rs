@@ -48,7 +48,7 @@ impl Session {
                 CgiStep::Wait => return CgiFlow::Wait,
                 CgiStep::LocalRedirect(path) => {
                     let request = cgi.redirect_request(&path);
-                    self.body = None; // kills the script; reaped without blocking (cgi_process)
+                    self.body = None; // kills the script; reaped without blocking (content/cgi/process.rs)
                     let answer = ex.local_redirect(server, &request, self.peer);
                     self.keep_alive &= answer.keep_alive;
                     self.stage(&answer.head, answer.body, buffers);

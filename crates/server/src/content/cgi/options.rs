@@ -1,7 +1,7 @@
 //! What CGI is configured with ([`CgiOptions`], from the command line): a leaf the rest of
-//! CGI (`cgi.rs`, `cgi_env.rs`, `cgi_intake.rs`, `cgi_run.rs`) reads.
+//! CGI (`mod.rs`, `env.rs`, `intake.rs`, `run.rs`) reads.
 
-use super::cgi_process::CgiSlots;
+use super::process::CgiSlots;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -23,17 +23,23 @@
 //! file is opened again by path (a known limit).
 //!
 //! The child is executed directly (never through a shell), with an environment built
-//! from scratch ([`super::cgi_env`]), its own directory as working directory, only fds 0,
+//! from scratch ([`env`]), its own directory as working directory, only fds 0,
 //! 1 and 2 and the script itself, read-only, at 3 (every other Spidey fd is close-on-exec),
 //! and its own process group so that killing it also kills whatever it started. Running
-//! it is [`super::cgi_run::CgiRun`]'s job.
+//! it is [`run::CgiRun`]'s job.
 
-use super::cgi_env;
-pub(crate) use super::cgi_env::Script;
-pub use super::cgi_options::{parse_interpreter, CgiOptions};
-use super::cgi_run::CgiRun;
-use super::resolve::{decode_path, ResolveError, Resolved, Root};
-use super::{Response, StatusCode};
+mod env;
+mod intake;
+mod options;
+pub mod process;
+pub mod run;
+mod stderr;
+
+use crate::content::resolve::{decode_path, ResolveError, Resolved, Root};
+use crate::content::{Response, StatusCode};
+pub(crate) use env::Script;
+pub use options::{parse_interpreter, CgiOptions};
+use run::CgiRun;
 use spidey_http::Request;
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
@@ -194,7 +200,7 @@ pub(crate) fn respond(
         r.fields.push(("Allow", "GET, HEAD, POST".into()));
         return r;
     }
-    let env = cgi_env::build(req, &script, peer, opts, document_root);
+    let env = env::build(req, &script, peer, opts, document_root);
     let name = script.script_name.clone();
     let command = match command(script, env) {
         Ok(command) => command,

@@ -14,7 +14,7 @@
 //! absolute-form target (`GET http://a.example/ HTTP/1.1`), whose `Host` field the server
 //! ignores (RFC 9112 §3.2.2), else the `Host` field.
 
-use super::cgi_options::CgiOptions;
+use super::options::CgiOptions;
 use crate::software::SOFTWARE;
 use spidey_http::{Request, Version};
 use std::ffi::OsString;
@@ -42,7 +42,7 @@ pub(crate) struct Script {
 pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// The environment of `script` answering `req`; `CONTENT_LENGTH` is added when the body
-/// has been read (see [`super::cgi_run`]).
+/// has been read (see [`super::run`]).
 pub(crate) fn build(
     req: &Request<'_, '_>,
     script: &Script,

@@ -6,7 +6,7 @@
 //!   │ 413/400/408, 503, 500             │ 502, 504, local redirect │ timeout, failed exit: cut short
 //!   └───────────────────────────────────┴──────────────────────────┴──────▶ Over
 //! ```
-//! [`CgiRun::advance`] never blocks: it takes the request body in ([`super::cgi_intake`]),
+//! [`CgiRun::advance`] never blocks: it takes the request body in ([`super::intake`]),
 //! spawns the script once the body is whole, writes what it can of the body to the script's
 //! stdin, reads the script's stdout, and says what happened as a [`CgiEvent`]: the parsed
 //! head, body bytes, the end, or a failure status. A body is whole only when the script
@@ -14,21 +14,21 @@
 //! exit (a pidfd, until the script's deadline), and a script that exits otherwise or is
 //! killed cuts its body short ([`CgiEvent::Cut`]: the client sees no last chunk), as nginx
 //! does when an upstream fails mid-body. Its stderr is relayed, a line at a time,
-//! prefixed and escaped ([`super::cgi_stderr`]). It frames nothing and logs nothing:
+//! prefixed and escaped ([`super::stderr`]). It frames nothing and logs nothing:
 //! the exchanger (`crate::exchange`'s `CgiResponse`) turns events into the bytes the
 //! client gets and the access-log line. Both pipes are non-blocking and close-on-exec.
 //!
 //! No zombie, ever: the child runs in its own process group, and every way out (EOF,
 //! timeout, error, a client gone, drop) kills the child and that group and reaps the child
-//! without blocking ([`super::cgi_process::Running`]). The run takes its `--max-cgi`
+//! without blocking ([`super::process::Running`]). The run takes its `--max-cgi`
 //! [`Slot`] when the script is to start, the request body whole (none free: 503 with
 //! `Retry-After`), and holds it until it is over: a client trickling a body holds no slot,
 //! so slow uploads cannot lock everyone else out of CGI.
 
-use super::cgi_intake::{Intake, Progress};
-use super::cgi_options::CgiOptions;
-use super::cgi_process::{CgiSlots, Running, Slot};
-use super::cgi_stderr::Stderr;
+use super::intake::{Intake, Progress};
+use super::options::CgiOptions;
+use super::process::{CgiSlots, Running, Slot};
+use super::stderr::Stderr;
 use spidey_http::cgi::{parse_cgi_head, CgiHead};
 use spidey_http::{Parsed, Request, StatusCode};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

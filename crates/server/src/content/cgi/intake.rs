@@ -12,7 +12,7 @@
 //! [`Intake::poll`] says when (the exchanger writes it). A failed intake leaves the rest of
 //! the body unread, so the connection must close after the error response.
 
-use super::cgi_options::CgiOptions;
+use super::options::CgiOptions;
 use spidey_http::chunked::ChunkedDecoder;
 use spidey_http::{BodyFraming, Request, StatusCode, Version};
 use std::time::{Duration, Instant};
