@@ -83,7 +83,8 @@ pub(crate) fn serve_from(
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd| session.send(&mut Direct(fd), &mut exchanger, server, &mut buffers)).is_err() {
+            if client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut exchanger, server, &mut buffers)).is_err()
+            {
                 break;
             }
             continue;
@@ -104,7 +105,8 @@ pub(crate) fn serve_from(
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
                 session.answer_timeout(&mut exchanger, server, &mut buffers);
-                let sent = client.until_sent(|fd| session.send(&mut Direct(fd), &mut exchanger, server, &mut buffers));
+                let sent =
+                    client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut exchanger, server, &mut buffers));
                 finish(&client, &mut session, &mut buffers, server, sent);
             }
             break;
@@ -201,7 +203,7 @@ fn respond(
     buffers: &mut Buffers,
 ) -> io::Result<()> {
     loop {
-        match session.send(&mut Direct(&client.stream), ex, server, buffers) {
+        match session.write_to(&mut Direct(&client.stream), ex, server, buffers) {
             Sent::Done => return Ok(()),
             Sent::Blocked => client.wait_room()?,
             Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),

@@ -152,8 +152,8 @@ impl Backend for Epoll {
         Io { stream, drained: false, peer_closed: false, writable_interest: false, registered: false }
     }
 
-    fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
-        match conn.session.send(&mut Direct(&io.stream), shared.ex, shared.server, shared.buffers) {
+    fn send_pending(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
+        match conn.session.write_to(&mut Direct(&io.stream), shared.ex, shared.server, shared.buffers) {
             Sent::Blocked if !io.writable_interest => {
                 // Adding the interest reports the socket at once if it is writable again
                 // already, so no edge is lost.

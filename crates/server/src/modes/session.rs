@@ -324,7 +324,7 @@ impl Session {
     /// Sends what is pending on the driver's non-blocking `socket` by the rules of
     /// `send.rs` (out bytes, then a file body) over the connection's transport, until done
     /// or EAGAIN. A CGI body is pumped in between: its output goes through the out bytes.
-    pub(crate) fn send<S: Socket>(
+    pub(crate) fn write_to<S: Socket>(
         &mut self,
         socket: &mut S,
         ex: &mut Exchanger,
@@ -338,7 +338,7 @@ impl Session {
                 (true, false) => After::Wait,
             };
             let response = Response { out: &mut self.out, body: &mut self.body, after };
-            match self.transport.send(socket, response) {
+            match self.transport.carry(socket, response) {
                 Sent::Done => {}
                 other => return other,
             }

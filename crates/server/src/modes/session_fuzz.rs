@@ -35,7 +35,7 @@ pub fn run_connection(server: &Server, chunks: &[&[u8]]) -> Vec<u8> {
             {
                 answered = true;
                 loop {
-                    match session.send(&mut Direct(&ours), &mut ex, server, &mut buffers) {
+                    match session.write_to(&mut Direct(&ours), &mut ex, server, &mut buffers) {
                         Sent::Done => break,
                         Sent::Blocked => drain(&mut theirs, &mut received),
                         Sent::Failed => break 'chunks,

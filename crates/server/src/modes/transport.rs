@@ -2,7 +2,7 @@
 //! is accepted ([`Transport::choose`]), as nginx sets `c->send` once (SSL swaps it) and
 //! pingora boxes one `IO` per connection. A transport runs over whatever [`Socket`] the
 //! driver hands the session (`socket.rs`), by the one set of rules in `send.rs`
-//! ([`Transport::send`]): it only says how a byte is written ([`Wire`]), never when.
+//! ([`Transport::carry`]): it only says how a byte is written ([`Wire`]), never when.
 //!
 //! - [`Transport::Clear`]: the socket's own writes (send(2), sendfile(2): no copy through
 //!   user space; on `uring` the out bytes as a ring send) and reads.
@@ -41,7 +41,7 @@ impl Transport {
 
     /// Sends a framed response on `socket` by `send.rs`'s rules ([`send::send_response`])
     /// over this transport.
-    pub(crate) fn send<S: Socket>(&mut self, socket: &mut S, response: Response<'_>) -> Sent {
+    pub(crate) fn carry<S: Socket>(&mut self, socket: &mut S, response: Response<'_>) -> Sent {
         match self {
             Transport::Clear => send::send_response(socket, response),
             Transport::Tls(tls) => send::send_response(&mut tls.wire(socket), response),

@@ -33,7 +33,7 @@ impl<B: Backend> Loop<B> {
             if conn.session.is_sending() {
                 let shared = Shared { ex: &mut self.ex, server, buffers: &mut self.buffers };
                 let (io, c) = conn.parts(slot);
-                match self.backend.send(io, c, shared) {
+                match self.backend.send_pending(io, c, shared) {
                     Sent::Done if conn.session.finish_response(&mut self.buffers) => continue,
                     // The half-close is a plain system call in every backend (`uring`: the
                     // ring never names a socket by number in an operation it may run late).

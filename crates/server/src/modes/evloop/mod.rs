@@ -94,7 +94,7 @@ pub(crate) trait Backend: Sized {
 
     /// Sends what the session has pending (pumping a CGI body as needed);
     /// [`Sent::Blocked`] once the backend waits for the socket or an operation in flight.
-    fn send(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent;
+    fn send_pending(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent;
 
     /// Brings new client bytes into the session, or arranges to be told of them.
     fn receive(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received;

@@ -139,7 +139,7 @@ impl Io {
     ///
     /// A TLS connection writes its ciphertext from the loop thread (a record at a time),
     /// waiting for room with the same ring poll.
-    pub(super) fn send(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>, ahead: bool) -> Sent {
+    pub(super) fn send_pending(&mut self, ring: &mut Ring, conn: ConnRef<'_>, shared: Shared<'_>, ahead: bool) -> Sent {
         let ahead = (ahead && !self.recv_armed).then(|| Ahead {
             send: conn.id.tag(Op::SendAhead),
             recv: conn.id.tag(Op::Socket),
@@ -147,7 +147,7 @@ impl Io {
             expect_wait: self.input == Input::Drained,
         });
         let mut socket = RingSocket::new(ring, &self.stream, conn.id.tag(Op::Send), ahead, &mut self.returned);
-        let sent = conn.session.send(&mut socket, shared.ex, shared.server, shared.buffers);
+        let sent = conn.session.write_to(&mut socket, shared.ex, shared.server, shared.buffers);
         let submitted = socket.submitted();
         match submitted {
             Some(Submitted::Ahead) => (self.send_ahead, self.recv_armed) = (true, true),

@@ -185,9 +185,9 @@ impl Backend for Uring {
         Io::open(socket, session, buffers)
     }
 
-    fn send(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
+    fn send_pending(&mut self, io: &mut Io, conn: ConnRef<'_>, shared: Shared<'_>) -> Sent {
         let ahead = !self.draining && self.ring.reaped() < conn::BUSY_TURN;
-        io.send(&mut self.ring, conn, shared, ahead)
+        io.send_pending(&mut self.ring, conn, shared, ahead)
     }
 
     fn receive(&mut self, io: &mut Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received {
