@@ -217,7 +217,85 @@ fn trickled_ciphertext_is_closed_within_the_head_timeout(mode: &str) {
     assert_eq!(s.get("/hello.txt", &[]).status, 200, "the server stopped serving HTTPS");
 }
 
+/// Python's ssl, verifying nothing: whether the certificate the server on `port` presents
+/// is the one in the PEM file `cert` now ("same") or not ("other").
+const PRESENTED: &str = r#"
+import socket, ssl, sys
+port, cert = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10)) as s:
+    served = s.getpeercert(binary_form=True)
+print("same" if served == ssl.PEM_cert_to_DER_cert(open(cert).read()) else "other")
+"#;
+
+fn presented(port: u16, cert: &std::path::Path) -> String {
+    let out = Command::new("python3")
+        .args(["-c", PRESENTED, &port.to_string(), cert.to_str().unwrap()])
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// SIGHUP reloads `--tls-cert` and `--tls-key` without a restart: new connections get the
+/// new certificate, and a pair that does not load leaves the one in use serving, with one
+/// line on stderr saying why.
+fn sighup_reloads_the_certificate(mode: &str) {
+    let fx = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, _) = common::tls::self_signed(dir.path());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_spidey"));
+    command.arg("serve").arg(fx.root()).args(["--port", "0", "--mode", mode, "--quiet"]);
+    command.arg("--tls-cert").arg(&cert).arg("--tls-key").arg(&key).stderr(std::process::Stdio::piped());
+    let mut s = Spidey::spawn(command, mode);
+    let stderr = std::io::BufReader::new(s.child.stderr.take().unwrap());
+    let lines = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = lines.0.send(line);
+        }
+    });
+    let reloaded = |want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            match lines.1.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) if line.starts_with("spidey: SIGHUP:") => {
+                    assert!(line.contains(want), "{mode}: {line:?}, want it to say {want:?}");
+                    return;
+                }
+                Ok(_) => {}
+                Err(_) => panic!("{mode}: no SIGHUP line saying {want:?} within 15 s"),
+            }
+        }
+    };
+    assert_eq!(presented(s.port, &cert), "same", "{mode}: the certificate it started with");
+    let first = std::fs::read(&cert).unwrap();
+
+    common::tls::self_signed(dir.path()); // a new key and certificate in the same files
+    common::signal(s.child.id(), "HUP");
+    reloaded("reloaded the certificate");
+    // prefork's workers are replaced after the reload: the old ones may finish a handshake.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while presented(s.port, &cert) != "same" {
+        assert!(Instant::now() < deadline, "{mode}: still the old certificate 10 s after SIGHUP");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let second = std::fs::read(&cert).unwrap();
+    std::fs::write(&cert, &first).unwrap(); // the old certificate with the new key: no pair
+    common::signal(s.child.id(), "HUP");
+    reloaded("does not match the certificate");
+    std::fs::write(&cert, &second).unwrap();
+    assert_eq!(presented(s.port, &cert), "same", "{mode}: a pair that did not load replaced the one in use");
+    let body = Command::new("curl").args(["-sk", &s.url("/hello.txt")]).output().expect("curl").stdout;
+    assert_eq!(body, HELLO.as_bytes(), "{mode}: serving after the reloads");
+}
+
 for_each_mode!(
+    sighup_reloads_the_certificate,
     curl_fetches_files_listings_and_cgi_over_tls_1_2_and_1_3,
     python_ssl_negotiates_alpn_and_resumes,
     plain_http_to_the_tls_port_is_closed_at_once,

@@ -157,7 +157,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first);
-    /// needs --tls-key. TLS 1.3 and 1.2, ALPN http/1.1, session tickets.
+    /// needs --tls-key. TLS 1.3 and 1.2, ALPN http/1.1, session tickets. SIGHUP reloads
+    /// both files (a pair that does not load is refused and the old one kept).
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).

@@ -1,4 +1,5 @@
-//! SIGHUP and SIGUSR1: reopen the access log, print the metrics.
+//! SIGHUP and SIGUSR1: reopen the access log and reload the TLS certificate, print the
+//! metrics.
 //!
 //! The handlers (signal-hook's, async-signal-safe) only set a flag and write a byte into a
 //! pipe; the work is done outside the handler by whoever reads that pipe ([`service`]):
@@ -10,8 +11,11 @@
 //! SIGHUP bumps the access log's generation, which every process and thread checks before
 //! writing (see [`crate::log_sink`]), so the workers of `prefork` and the children of
 //! `fork` reopen the file too, though only the master got the signal; without
-//! `--access-log` it does nothing (and no longer ends the process, as by default). In
-//! `prefork` it also replaces the workers gracefully (see `modes/prefork.rs`). SIGUSR1
+//! `--access-log` it does nothing to the log (and never ends the process, as by default).
+//! It also reloads `--tls-cert` and `--tls-key` in the process that services it
+//! (`modes/tls.rs`): the loops and threads of that process use the new pair at their next
+//! handshake, and `fork`'s children forked afterwards inherit it. In `prefork` it also
+//! replaces the workers gracefully (see `modes/prefork.rs`), so the new workers have it. SIGUSR1
 //! writes the metrics ([`crate::metrics::render`]) to stderr, counted over all processes.
 
 use rustix::event::{PollFd, PollFlags};
@@ -84,6 +88,7 @@ pub(crate) fn service() {
     if flags.hup.swap(false, Ordering::Relaxed) {
         crate::metrics::bump_log_generation();
         crate::log_sink::reopen_if_stale();
+        crate::modes::tls::reload_certificate();
         RELOADS.fetch_add(1, Ordering::Relaxed);
     }
     if flags.usr1.swap(false, Ordering::Relaxed) {

@@ -15,18 +15,22 @@
 //!
 //! The server's configuration (certificate, key, ALPN, tickets) is made once at startup
 //! by [`server_config`]; every mode's connections share it, forked processes included.
+//! The certificate and key are read again on SIGHUP ([`reload_certificate`]): handshakes
+//! from then on use the new pair, or, if it does not load, the one in use stays.
 
 use super::send::Wire;
 use super::socket::{Inflow, Socket};
 use rustix::io::Errno;
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ServerConfig, ServerConnection, ServerSessionMemoryCache};
+use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig, ServerConnection, ServerSessionMemoryCache};
+use rustls::sign::CertifiedKey;
 use spidey_config::ConfigError;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// The most plaintext bytes encrypted at once: one full TLS record.
 pub(crate) const RECORD: usize = 16 * 1024;
@@ -41,8 +45,68 @@ const SESSION_CACHE: usize = 4096;
 /// TLS 1.3 and 1.2 with ring's cipher suites, ALPN `http/1.1`, stateless session tickets
 /// (rustls's rotating ticketer) and a per-process session-ID cache. Every mistake is one
 /// line naming the file: unreadable, no certificate, no key, or a key that is not the
-/// certificate's.
+/// certificate's. The pair is this process's [`Certificate`], which SIGHUP reloads.
 pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ConfigError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let certificate = Arc::new(Certificate {
+        current: RwLock::new(Arc::new(load_pair(cert, key, &provider)?)),
+        cert: cert.to_path_buf(),
+        key: key.to_path_buf(),
+        provider: Arc::clone(&provider),
+    });
+    let versions: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| ConfigError(format!("TLS: {e}")))?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::clone(&certificate) as Arc<dyn ResolvesServerCert>);
+    let _ = CERTIFICATE.set(certificate); // made once per process, at startup
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
+    config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| ConfigError(format!("TLS tickets: {e}")))?;
+    // ring's ticketer refuses to decrypt a ticket longer than the longest it has made
+    // itself, and a `fork` child or a `prefork` worker starts with that bound at 0 (its
+    // parent never made one), so it would refuse its siblings' tickets. One ticket made
+    // here, longer than any real one, gives every process the bound before it forks.
+    let _ = config.ticketer.encrypt(&[0; TICKET_BOUND]);
+    Ok(Arc::new(config))
+}
+
+/// The certificate chain and key handshakes use, and the files they came from.
+#[derive(Debug)]
+struct Certificate {
+    current: RwLock<Arc<CertifiedKey>>,
+    cert: PathBuf,
+    key: PathBuf,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ResolvesServerCert for Certificate {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner())))
+    }
+}
+
+/// This process's certificate (set by [`server_config`]).
+static CERTIFICATE: OnceLock<Arc<Certificate>> = OnceLock::new();
+
+/// SIGHUP: reads `--tls-cert` and `--tls-key` again. If they load (the same checks as at
+/// startup), handshakes from now on use them and one line says so; if not, one line says
+/// why and the pair in use stays. Nothing without `--tls-cert`. Processes forked later
+/// (`fork`'s children, `prefork`'s replacement workers) inherit what this process holds.
+pub(crate) fn reload_certificate() {
+    let Some(certificate) = CERTIFICATE.get() else { return };
+    match load_pair(&certificate.cert, &certificate.key, &certificate.provider) {
+        Ok(pair) => {
+            *certificate.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(pair);
+            eprintln!("spidey: SIGHUP: reloaded the certificate {}", certificate.cert.display());
+        }
+        Err(e) => eprintln!("spidey: SIGHUP: {e}; the certificate in use stays"),
+    }
+}
+
+/// Reads a certificate chain and its private key (PEM) and checks they belong together.
+fn load_pair(cert: &Path, key: &Path, provider: &CryptoProvider) -> Result<CertifiedKey, ConfigError> {
     let bad = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
         ConfigError(format!("--tls-{what} {}: {e}", path.display()))
     };
@@ -60,28 +124,12 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>
         pem::Error::NoItemsFound => bad("key", key, &"no private key (-----BEGIN ... PRIVATE KEY-----) in the file"),
         e => bad("key", key, &pem_error(e)),
     })?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let versions: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions)
-        .map_err(|e| ConfigError(format!("TLS: {e}")))?
-        .with_no_client_auth()
-        .with_single_cert(certs, key_der)
-        .map_err(|e| match e {
-            rustls::Error::InconsistentKeys(_) => {
-                bad("key", key, &format_args!("does not match the certificate in {}", cert.display()))
-            }
-            e => bad("key", key, &e),
-        })?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
-    config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| ConfigError(format!("TLS tickets: {e}")))?;
-    // ring's ticketer refuses to decrypt a ticket longer than the longest it has made
-    // itself, and a `fork` child or a `prefork` worker starts with that bound at 0 (its
-    // parent never made one), so it would refuse its siblings' tickets. One ticket made
-    // here, longer than any real one, gives every process the bound before it forks.
-    let _ = config.ticketer.encrypt(&[0; TICKET_BOUND]);
-    Ok(Arc::new(config))
+    CertifiedKey::from_der(certs, key_der, provider).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => {
+            bad("key", key, &format_args!("does not match the certificate in {}", cert.display()))
+        }
+        e => bad("key", key, &e),
+    })
 }
 
 /// Whether the PEM file at `path` holds a password-protected key: PKCS#8's `ENCRYPTED
