@@ -1,11 +1,12 @@
-//! One request-response exchange, shared by every mode: bytes of a request in, a framed
-//! response head and a body source out.
+//! One request-response exchange, shared by every mode: bytes of a request in, a response
+//! [`Head`] and a body source out.
 //!
 //! This is the seam between the protocol and content layers and the modes. A mode owns
 //! the connection and its buffer; it hands [`Exchanger::step`] the unparsed bytes and
-//! gets back either "need more" or an [`Answer`]: the framed head (borrowed from the
-//! exchanger's buffer, which the next exchange reuses), the body to send, whether to keep
-//! the connection, and how many bytes were consumed.
+//! gets back either "need more" or an [`Answer`]: the head as a value (status, fields,
+//! date, length: no protocol's bytes; the connection encodes it when it stages the answer,
+//! `modes/h1.rs` for HTTP/1.1), the body to send, whether to keep the connection, and how
+//! many bytes were consumed.
 //! Modes never look inside requests and this module never touches a socket.
 //!
 //! # Answers that are not ready at once
@@ -14,7 +15,7 @@
 //!
 //! - **`Answer::delay`** (`--delay`): wait that long before writing anything. Blocking
 //!   drivers sleep; an event loop parks the connection on a timer and keeps serving others.
-//! - **`Body::Cgi`**: the head is not known yet, so `Answer::head` is empty and
+//! - **`Body::Cgi`**: the head is not known yet, so `Answer::head` is `None` and
 //!   `Answer::consumed` covers the request head only. The content side's script
 //!   ([`CgiRun`](crate::content::cgi::run::CgiRun)) only says what it did; the
 //!   [`CgiResponse`] here frames that. The driver loops on [`CgiResponse::pump`], writing
@@ -32,20 +33,20 @@
 //!   A client that goes away, a write error, or shutdown past its grace: drop the output,
 //!   which kills the script's process group and reaps it, and logs what was sent.
 //!
-//! Every response head is written and every access-log line recorded here ([`frame`]), a
-//! script's included; the modes only move bytes.
+//! Every response is counted and its access-log line recorded here ([`reply`]), a script's
+//! included; the modes encode heads and move bytes. A script's output is still framed in
+//! HTTP/1.1 here (`exchange/cgi.rs`).
 
 mod cgi;
 
+pub use crate::head::Head;
 pub use cgi::{CgiResponse, CgiStep};
 
 use crate::content::{self, DecodedPath, Response};
 use crate::log;
 use crate::server::Server;
-use crate::software::SOFTWARE;
 use spidey_http::date::DateCache;
-use spidey_http::response::Framing;
-use spidey_http::{parse, BodyFraming, HeadOptions, HeaderSlots, Method, ParseError, Parsed, Request, StatusCode};
+use spidey_http::{parse, BodyFraming, HeaderSlots, Method, ParseError, Parsed, Request, StatusCode};
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
@@ -53,9 +54,8 @@ use std::time::{Duration, SystemTime};
 /// Per-worker scratch space, reused for every exchange.
 #[derive(Default)]
 pub struct Exchanger {
+    /// The `Date` value, formatted once a second; [`Head::date`] borrows it.
     dates: DateCache,
-    /// Where the last answer's head was framed; [`Answer::head`] borrows it.
-    head: Vec<u8>,
 }
 
 /// What a driver moves after [`Answer::head`]: the content side's [`content::Body`], with
@@ -79,13 +79,13 @@ pub enum Body {
     Cgi(Box<CgiResponse>),
 }
 
-/// A response ready to be written: `head` first, then `body`.
+/// A response ready to be staged: `head` first, then `body`.
 #[derive(Debug)]
 pub struct Answer<'h> {
-    /// The framed response head: borrowed from the [`Exchanger`] that made it (so it is
-    /// read before that exchanger answers again), owned once [`Answer::into_owned`] has
-    /// taken it elsewhere. Empty for a script's answer, whose output frames its own head.
-    pub head: Cow<'h, [u8]>,
+    /// The response head: borrowing the [`Exchanger`] that made it (so it is staged before
+    /// that exchanger answers again), owned once [`Answer::into_owned`] has taken it
+    /// elsewhere. `None` for a script's answer, whose output brings its own head.
+    pub head: Option<Head<'h>>,
     /// The body to send (already empty for HEAD and bodiless statuses).
     pub body: Body,
     /// Whether the connection stays open afterwards.
@@ -97,11 +97,11 @@ pub struct Answer<'h> {
 }
 
 impl Answer<'_> {
-    /// The answer with its own copy of the head, free of the exchanger's buffer (for an
-    /// answer made on `hybrid`'s pool and sent by a loop).
+    /// The answer with its own copy of the head, free of the exchanger (for an answer made
+    /// on `hybrid`'s pool and sent by a loop).
     pub fn into_owned(self) -> Answer<'static> {
         let Answer { head, body, keep_alive, consumed, delay } = self;
-        Answer { head: Cow::Owned(head.into_owned()), body, keep_alive, consumed, delay }
+        Answer { head: head.map(Head::into_owned), body, keep_alive, consumed, delay }
     }
 }
 
@@ -141,20 +141,20 @@ impl Exchanger {
     ///
     /// `must_close` asks for `Connection: close` whatever the client wants (the request cap
     /// was reached, or the server is shutting down).
-    pub fn step(&mut self, server: &Server, buf: &[u8], peer: SocketAddr, must_close: bool) -> Step<'_> {
+    pub fn step<'h>(&'h mut self, server: &'h Server, buf: &[u8], peer: SocketAddr, must_close: bool) -> Step<'h> {
         self.step_routed(server, buf, peer, must_close, Offloading::Never)
     }
 
     /// [`Exchanger::step`], but a request that `offload` sends to a worker pool is not
     /// answered: [`Step::Offload`] says so, after one parse of the head.
-    pub fn step_routed(
-        &mut self,
-        server: &Server,
+    pub fn step_routed<'h>(
+        &'h mut self,
+        server: &'h Server,
         buf: &[u8],
         peer: SocketAddr,
         must_close: bool,
         offload: Offloading,
-    ) -> Step<'_> {
+    ) -> Step<'h> {
         let mut slots = HeaderSlots::new();
         let (req, head_len) = match parse(buf, &mut slots, &server.limits) {
             Ok(Parsed::Partial) => return Step::Partial,
@@ -177,7 +177,7 @@ impl Exchanger {
 
     /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
     /// that [`CgiResponse::redirect_request`] built. The target may not redirect again.
-    pub fn local_redirect(&mut self, server: &Server, request: &[u8], peer: SocketAddr) -> Answer<'_> {
+    pub fn local_redirect<'h>(&'h mut self, server: &'h Server, request: &[u8], peer: SocketAddr) -> Answer<'h> {
         let mut slots = HeaderSlots::new();
         match parse(request, &mut slots, &server.limits) {
             Ok(Parsed::Complete(req, n)) => {
@@ -193,7 +193,7 @@ impl Exchanger {
     }
 
     /// The answer to a head that did not parse: its error status, then close.
-    fn parse_error(&mut self, server: &Server, e: ParseError, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
+    fn parse_error<'h>(&'h mut self, server: &'h Server, e: ParseError, buf: &[u8], peer: SocketAddr) -> Answer<'h> {
         let response = Response::error(e.status(), &e.to_string());
         self.refuse(server, response, buf, peer)
     }
@@ -201,9 +201,9 @@ impl Exchanger {
     /// Answers the parsed request `req` (its head `head_len` bytes of `buf`, its path
     /// decoded as `path`); the caller sets the `--delay`.
     #[allow(clippy::too_many_arguments)]
-    fn answer(
-        &mut self,
-        server: &Server,
+    fn answer<'h>(
+        &'h mut self,
+        server: &'h Server,
         req: &Request<'_, '_>,
         path: DecodedPath,
         head_len: usize,
@@ -211,7 +211,7 @@ impl Exchanger {
         peer: SocketAddr,
         must_close: bool,
         redirect: Redirect,
-    ) -> Answer<'_> {
+    ) -> Answer<'h> {
         if let Some(cpu) = server.site.options().cpu_work {
             burn_cpu(cpu);
         }
@@ -250,7 +250,7 @@ impl Exchanger {
                 let may_redirect = redirect == Redirect::Allowed;
                 let cgi = CgiResponse::new(run, &meta, req, !close, server.quiet, may_redirect, extra);
                 let body = Body::Cgi(Box::new(cgi));
-                Answer { head: Cow::Borrowed(&[]), body, keep_alive: !close, consumed, delay: None }
+                Answer { head: None, body, keep_alive: !close, consumed, delay: None }
             }
             _ => self.finish(server, response, &meta, close, consumed),
         }
@@ -258,7 +258,7 @@ impl Exchanger {
 
     /// The answer when `hybrid`'s worker pool is full: 503 with `Retry-After`, then close
     /// (the request, and any body it has, is not read further).
-    pub fn busy(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
+    pub fn busy<'h>(&'h mut self, server: &'h Server, buf: &[u8], peer: SocketAddr) -> Answer<'h> {
         let mut response =
             Response::error(StatusCode::SERVICE_UNAVAILABLE, "The server is too busy; try again shortly.");
         response.fields.push(("Retry-After", "1".into()));
@@ -266,35 +266,35 @@ impl Exchanger {
     }
 
     /// The answer when `hybrid`'s pool did not answer in time: 504, then close.
-    pub fn late(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
+    pub fn late<'h>(&'h mut self, server: &'h Server, buf: &[u8], peer: SocketAddr) -> Answer<'h> {
         let response = Response::error(StatusCode::GATEWAY_TIMEOUT, "The answer took too long.");
         self.refuse(server, response, buf, peer)
     }
 
     /// The answer to a request head that did not arrive in time: 408, then close.
-    pub fn timeout(&mut self, server: &Server, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
+    pub fn timeout<'h>(&'h mut self, server: &'h Server, buf: &[u8], peer: SocketAddr) -> Answer<'h> {
         let response = Response::error(StatusCode::REQUEST_TIMEOUT, "The request took too long to arrive.");
         self.refuse(server, response, buf, peer)
     }
 
     /// Answers the request at the front of `buf` (unparsed, or not read further) with
     /// `response`, taking all of `buf`; the connection then closes.
-    fn refuse(&mut self, server: &Server, response: Response, buf: &[u8], peer: SocketAddr) -> Answer<'_> {
+    fn refuse<'h>(&'h mut self, server: &'h Server, response: Response, buf: &[u8], peer: SocketAddr) -> Answer<'h> {
         self.finish(server, response, &Meta::unparsed(buf, peer), true, buf.len())
     }
 
-    fn finish(
-        &mut self,
-        server: &Server,
+    fn finish<'h>(
+        &'h mut self,
+        server: &'h Server,
         response: Response,
         meta: &Meta<'_>,
         close: bool,
         consumed: usize,
-    ) -> Answer<'_> {
+    ) -> Answer<'h> {
         let date = self.dates.get(SystemTime::now());
-        self.head.clear();
         let headers = &server.site.options().response_headers;
-        let body = match frame(&mut self.head, date, server.quiet, response, headers, meta, !close) {
+        let (head, body) = reply(date, server.quiet, response, headers, meta);
+        let body = match body {
             content::Body::Empty => Body::Empty,
             content::Body::Bytes(bytes) => Body::Bytes(bytes),
             content::Body::Shared(bytes, range) => Body::Shared(bytes, range),
@@ -303,7 +303,7 @@ impl Exchanger {
             // answer to a `CgiResponse` instead.
             content::Body::Cgi(_) => unreachable!("a script's answer is framed by CgiResponse"),
         };
-        Answer { head: Cow::Borrowed(&self.head), body, keep_alive: !close, consumed, delay: None }
+        Answer { head: Some(head), body, keep_alive: !close, consumed, delay: None }
     }
 }
 
@@ -314,36 +314,27 @@ enum Redirect {
     Refused,
 }
 
-/// Appends `response`'s head to `out` (adding `Date`, `Server`, `Content-Length`,
-/// `Connection` and `--header`'s `headers`), records its access-log line unless `quiet`,
-/// and returns its body, emptied for HEAD and bodiless statuses.
-fn frame(
-    out: &mut Vec<u8>,
-    date: &str,
+/// The head of `response` (with `Date`, its length and `--header`'s `headers`), counted
+/// and its access-log line recorded unless `quiet`, and its body, emptied for HEAD and
+/// bodiless statuses.
+fn reply<'h>(
+    date: &'h str,
     quiet: bool,
     response: Response,
-    headers: &[(String, String)],
+    headers: &'h [(String, String)],
     meta: &Meta<'_>,
-    keep_alive: bool,
-) -> content::Body {
+) -> (Head<'h>, content::Body) {
     let Response { status, fields, mut body, extra_fields, length_unknown, .. } = response;
-    let framing = if status.forbids_body() || (length_unknown && meta.head_only) {
-        Framing::None
-    } else {
-        Framing::Length(body.len())
-    };
+    let length = if status.forbids_body() || (length_unknown && meta.head_only) { None } else { Some(body.len()) };
     if meta.head_only || status.forbids_body() {
         body = content::Body::Empty;
     }
-    let own = fields.iter().map(|(n, v)| (*n, &**v));
-    let fields = own.chain(extra_fields.iter().chain(headers).map(|(n, v)| (n.as_str(), v.as_str())));
-    let opts = HeadOptions { date, server: SOFTWARE, framing, keep_alive, http10: meta.http10 };
-    spidey_http::write_head(out, status, fields, &opts);
     crate::metrics::answered(status.0, body.len());
     if !quiet {
         log_line(meta, status, body.len());
     }
-    body
+    let (headers, date) = (Cow::Borrowed(headers), Cow::Borrowed(date));
+    (Head { status, fields, extra: extra_fields, headers, date, length, http10: meta.http10 }, body)
 }
 
 /// Records the access-log line of a response of `bytes` body bytes to the request `meta`.

@@ -18,6 +18,8 @@ pub mod config_file;
 pub mod content;
 mod exchange;
 pub mod flags;
+mod h1;
+mod head;
 #[cfg(test)]
 mod layout_tests;
 mod listen;

@@ -89,7 +89,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = Arc::new(server);
     let shutdown = Shutdown::install(args.grace)?;
     let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
-    crate::signals::install(if forks { Watcher::ForkingMaster } else { Watcher::Thread })?;
+    let watcher = if forks { Watcher::ForkingMaster } else { Watcher::Thread };
+    crate::signals::install(watcher, crate::modes::tls::reload_certificate)?;
     let scheme = if server.tls.is_some() { "https" } else { "http" };
     let mut out = std::io::stdout().lock();
     // One line per listener; the first line's format is what scripts and tests parse.

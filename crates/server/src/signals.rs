@@ -35,6 +35,9 @@ pub(crate) enum Watcher {
 struct Flags {
     hup: Arc<AtomicBool>,
     usr1: Arc<AtomicBool>,
+    /// What else SIGHUP reloads (the TLS certificate: `modes/tls.rs`), given by the caller
+    /// of [`install`] so this module names no layer above it.
+    on_hup: fn(),
 }
 
 static FLAGS: OnceLock<Flags> = OnceLock::new();
@@ -48,8 +51,9 @@ pub(crate) fn reloads() -> u64 {
 }
 
 /// Installs the handlers; with [`Watcher::Thread`], starts the thread that services them.
-pub(crate) fn install(watcher: Watcher) -> io::Result<()> {
-    let flags = Flags { hup: Arc::default(), usr1: Arc::default() };
+/// `on_hup`: called on each SIGHUP serviced, after the access log is reopened.
+pub(crate) fn install(watcher: Watcher, on_hup: fn()) -> io::Result<()> {
+    let flags = Flags { hup: Arc::default(), usr1: Arc::default(), on_hup };
     signal_hook::flag::register(SIGHUP, Arc::clone(&flags.hup))?;
     signal_hook::flag::register(SIGUSR1, Arc::clone(&flags.usr1))?;
     let _ = FLAGS.set(flags);
@@ -88,7 +92,7 @@ pub(crate) fn service() {
     if flags.hup.swap(false, Ordering::Relaxed) {
         crate::metrics::bump_log_generation();
         crate::log_sink::reopen_if_stale();
-        crate::modes::tls::reload_certificate();
+        (flags.on_hup)();
         RELOADS.fetch_add(1, Ordering::Relaxed);
     }
     if flags.usr1.swap(false, Ordering::Relaxed) {

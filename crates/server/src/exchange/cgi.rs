@@ -13,7 +13,7 @@
 //! (an [`Encoder`]), dropped for HEAD and bodiless statuses. A failure before the head is a
 //! whole error response framed like any other; after it, only closing can say so.
 
-use super::{frame, Meta};
+use super::{reply, Meta};
 use crate::content::cgi::run::{CgiEvent, CgiRun, Failure};
 use crate::content::{Body, Response};
 use crate::software::SOFTWARE;
@@ -247,7 +247,8 @@ impl CgiResponse {
         if failure.retry {
             response.fields.push(("Retry-After", "1".into()));
         }
-        let body = frame(out, &date, self.request.quiet, response, &self.request.extra, &self.meta(), keep_alive);
+        let (head, body) = reply(&date, self.request.quiet, response, &self.request.extra, &self.meta());
+        crate::h1::write_head(out, &head, keep_alive);
         if let Body::Bytes(page) = body {
             out.extend_from_slice(&page);
         }

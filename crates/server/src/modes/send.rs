@@ -85,9 +85,9 @@ pub(crate) enum Sent {
     WaitScript,
 }
 
-/// Appends `head` and an in-memory body to `out`; returns the body to move after them.
-pub(crate) fn stage(out: &mut Vec<u8>, head: &[u8], body: Body) -> Option<Outgoing> {
-    out.extend_from_slice(head);
+/// Appends an in-memory body to `out` (after the head already there); returns the body
+/// to move after them.
+pub(crate) fn stage(out: &mut Vec<u8>, body: Body) -> Option<Outgoing> {
     match body {
         Body::Empty => None,
         Body::Bytes(bytes) => {

@@ -25,7 +25,8 @@
 use super::send::{self, After, OutBytes, Outgoing, Response, Sent};
 use super::socket::{Direct, Socket};
 use super::transport::Transport;
-use crate::exchange::{Answer, Body, Exchanger, Offloading, Step};
+use crate::exchange::{Answer, Body, Exchanger, Head, Offloading, Step};
+use crate::h1;
 use crate::server::Server;
 use spidey_http::choice::{self, Choice, Protocol};
 use std::net::SocketAddr;
@@ -226,7 +227,7 @@ impl Session {
                 self.start = self.end;
                 self.keep_alive = false;
                 self.release_inbuf_if_empty(buffers);
-                self.stage(choice::HTTP2_REFUSAL, Body::Empty, buffers);
+                self.stage_bytes(choice::HTTP2_REFUSAL, buffers);
                 false
             }
         }
@@ -241,7 +242,7 @@ impl Session {
             self.hold = Hold::Delay(delay);
         }
         self.release_inbuf_if_empty(buffers);
-        self.stage(&answer.head, answer.body, buffers);
+        self.stage(answer.head.as_ref(), answer.keep_alive, answer.body, buffers);
     }
 
     /// Whether the answer is held back, and the first time a `--delay` holds it, how long:
@@ -292,12 +293,23 @@ impl Session {
         self.release_inbuf_if_empty(buffers);
         self.reset_out();
         self.body = None;
-        self.stage(&answer.head, answer.body, buffers);
+        self.stage(answer.head.as_ref(), answer.keep_alive, answer.body, buffers);
     }
 
-    /// Appends `head` and an in-memory body to the out bytes; sets the body to move after.
-    fn stage(&mut self, head: &[u8], body: Body, buffers: &mut Buffers) {
-        self.body = send::stage(self.out_buf(buffers), head, body);
+    /// Appends `head`, encoded in the connection's protocol (HTTP/1.1, `h1.rs`; `keep_alive`:
+    /// the connection stays open after it), and an in-memory body to the out bytes; sets
+    /// the body to move after. No head: a script's answer, whose output brings its own.
+    fn stage(&mut self, head: Option<&Head<'_>>, keep_alive: bool, body: Body, buffers: &mut Buffers) {
+        let out = self.out_buf(buffers);
+        if let Some(head) = head {
+            h1::write_head(out, head, keep_alive);
+        }
+        self.body = send::stage(out, body);
+    }
+
+    /// Stages bytes already in the connection's protocol (HTTP/2's refusal).
+    fn stage_bytes(&mut self, bytes: &[u8], buffers: &mut Buffers) {
+        self.out_buf(buffers).extend_from_slice(bytes);
     }
 
     /// The out buffer to append to, taken from the [`Buffers`] if the session holds none.

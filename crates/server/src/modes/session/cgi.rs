@@ -51,7 +51,7 @@ impl Session {
                     self.body = None; // kills the script; reaped without blocking (content/cgi/process.rs)
                     let answer = ex.local_redirect(server, &request, self.peer);
                     self.keep_alive &= answer.keep_alive;
-                    self.stage(&answer.head, answer.body, buffers);
+                    self.stage(answer.head.as_ref(), answer.keep_alive, answer.body, buffers);
                     if !self.out.is_empty() {
                         return CgiFlow::Write;
                     }
