@@ -91,6 +91,7 @@ fn assert_summary_counts(summary: &str, verdicts: &[String]) {
         (n(&|v| v == "level (no difference)"), "level (evidence of no difference)"),
         (n(&|v| v == "inconclusive"), "inconclusive"),
         (n(&|v| v.starts_with("by construction")), "true by construction"),
+        (n(&|v| v.starts_with("client-bound")), "client-bound (the load generator was the limit)"),
     ];
     for (count, words) in counts {
         if count > 0 {
