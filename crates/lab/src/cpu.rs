@@ -42,11 +42,21 @@ pub(crate) fn cores() -> usize {
 }
 
 /// Who had which CPUs in a point whose server asked for `cpus` ([`Shares::of`] on the lab's
-/// pinning; on an unpinned lab, every CPU shared).
+/// pinning, with the load generator's threads; on an unpinned lab, every CPU shared).
 pub(crate) fn point_shares(cpus: Option<usize>) -> Shares {
+    let threads = client_threads();
     match PINNING.get() {
-        Some(p) => Shares::of(p, cpus),
-        None => Shares::of(&Pinning::Shared((0..cores()).collect()), cpus),
+        Some(p) => Shares::of(p, cpus, threads),
+        None => Shares::of(&Pinning::Shared((0..cores()).collect()), cpus, threads),
+    }
+}
+
+/// How many threads the load generator runs: one per CPU of its own half when [`pin`]
+/// split the CPUs (those not given to the server by default), else one.
+pub(crate) fn client_threads() -> usize {
+    match PINNING.get() {
+        Some(Pinning::Split { client, .. }) => client.len().max(1),
+        _ => 1,
     }
 }
 
@@ -77,16 +87,17 @@ pub(crate) const SERVER_IDLE_PCT: f64 = 20.0;
 pub(crate) struct Shares {
     /// The CPUs the server could run on (0: it ran on another host).
     pub server: u32,
-    /// The CPUs the load generator could keep busy: its threads
-    /// ([`crate::load::LOAD_THREADS`]), at most the CPUs it could run on.
+    /// The CPUs the load generator could keep busy: its threads ([`client_threads`]), at
+    /// most the CPUs it could run on.
     pub client: u32,
     /// The CPUs both could run on.
     pub shared: u32,
 }
 
 impl Shares {
-    /// The shares under `pinning` of a server asking for `cpus` ([`Pinning::server_set`]).
-    pub fn of(pinning: &Pinning, cpus: Option<usize>) -> Shares {
+    /// The shares under `pinning` of a server asking for `cpus` ([`Pinning::server_set`]),
+    /// with a load generator of `threads` threads.
+    pub fn of(pinning: &Pinning, cpus: Option<usize>, threads: usize) -> Shares {
         let server = pinning.server_set(cpus);
         let client = match pinning {
             Pinning::Split { client, .. } => client.clone(),
@@ -94,13 +105,13 @@ impl Shares {
         };
         let shared = server.iter().filter(|c| client.contains(c)).count();
         let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
-        Shares { server: n(server.len()), client: n(client.len().min(crate::load::LOAD_THREADS)), shared: n(shared) }
+        Shares { server: n(server.len()), client: n(client.len().min(threads)), shared: n(shared) }
     }
 
-    /// The shares on a machine of `cores` CPUs split as the lab splits them ([`split`]):
-    /// for records that did not store theirs.
+    /// The shares on a machine of `cores` CPUs split as the lab splits them ([`split`]),
+    /// with the one load thread of the runs whose records did not store their shares.
     pub fn on(cores: usize, cpus: Option<usize>) -> Shares {
-        Shares::of(&split(&(0..cores).collect::<Vec<_>>()), cpus)
+        Shares::of(&split(&(0..cores).collect::<Vec<_>>()), cpus, 1)
     }
 }
 
@@ -201,11 +212,13 @@ pub(crate) struct PointCpu {
 }
 
 impl PointCpu {
-    /// The load generator's CPU time as a share of one CPU over the point (100: one CPU
-    /// busy throughout, the load generator's one thread saturated); NaN when unknown.
+    /// The load generator's CPU time as a share of the CPUs it could keep busy over the
+    /// point ([`Shares::client`]; one in records without shares, which ran one thread): 100
+    /// is every thread saturated throughout. NaN when unknown.
     pub fn client_busy_pct(&self) -> f64 {
+        let cpus = self.shares.map_or(1, |s| s.client);
         match self.client_cpu_us {
-            Some(us) if self.elapsed_s > 0.0 => us / 1e4 / self.elapsed_s,
+            Some(us) if self.elapsed_s > 0.0 && cpus > 0 => us / 1e4 / self.elapsed_s / f64::from(cpus),
             _ => f64::NAN,
         }
     }
@@ -523,6 +536,10 @@ mod tests {
         for ((cores, cpus), want) in cases {
             assert_eq!(Shares::on(cores, cpus), want, "{cores} cores, cpus {cpus:?}");
         }
+        // A load thread per CPU of the client's half: the client keeps all of them busy.
+        let eight = split(&(0..8).collect::<Vec<_>>());
+        assert_eq!(Shares::of(&eight, None, 4), Shares { server: 4, client: 4, shared: 0 });
+        assert_eq!(Shares::of(&eight, None, 16), Shares { server: 4, client: 4, shared: 0 });
     }
 
     #[test]

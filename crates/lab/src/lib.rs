@@ -251,6 +251,11 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     if let Some(note) = report::excluded_note(&journal.records) {
         eprintln!("spidey lab: {note}");
     }
+    let rows = report::verdict_rows(&exps, args.quick, &journal.records, machine.cores);
+    let bound = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::ClientBound).count();
+    if let Some(note) = summary::cannot_drive(bound) {
+        eprintln!("spidey lab: {note}");
+    }
     println!("spidey lab: {} points; report in {}", total, out.path().join("report.html").display());
     Ok(())
 }

@@ -138,14 +138,11 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
     Ok(BenchConfig { rate: c.rate, open_model, keepalive: c.keepalive, ..base })
 }
 
-/// The load generator's threads: one client loop (on a small machine the client shares
-/// the cores with the server, and one event loop drives hundreds of connections;
-/// REFERENCE: wrk -t1).
-pub(crate) const LOAD_THREADS: usize = 1;
-
 /// The lab's load, the one builder of every `BenchConfig` it runs (seed studies and the
 /// robustness experiment alike): `connections` keep-alive connections of a closed loop
-/// against `paths` on `addr` until `stop`, from one client thread, timing out after
+/// against `paths` on `addr` until `stop`, from one client event loop per CPU of the load
+/// generator's own ([`crate::cpu::client_threads`]: one on a 2-CPU machine, where it has
+/// one CPU; each loop drives hundreds of connections, REFERENCE: wrk), timing out after
 /// [`TIMEOUT`]. Callers change the fields their load differs in (`rate`, `open_model`, ...).
 pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usize, stop: Stop) -> BenchConfig {
     let targets = paths
@@ -160,7 +157,7 @@ pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usiz
     BenchConfig {
         targets,
         connections,
-        threads: LOAD_THREADS,
+        threads: crate::cpu::client_threads(),
         stop,
         rate: None,
         open_model: OpenModel::Pool,

@@ -110,11 +110,29 @@ pub(crate) fn text(verdicts: &[&Verdict], quick: bool) -> String {
     if !others.is_empty() {
         s += &format!(" Not counted as evidence: {}.", or_none(others));
     }
+    let bound = counts.iter().find(|(c, _)| *c == Category::ClientBound).map_or(0, |(_, n)| *n);
+    if let Some(note) = cannot_drive(bound) {
+        s += &format!(" {note}");
+    }
     let chance = 0.025 * evidence as f64;
     s += &format!(
         " Under no real difference a claim is called reproduced at most 2.5% of the time, so about {chance:.1} of the {evidence} could be chance."
     );
     s
+}
+
+/// What the report says when `bound` claims were client-bound: this machine could not drive
+/// the server there. None when none was.
+pub(crate) fn cannot_drive(bound: usize) -> Option<String> {
+    (bound > 0).then(|| {
+        format!(
+            "This machine could not drive the server in {bound} claim{s}: the load generator, on the CPUs not \
+             given to the server, was saturated while the server idled; {they} need{v} a machine with more CPUs.",
+            s = if bound == 1 { "" } else { "s" },
+            they = if bound == 1 { "it" } else { "they" },
+            v = if bound == 1 { "s" } else { "" },
+        )
+    })
 }
 
 /// The summary's last sentence: where to read on.
@@ -218,6 +236,7 @@ mod tests {
             "checked 12 claims",
             "As evidence, 8: 2 reproduced, 1 reproduced in direction but not in size, 1 level (evidence of no difference), 3 not reproduced, 1 inconclusive.",
             "Not counted as evidence: 1 client-bound (the load generator was the limit), 1 not testable here, 1 true by construction, 1 not measured.",
+            "This machine could not drive the server in 1 claim: the load generator, on the CPUs not given to the server, was saturated while the server idled; it needs a machine with more CPUs.",
             "about 0.2 of the 8",
         ] {
             assert!(text.contains(part), "missing {part:?} in {text}");
@@ -225,6 +244,7 @@ mod tests {
         // A category with no claim is not named.
         let text = super::text(&all[..2], true);
         assert!(text.contains("As evidence, 2: 2 reproduced.") && !text.contains("Not counted"), "{text}");
+        assert!(!text.contains("could not drive"), "{text}");
         assert!(text.contains("quick run"), "{text}");
     }
 

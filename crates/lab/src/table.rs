@@ -250,7 +250,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
     detail_headers.extend(
         [
             "Server CPU/request (µs)",
-            "Load generator busy (% of a CPU)",
+            "Load generator busy (% of its CPUs)",
             "Disturbed repeats",
             "Answered: client / server (--metrics), all repeats",
         ]
