@@ -449,6 +449,33 @@ mod tests {
         }
     }
 
+    /// Regression (issue 43): in the committed full run, 002's "two and three processes beat
+    /// one" read "level" while its one-thread load generator ran 95-99% busy and the server
+    /// idled a quarter of its CPU; it is client-bound, with the figures, and not evidence.
+    #[test]
+    fn the_committed_runs_saturated_client_claims_are_client_bound() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let run = repo.join("docs/runs/lab-full-4119505");
+        let records = crate::results::read(&run.join("results.jsonl.gz")).unwrap();
+        let sources = crate::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let cores = crate::machine::Machine::of_results(&run).cores;
+        let rows = super::verdict_rows(&exps, false, &records, cores);
+        let (_, v) =
+            rows.iter().find(|(id, v)| id == "002" && v.claim.starts_with("two and three processes beat one")).unwrap();
+        let b = v.client_bound.as_ref().expect("client-bound");
+        assert_eq!(
+            (v.outcome, v.is_evidence(), b.numbers),
+            (crate::verdict::Outcome::ClientBound, false, crate::verdict::Outcome::Level)
+        );
+        assert!((95.0..=99.5).contains(&b.saturation.client_busy_pct), "{b:?}");
+        assert!((20.0..=30.0).contains(&b.saturation.server_idle_pct), "{b:?}");
+        assert_eq!((b.points, b.of), (10, 10));
+        // With the machine unknown, the older records have no figure: the numbers stand.
+        let rows = super::verdict_rows(&exps, false, &records, 0);
+        assert!(rows.iter().all(|(_, v)| v.outcome != crate::verdict::Outcome::ClientBound));
+    }
+
     /// The committed verdict table is the generator's output on the committed full run, not
     /// typed: regenerate it with
     /// `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`.
