@@ -91,6 +91,7 @@ fn assert_summary_counts(summary: &str, verdicts: &[String]) {
         (n(&|v| v == "level (no difference)"), "level (evidence of no difference)"),
         (n(&|v| v == "inconclusive"), "inconclusive"),
         (n(&|v| v.starts_with("by construction")), "true by construction"),
+        (n(&|v| v.starts_with("client-bound")), "client-bound (the load generator was the limit)"),
     ];
     for (count, words) in counts {
         if count > 0 {
@@ -381,7 +382,7 @@ fn repeats_left_out_as_disturbed_are_counted_and_explained() {
             Command::new(env!("CARGO_BIN_EXE_spidey")).args(["lab", "--verdicts"]).arg(&results).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         match &says {
-            None => assert!(!text.contains("left out as disturbed"), "{n}: {text}"),
+            None => assert!(!text.contains("measured repeats were left out as disturbed"), "{n}: {text}"),
             Some(says) => {
                 assert!(text.contains(says.as_str()), "{n}: {text}");
                 assert!(text.contains("--keep-disturbed") && text.contains("quieter machine"), "what to do: {text}");

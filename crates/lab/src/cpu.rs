@@ -41,6 +41,25 @@ pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Who had which CPUs in a point whose server asked for `cpus` ([`Shares::of`] on the lab's
+/// pinning, with the load generator's threads; on an unpinned lab, every CPU shared).
+pub(crate) fn point_shares(cpus: Option<usize>) -> Shares {
+    let threads = client_threads();
+    match PINNING.get() {
+        Some(p) => Shares::of(p, cpus, threads),
+        None => Shares::of(&Pinning::Shared((0..cores()).collect()), cpus, threads),
+    }
+}
+
+/// How many threads the load generator runs: one per CPU of its own half when [`pin`]
+/// split the CPUs (those not given to the server by default), else one.
+pub(crate) fn client_threads() -> usize {
+    match PINNING.get() {
+        Some(Pinning::Split { client, .. }) => client.len().max(1),
+        _ => 1,
+    }
+}
+
 /// Spawns a server on its CPUs (`cpus` of them, or the server's half), when [`pin`] split
 /// them.
 pub(crate) fn spawn_as_server<T>(cpus: Option<usize>, spawn: impl FnOnce() -> T) -> T {
@@ -55,6 +74,86 @@ pub(crate) fn spawn_as_server<T>(cpus: Option<usize>, spawn: impl FnOnce() -> T)
 pub(crate) const OTHER_BUSY_LIMIT_PCT: f64 = 10.0;
 /// ...or the hypervisor stole more than this share.
 pub(crate) const STEAL_LIMIT_PCT: f64 = 2.0;
+
+/// A point's load generator is saturated when it used at least this share of the CPUs it
+/// could keep busy ([`Shares::client`])...
+pub(crate) const CLIENT_BUSY_PCT: f64 = 90.0;
+/// ...and the server left at least this share of its CPUs idle meanwhile: such a point
+/// measured the load generator, not the server ([`Saturation::client_bound`]).
+pub(crate) const SERVER_IDLE_PCT: f64 = 20.0;
+
+/// Who had which CPUs during a point.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Shares {
+    /// The CPUs the server could run on (0: it ran on another host).
+    pub server: u32,
+    /// The CPUs the load generator could keep busy: its threads ([`client_threads`]), at
+    /// most the CPUs it could run on.
+    pub client: u32,
+    /// The CPUs both could run on.
+    pub shared: u32,
+}
+
+impl Shares {
+    /// The shares under `pinning` of a server asking for `cpus` ([`Pinning::server_set`]),
+    /// with a load generator of `threads` threads.
+    pub fn of(pinning: &Pinning, cpus: Option<usize>, threads: usize) -> Shares {
+        let server = pinning.server_set(cpus);
+        let client = match pinning {
+            Pinning::Split { client, .. } => client.clone(),
+            Pinning::Shared(all) => all.clone(),
+        };
+        let shared = server.iter().filter(|c| client.contains(c)).count();
+        let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        Shares { server: n(server.len()), client: n(client.len().min(threads)), shared: n(shared) }
+    }
+
+    /// The shares on a machine of `cores` CPUs split as the lab splits them ([`split`]),
+    /// with the one load thread of the runs whose records did not store their shares.
+    pub fn on(cores: usize, cpus: Option<usize>) -> Shares {
+        Shares::of(&split(&(0..cores).collect::<Vec<_>>()), cpus, 1)
+    }
+}
+
+/// How busy a point's load generator was and how idle its server's CPUs, in % of the CPUs
+/// each had.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Saturation {
+    pub client_busy_pct: f64,
+    pub server_idle_pct: f64,
+}
+
+impl Saturation {
+    /// The load generator's CPU time and the server's (µs) over `elapsed_s`, each as a share
+    /// of the CPUs [`Shares`] gives it: the server's idle is what neither it nor the load
+    /// generator used of the server's CPUs (the load generator's time counted on the shared
+    /// ones first, so a server sharing its CPUs is never called idler than it was). None
+    /// when a figure is missing, not finite or negative, or a side had no CPU. Both shares
+    /// are clamped to 0-100 (a clock read a little apart from the wall clock may pass 100).
+    pub fn of(client_cpu_us: Option<f64>, server_cpu_us: f64, elapsed_s: f64, shares: Shares) -> Option<Saturation> {
+        let client_us = client_cpu_us?;
+        let sane = |x: f64| x.is_finite() && x >= 0.0;
+        if !(sane(client_us) && sane(server_cpu_us) && sane(elapsed_s) && elapsed_s > 0.0) {
+            return None;
+        }
+        if shares.server == 0 || shares.client == 0 {
+            return None;
+        }
+        let wall_us = elapsed_s * 1e6;
+        let pct = |used: f64, cpus: u32| (100.0 * used / (f64::from(cpus) * wall_us)).clamp(0.0, 100.0);
+        let on_shared = client_us.min(f64::from(shares.shared.min(shares.server)) * wall_us);
+        Some(Saturation {
+            client_busy_pct: pct(client_us, shares.client),
+            server_idle_pct: 100.0 - pct(server_cpu_us + on_shared, shares.server),
+        })
+    }
+
+    /// Whether the point measured the load generator: it was at least [`CLIENT_BUSY_PCT`]
+    /// busy while the server left at least [`SERVER_IDLE_PCT`] of its CPUs idle.
+    pub fn client_bound(&self) -> bool {
+        self.client_busy_pct >= CLIENT_BUSY_PCT && self.server_idle_pct >= SERVER_IDLE_PCT
+    }
+}
 
 /// CPU time counters read at one instant.
 #[derive(Debug, Clone, Copy)]
@@ -106,16 +205,29 @@ pub(crate) struct PointCpu {
     pub other_busy_pct: f64,
     /// Whether steal or others' use passed the limits above.
     pub disturbed: bool,
+    /// Who had which CPUs during the point (absent in records of older runs: see
+    /// [`Shares::on`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<Shares>,
 }
 
 impl PointCpu {
-    /// The load generator's CPU time as a share of one CPU over the point (100: one CPU
-    /// busy throughout, the load generator's one thread saturated); NaN when unknown.
+    /// The load generator's CPU time as a share of the CPUs it could keep busy over the
+    /// point ([`Shares::client`]; one in records without shares, which ran one thread): 100
+    /// is every thread saturated throughout. NaN when unknown.
     pub fn client_busy_pct(&self) -> f64 {
+        let cpus = self.shares.map_or(1, |s| s.client);
         match self.client_cpu_us {
-            Some(us) if self.elapsed_s > 0.0 => us / 1e4 / self.elapsed_s,
+            Some(us) if self.elapsed_s > 0.0 && cpus > 0 => us / 1e4 / self.elapsed_s / f64::from(cpus),
             _ => f64::NAN,
         }
+    }
+
+    /// How busy the load generator and how idle the server were ([`Saturation::of`]), with
+    /// the point's own [`Shares`] or, in records without them, `fallback`.
+    pub fn saturation(&self, fallback: Shares) -> Option<Saturation> {
+        let shares = self.shares.unwrap_or(fallback);
+        Saturation::of(self.client_cpu_us, self.server_cpu_us, self.elapsed_s, shares)
     }
 }
 
@@ -154,6 +266,7 @@ impl Snapshot {
             steal_pct,
             other_busy_pct,
             disturbed: steal_pct > STEAL_LIMIT_PCT || other_busy_pct > OTHER_BUSY_LIMIT_PCT,
+            shares: None,
         }
     }
 }
@@ -355,6 +468,78 @@ mod tests {
             assert!(cpu.fine_clock && cpu.elapsed_s == 0.5);
             assert_eq!(before.until(&after, 0.5, false).client_cpu_us, None, "load from other hosts");
         }
+    }
+
+    /// The client-bound rule on one repeat: the busy and idle shares from the CPU times and
+    /// the CPUs each side had, and no figure where one is missing, not finite, negative, or
+    /// a side had no CPU.
+    #[test]
+    fn saturation_table() {
+        let one = Shares { server: 1, client: 1, shared: 0 };
+        let sat = |c: Option<f64>, s: f64, e: f64, sh: Shares| {
+            Saturation::of(c, s, e, sh)
+                .map(|x| (x.client_busy_pct.round(), x.server_idle_pct.round(), x.client_bound()))
+        };
+        // (client µs, server µs, elapsed s, shares) → (busy %, idle %, client-bound)
+        let cases = [
+            ((Some(485e3), 360e3, 0.5, one), Some((97.0, 28.0, true))),
+            ((Some(450e3), 400e3, 0.5, one), Some((90.0, 20.0, true))),
+            ((Some(445e3), 360e3, 0.5, one), Some((89.0, 28.0, false))),
+            ((Some(485e3), 410e3, 0.5, one), Some((97.0, 18.0, false))),
+            // Two server CPUs, one of them the client's: its time counts against the server's idle.
+            ((Some(480e3), 300e3, 0.5, Shares { server: 2, client: 1, shared: 1 }), Some((96.0, 22.0, true))),
+            ((Some(480e3), 400e3, 0.5, Shares { server: 2, client: 1, shared: 1 }), Some((96.0, 12.0, false))),
+            // Two client threads: busy is of both.
+            ((Some(480e3), 100e3, 0.5, Shares { server: 1, client: 2, shared: 0 }), Some((48.0, 80.0, false))),
+            // A clock a little past the wall clock: clamped.
+            ((Some(510e3), 0.0, 0.5, one), Some((100.0, 100.0, true))),
+            ((Some(100e3), 600e3, 0.5, one), Some((20.0, 0.0, false))),
+            // Missing, hostile and empty figures: none.
+            ((None, 360e3, 0.5, one), None),
+            ((Some(485e3), 360e3, 0.0, one), None),
+            ((Some(485e3), 360e3, -0.5, one), None),
+            ((Some(f64::NAN), 360e3, 0.5, one), None),
+            ((Some(485e3), f64::NAN, 0.5, one), None),
+            ((Some(485e3), 360e3, f64::INFINITY, one), None),
+            ((Some(-1.0), 360e3, 0.5, one), None),
+            ((Some(485e3), -1.0, 0.5, one), None),
+            ((Some(485e3), 360e3, 0.5, Shares { server: 0, client: 1, shared: 0 }), None),
+            ((Some(485e3), 360e3, 0.5, Shares { server: 1, client: 0, shared: 0 }), None),
+            ((Some(485e3), 360e3, 0.5, Shares::default()), None),
+            // More shared than the server has: at most its own.
+            ((Some(480e3), 0.0, 0.5, Shares { server: 1, client: 1, shared: u32::MAX }), Some((96.0, 4.0, false))),
+        ];
+        for ((c, s, e, sh), want) in cases {
+            assert_eq!(sat(c, s, e, sh), want, "{c:?} {s} {e} {sh:?}");
+        }
+        // A record without shares takes the fallback; one with its own keeps them.
+        let cpu = PointCpu { server_cpu_us: 360e3, client_cpu_us: Some(485e3), elapsed_s: 0.5, ..Default::default() };
+        assert!(cpu.saturation(one).is_some_and(|x| x.client_bound()));
+        let remote = PointCpu { shares: Some(Shares::default()), ..cpu.clone() };
+        assert_eq!(remote.saturation(one), None, "a server on another host: no figure");
+    }
+
+    /// Who had which CPUs, from the lab's split: the server's half, or `cpus` from the top
+    /// (shared with the load generator past the half); one load thread.
+    #[test]
+    fn shares_follow_the_split() {
+        let cases = [
+            ((2, None), Shares { server: 1, client: 1, shared: 0 }),
+            ((2, Some(1)), Shares { server: 1, client: 1, shared: 0 }),
+            ((2, Some(2)), Shares { server: 2, client: 1, shared: 1 }),
+            ((2, Some(8)), Shares { server: 2, client: 1, shared: 1 }),
+            ((8, None), Shares { server: 4, client: 1, shared: 0 }),
+            ((8, Some(6)), Shares { server: 6, client: 1, shared: 2 }),
+            ((1, None), Shares { server: 1, client: 1, shared: 1 }),
+            ((0, None), Shares { server: 0, client: 0, shared: 0 }),
+        ];
+        for ((cores, cpus), want) in cases {
+            assert_eq!(Shares::on(cores, cpus), want, "{cores} cores, cpus {cpus:?}");
+        }
+        // A load thread per CPU of the client's half: the client keeps all of them busy.
+        let eight = split(&(0..8).collect::<Vec<_>>());
+        assert_eq!(Shares::of(&eight, None, 4), Shares { server: 4, client: 4, shared: 0 });
+        assert_eq!(Shares::of(&eight, None, 16), Shares { server: 4, client: 4, shared: 0 });
     }
 
     #[test]

@@ -275,6 +275,11 @@ impl Hosts {
         Hosts { clients: vec![via; n.max(1)], ..self.clone() }
     }
 
+    /// Whether the server runs on this host (its CPU time measured here).
+    pub fn server_runs_here(&self) -> bool {
+        self.server.is_none()
+    }
+
     /// Whether plain-HTTP load runs in this process (no client hosts).
     pub fn load_runs_here(&self) -> bool {
         self.clients.is_empty()

@@ -161,13 +161,14 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     if let Some(results) = &args.verdicts {
         let (quick, records) = read_results(results)?;
-        print!("{}", report::verdicts_markdown(&exps, quick, &records));
+        let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
+        print!("{}", report::verdicts_markdown(&exps, quick, &records, cores));
         return Ok(());
     }
     if let Some(results) = &args.why {
         let (quick, records) = read_results(results)?;
         let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
-        let rows = report::verdict_rows(&exps, quick, &records);
+        let rows = report::verdict_rows(&exps, quick, &records, cores);
         let text = if args.brief { why::brief(&exps, &rows, cores) } else { why::markdown(&exps, &rows, cores) };
         print!("{text}");
         return Ok(());
@@ -248,6 +249,11 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(note) = report::excluded_note(&journal.records) {
+        eprintln!("spidey lab: {note}");
+    }
+    let rows = report::verdict_rows(&exps, args.quick, &journal.records, machine.cores);
+    let bound = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::ClientBound).count();
+    if let Some(note) = summary::cannot_drive(bound) {
         eprintln!("spidey lab: {note}");
     }
     println!("spidey lab: {} points; report in {}", total, out.path().join("report.html").display());

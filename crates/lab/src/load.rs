@@ -140,7 +140,9 @@ fn config(load: &Load<'_>) -> anyhow::Result<BenchConfig> {
 
 /// The lab's load, the one builder of every `BenchConfig` it runs (seed studies and the
 /// robustness experiment alike): `connections` keep-alive connections of a closed loop
-/// against `paths` on `addr` until `stop`, from one client thread, timing out after
+/// against `paths` on `addr` until `stop`, from one client event loop per CPU of the load
+/// generator's own ([`crate::cpu::client_threads`]: one on a 2-CPU machine, where it has
+/// one CPU; each loop drives hundreds of connections, REFERENCE: wrk), timing out after
 /// [`TIMEOUT`]. Callers change the fields their load differs in (`rate`, `open_model`, ...).
 pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usize, stop: Stop) -> BenchConfig {
     let targets = paths
@@ -155,9 +157,7 @@ pub(crate) fn bench_config(addr: SocketAddr, paths: &[String], connections: usiz
     BenchConfig {
         targets,
         connections,
-        // One client loop: on a small machine the client shares the cores with the server,
-        // and one event loop drives hundreds of connections (REFERENCE: wrk -t1).
-        threads: 1,
+        threads: crate::cpu::client_threads(),
         stop,
         rate: None,
         open_model: OpenModel::Pool,

@@ -102,8 +102,8 @@ pub(crate) enum Metric {
     /// Of [`Metric::SeedErrorPct`], the requests that got no answer (timeouts, resets,
     /// failed connects): % of the requests sent on time.
     UnansweredPct,
-    /// The load generator's CPU time as a share of one CPU during the point (its one
-    /// thread saturated near 100).
+    /// The load generator's CPU time as a share of the CPUs it could keep busy during the
+    /// point (its threads saturated near 100).
     ClientBusyPct,
     /// The mean latency of the successful answers (1xx to 3xx), ms.
     OkMs,
@@ -171,7 +171,7 @@ impl Metric {
             Metric::LatePct => "late or unsent (%)",
             Metric::RefusedPct => "error answers (%)",
             Metric::UnansweredPct => "no answer (%)",
-            Metric::ClientBusyPct => "load generator busy (% of a CPU)",
+            Metric::ClientBusyPct => "load generator busy (% of its CPUs)",
             Metric::OkMs => "mean latency of successful answers (ms)",
             Metric::ErrorAnswerMs => "mean latency of error answers (ms)",
         }

@@ -134,7 +134,7 @@ svg{width:100%;height:auto}code{font-size:.9em;background:#f3f3f3;padding:0 .2em
 table.verdicts td,table.verdicts th{text-align:left}table.verdicts td:nth-child(2){min-width:16rem}\
 table.verdicts td[class^=v-]{font-weight:600;min-width:8rem}table.verdicts td:nth-child(2) a{color:inherit;text-decoration-color:#aaa}\
 .v-reproduced{background:#d8f0d8;color:#155d15}.v-direction{background:#ecf5d0;color:#4d5d10}.v-not{background:#f8d7d7;color:#8a1616}\
-.v-level{background:#d9e7f7;color:#1a4b80}.v-inconclusive{background:#e6e6e6;color:#444}.v-muted{color:#888}table.verdicts td.v-muted{font-weight:400}";
+.v-level{background:#d9e7f7;color:#1a4b80}.v-inconclusive{background:#e6e6e6;color:#444}.v-client{background:#f6e8d0;color:#7a4a00}.v-muted{color:#888}table.verdicts td.v-muted{font-weight:400}";
 
 pub(crate) fn html(doc: &[Block]) -> String {
     let mut s = format!("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>Spidey lab report</title><style>{STYLE}</style></head><body>\n");

@@ -79,7 +79,7 @@ fn experiment_heading(exp: &Experiment) -> String {
 
 /// The summary paragraph and the verdict table, each claim linked to its experiment.
 fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, cores: usize) -> Vec<Block> {
-    let rows = verdict_rows(exps, quick, records);
+    let rows = verdict_rows(exps, quick, records, cores);
     if rows.is_empty() {
         return vec![Block::Para(format!(
             "A {}: no seed claims are checked in it.",
@@ -183,7 +183,7 @@ fn appendix(
     let mut doc = vec![
         Block::Heading(2, "Appendix: method".into()),
         Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of one CPU (its one thread: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of the CPUs it could keep busy (a thread per CPU of its own: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
             kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
             other = crate::cpu::OTHER_BUSY_LIMIT_PCT,
             floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
@@ -193,9 +193,9 @@ fn appendix(
             steal = crate::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
         )),
-        Block::Para(RULE.into()),
+        Block::Para(rule()),
     ];
-    let rows = verdict_rows(exps, quick, records);
+    let rows = verdict_rows(exps, quick, records, machine.cores);
     if !rows.is_empty() {
         doc.push(Block::Heading(2, "Appendix: the verdicts in full".into()));
         let mut table = full_table(&rows);
@@ -207,7 +207,16 @@ fn appendix(
     doc
 }
 
-/// How a verdict is reached.
+/// How a verdict is reached: [`RULE`], then when a claim is client-bound.
+fn rule() -> String {
+    format!(
+        "{RULE} \"client-bound\": more than half of the claim's points had a side whose load generator used at least {busy}% of the CPUs it could keep busy (its threads, at most its CPUs) while the server left at least {idle}% of its CPUs idle (counting the load generator's time on CPUs they share as used): such a point measured the load generator, not the server. Its numbers are shown (\"numbers: …\") with the load generator's busy share and the server's idle share (medians over those points), and it is not counted as evidence; claims on the server's CPU per request are exempt.",
+        busy = crate::cpu::CLIENT_BUSY_PCT,
+        idle = crate::cpu::SERVER_IDLE_PCT
+    )
+}
+
+/// How a verdict is reached, but for the client-bound rule ([`rule`]).
 const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`); a repeat left out as disturbed takes out its own point in that repeat, not the repeat's other points, and a point with fewer than 3 clean repeats in common is left out and named. \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. A claim that one server is the best is tested against each other server, each interval widened for the family (Bonferroni over the others: each at 1 − 0.05/k for k others): reproduced when every one lies above 1, not reproduced when one lies below, so with all servers equal it is called either way at most 2.5% of the time (simulated with 3 and 4 others). Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
 
 /// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
@@ -266,11 +275,13 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
     doc
 }
 
-/// The verdict table: every claim of every experiment, checked against its sweep.
+/// The verdict table: every claim of every experiment, checked against its sweep; `cores`
+/// is the CPU count of the machine the records were measured on ([`verdict::check`]).
 pub(crate) fn verdict_rows(
     exps: &[Experiment],
     quick: bool,
     records: &HashMap<String, Record>,
+    cores: usize,
 ) -> Vec<(String, verdict::Verdict)> {
     let mut rows = Vec::new();
     for exp in exps {
@@ -280,7 +291,7 @@ pub(crate) fn verdict_rows(
         for claim in &exp.claims {
             let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
             let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
-            let mut v = verdict::check(claim, sweep);
+            let mut v = verdict::check(claim, sweep, cores);
             if let Some((a, s)) = sweep {
                 v.claim = fill(&v.claim, &sizes::measured(a, s));
             }
@@ -327,13 +338,19 @@ pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String>
     })
 }
 
-/// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints.
-pub(crate) fn verdicts_markdown(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> String {
-    render::markdown(&verdicts(exps, quick, records))
+/// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints;
+/// `cores` as in [`verdict_rows`].
+pub(crate) fn verdicts_markdown(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    cores: usize,
+) -> String {
+    render::markdown(&verdicts(exps, quick, records, cores))
 }
 
-fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
-    let rows = verdict_rows(exps, quick, records);
+fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, cores: usize) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records, cores);
     if rows.is_empty() {
         return Vec::new();
     }
@@ -348,18 +365,23 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>)
     let constructed = rows.iter().filter(|(_, v)| v.by_construction.is_some()).count();
     let untestable = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotTestable).count();
     let unmeasured = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotMeasured).count();
+    let bound = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::ClientBound).count();
     let summary = format!(
-        "{} claims. As evidence, {evidence}: {}. Not counted: {constructed} true by construction, {untestable} not testable here, {unmeasured} not measured.",
+        "{} claims. As evidence, {evidence}: {}. Not counted: {bound} client-bound, {constructed} true by construction, {untestable} not testable here, {unmeasured} not measured.",
         rows.len(),
         counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
     );
+    let summary = match summary::cannot_drive(bound) {
+        Some(note) => format!("{summary} {note}"),
+        None => summary,
+    };
     let summary = match excluded_note(records) {
         Some(note) => format!("{summary} {note}"),
         None => summary,
     };
     let mut doc = vec![
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
-        Block::Para(RULE.into()),
+        Block::Para(rule()),
         Block::Table(full_table(&rows)),
         Block::Para(summary),
     ];
@@ -427,6 +449,33 @@ mod tests {
         }
     }
 
+    /// Regression (issue 43): in the committed full run, 002's "two and three processes beat
+    /// one" read "level" while its one-thread load generator ran 95-99% busy and the server
+    /// idled a quarter of its CPU; it is client-bound, with the figures, and not evidence.
+    #[test]
+    fn the_committed_runs_saturated_client_claims_are_client_bound() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let run = repo.join("docs/runs/lab-full-4119505");
+        let records = crate::results::read(&run.join("results.jsonl.gz")).unwrap();
+        let sources = crate::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let cores = crate::machine::Machine::of_results(&run).cores;
+        let rows = super::verdict_rows(&exps, false, &records, cores);
+        let (_, v) =
+            rows.iter().find(|(id, v)| id == "002" && v.claim.starts_with("two and three processes beat one")).unwrap();
+        let b = v.client_bound.as_ref().expect("client-bound");
+        assert_eq!(
+            (v.outcome, v.is_evidence(), b.numbers),
+            (crate::verdict::Outcome::ClientBound, false, crate::verdict::Outcome::Level)
+        );
+        assert!((95.0..=99.5).contains(&b.saturation.client_busy_pct), "{b:?}");
+        assert!((20.0..=30.0).contains(&b.saturation.server_idle_pct), "{b:?}");
+        assert_eq!((b.points, b.of), (10, 10));
+        // With the machine unknown, the older records have no figure: the numbers stand.
+        let rows = super::verdict_rows(&exps, false, &records, 0);
+        assert!(rows.iter().all(|(_, v)| v.outcome != crate::verdict::Outcome::ClientBound));
+    }
+
     /// The committed verdict table is the generator's output on the committed full run, not
     /// typed: regenerate it with
     /// `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`.
@@ -437,7 +486,9 @@ mod tests {
         assert!(records.len() >= 2600, "the full run's points: {}", records.len());
         let sources = crate::sources::find(None, &[]).unwrap();
         let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
-        let got = super::verdicts_markdown(&exps, false, &records);
+        let cores = crate::machine::Machine::of_results(&repo.join("docs/runs/lab-full-4119505")).cores;
+        assert_eq!(cores, 2, "the full run's machine.json");
+        let got = super::verdicts_markdown(&exps, false, &records, cores);
         let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
         assert!(
             got == want,

@@ -251,6 +251,10 @@ fn measure_point(
         let counts_after = counts_before.as_ref().and_then(|_| server_counts::scrape(server.addr()));
         let (mut m, raw) = measured?;
         m.cpu = before.until(&after, load1, client_here);
+        // A server on another host has no CPU here: none counted (no saturation figure).
+        let here = hosts.server_runs_here();
+        m.cpu.shares =
+            Some(if here { cpu::point_shares(sr.server.cpus.or(run.server_cpus)) } else { Default::default() });
         m.server = counts_before.zip(counts_after).map(|(b, a)| server_counts::between(&b, &a));
         m.capacity_rps = measured_capacity;
         Ok((m, raw))

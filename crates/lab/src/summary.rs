@@ -11,18 +11,21 @@ pub(crate) enum Category {
     Level,
     NotReproduced,
     Inconclusive,
+    /// The load generator, not the server, was the limit at most of its points.
+    ClientBound,
     NotTestable,
     ByConstruction,
     NotMeasured,
 }
 
 /// The categories in the order the summary names them.
-pub(crate) const ORDER: [Category; 8] = [
+pub(crate) const ORDER: [Category; 9] = [
     Category::Reproduced,
     Category::DirectionOnly,
     Category::Level,
     Category::NotReproduced,
     Category::Inconclusive,
+    Category::ClientBound,
     Category::NotTestable,
     Category::ByConstruction,
     Category::NotMeasured,
@@ -34,6 +37,7 @@ impl Category {
             (Outcome::NotTestable, ..) => Category::NotTestable,
             (Outcome::NotMeasured, ..) => Category::NotMeasured,
             (_, _, true) => Category::ByConstruction,
+            (Outcome::ClientBound, ..) => Category::ClientBound,
             (Outcome::Reproduced, SizeCall::Outside, _) => Category::DirectionOnly,
             (Outcome::Reproduced, ..) => Category::Reproduced,
             (Outcome::Level, ..) => Category::Level,
@@ -50,6 +54,7 @@ impl Category {
             Category::Level => "level (evidence of no difference)",
             Category::NotReproduced => "not reproduced",
             Category::Inconclusive => "inconclusive",
+            Category::ClientBound => "client-bound (the load generator was the limit)",
             Category::NotTestable => "not testable here",
             Category::ByConstruction => "true by construction",
             Category::NotMeasured => "not measured",
@@ -64,18 +69,22 @@ impl Category {
             Category::Level => "v-level",
             Category::NotReproduced => "v-not",
             Category::Inconclusive => "v-inconclusive",
+            Category::ClientBound => "v-client",
             Category::NotTestable | Category::ByConstruction | Category::NotMeasured => "v-muted",
         }
     }
 
     /// Whether claims of this category count as evidence for or against the seeds.
     pub fn is_evidence(self) -> bool {
-        !matches!(self, Category::NotTestable | Category::ByConstruction | Category::NotMeasured)
+        !matches!(
+            self,
+            Category::ClientBound | Category::NotTestable | Category::ByConstruction | Category::NotMeasured
+        )
     }
 }
 
 /// How many verdicts fall in each category, in [`ORDER`].
-pub(crate) fn counts(verdicts: &[&Verdict]) -> [(Category, usize); 8] {
+pub(crate) fn counts(verdicts: &[&Verdict]) -> [(Category, usize); 9] {
     ORDER.map(|c| (c, verdicts.iter().filter(|v| Category::of(v) == c).count()))
 }
 
@@ -101,11 +110,29 @@ pub(crate) fn text(verdicts: &[&Verdict], quick: bool) -> String {
     if !others.is_empty() {
         s += &format!(" Not counted as evidence: {}.", or_none(others));
     }
+    let bound = counts.iter().find(|(c, _)| *c == Category::ClientBound).map_or(0, |(_, n)| *n);
+    if let Some(note) = cannot_drive(bound) {
+        s += &format!(" {note}");
+    }
     let chance = 0.025 * evidence as f64;
     s += &format!(
         " Under no real difference a claim is called reproduced at most 2.5% of the time, so about {chance:.1} of the {evidence} could be chance."
     );
     s
+}
+
+/// What the report says when `bound` claims were client-bound: this machine could not drive
+/// the server there. None when none was.
+pub(crate) fn cannot_drive(bound: usize) -> Option<String> {
+    (bound > 0).then(|| {
+        format!(
+            "This machine could not drive the server in {bound} claim{s}: the load generator, on the CPUs not \
+             given to the server, was saturated while the server idled; {they} need{v} a machine with more CPUs.",
+            s = if bound == 1 { "" } else { "s" },
+            they = if bound == 1 { "it" } else { "they" },
+            v = if bound == 1 { "s" } else { "" },
+        )
+    })
 }
 
 /// The summary's last sentence: where to read on.
@@ -175,6 +202,7 @@ mod tests {
             size_text: "–".into(),
             by_construction: by_construction.then(|| "it must".into()),
             contradicts: None,
+            client_bound: None,
         }
     }
 
@@ -193,6 +221,7 @@ mod tests {
             (verdict(NotReproduced, NotStated, false), Category::NotReproduced),
             (verdict(Inconclusive, Unknown, false), Category::Inconclusive),
             (verdict(NotTestable, NotStated, false), Category::NotTestable),
+            (verdict(ClientBound, NotStated, false), Category::ClientBound),
             (verdict(Reproduced, NotStated, true), Category::ByConstruction),
             (verdict(NotMeasured, NotStated, true), Category::NotMeasured),
         ];
@@ -201,12 +230,13 @@ mod tests {
         }
         let all: Vec<&Verdict> = set.iter().map(|(v, _)| v).collect();
         let got: Vec<usize> = counts(&all).iter().map(|(_, n)| *n).collect();
-        assert_eq!(got, [2, 1, 1, 3, 1, 1, 1, 1]);
+        assert_eq!(got, [2, 1, 1, 3, 1, 1, 1, 1, 1]);
         let text = text(&all, false);
         for part in [
-            "checked 11 claims",
+            "checked 12 claims",
             "As evidence, 8: 2 reproduced, 1 reproduced in direction but not in size, 1 level (evidence of no difference), 3 not reproduced, 1 inconclusive.",
-            "Not counted as evidence: 1 not testable here, 1 true by construction, 1 not measured.",
+            "Not counted as evidence: 1 client-bound (the load generator was the limit), 1 not testable here, 1 true by construction, 1 not measured.",
+            "This machine could not drive the server in 1 claim: the load generator, on the CPUs not given to the server, was saturated while the server idled; it needs a machine with more CPUs.",
             "about 0.2 of the 8",
         ] {
             assert!(text.contains(part), "missing {part:?} in {text}");
@@ -214,6 +244,7 @@ mod tests {
         // A category with no claim is not named.
         let text = super::text(&all[..2], true);
         assert!(text.contains("As evidence, 2: 2 reproduced.") && !text.contains("Not counted"), "{text}");
+        assert!(!text.contains("could not drive"), "{text}");
         assert!(text.contains("quick run"), "{text}");
     }
 

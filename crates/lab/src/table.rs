@@ -57,6 +57,18 @@ impl Sample {
         out
     }
 
+    /// How busy the load generator and how idle the server were over the clean repeats:
+    /// the median of each share over the repeats that have both (records without their
+    /// CPU counts use `fallback`); None when no repeat has.
+    pub fn saturation(&self, fallback: crate::cpu::Shares) -> Option<crate::cpu::Saturation> {
+        let each: Vec<crate::cpu::Saturation> =
+            self.runs.iter().filter(|r| !r.excluded).filter_map(|r| r.cpu.saturation(fallback)).collect();
+        (!each.is_empty()).then(|| crate::cpu::Saturation {
+            client_busy_pct: metric::median(each.iter().map(|x| x.client_busy_pct).collect()),
+            server_idle_pct: metric::median(each.iter().map(|x| x.server_idle_pct).collect()),
+        })
+    }
+
     /// Why this point gets no verdict though it was measured: fewer than
     /// [`MIN_CLEAN_REPEATS`] clean repeats (the others stayed disturbed through their tries,
     /// or failed). None when it has enough, or when nothing was measured at all.
@@ -238,7 +250,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
     detail_headers.extend(
         [
             "Server CPU/request (µs)",
-            "Load generator busy (% of a CPU)",
+            "Load generator busy (% of its CPUs)",
             "Disturbed repeats",
             "Answered: client / server (--metrics), all repeats",
         ]

@@ -22,8 +22,14 @@
 //!   size's band reads "direction reproduced, size not".
 //! - `by_construction`: checked and shown, never counted as evidence; `not_testable`: the
 //!   reason instead of numbers.
+//! - Client-bound: a claim most of whose points (a pair, a point with its rivals, a point
+//!   of a series) had a side whose load generator was saturated while its server idled
+//!   ([`crate::cpu::Saturation::client_bound`]) measured the load generator: its numbers
+//!   are shown, with the figures, and not counted as evidence ([`client_bound`]). Claims
+//!   on the server's CPU per request or the load generator's own use are exempt.
 
 use crate::claim::{twin, Claim, Kind, Select, Size};
+use crate::cpu::{Saturation, Shares};
 use crate::finding::advantage;
 use crate::metric::{self, Better, Metric};
 use crate::plan::Active;
@@ -45,6 +51,9 @@ pub(crate) enum Outcome {
     NotMeasured,
     /// The lab's setup removes what the claim is about.
     NotTestable,
+    /// Most of the claim's points measured a saturated load generator, not the server
+    /// ([`Verdict::client_bound`] says what the numbers gave and why).
+    ClientBound,
 }
 
 impl Outcome {
@@ -56,6 +65,7 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive",
             Outcome::NotMeasured => "not measured",
             Outcome::NotTestable => "not testable here",
+            Outcome::ClientBound => "client-bound",
         }
     }
 }
@@ -91,14 +101,46 @@ pub(crate) struct Verdict {
     pub size_text: String,
     pub by_construction: Option<String>,
     pub contradicts: Option<String>,
+    /// Set with [`Outcome::ClientBound`]: what the numbers alone gave, and how saturated
+    /// the load generator was.
+    pub client_bound: Option<ClientBound>,
+}
+
+/// Why a claim is client-bound: its points whose load generator was saturated while the
+/// server idled, and the outcome its numbers would have had.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClientBound {
+    /// The outcome the numbers gave.
+    pub numbers: Outcome,
+    /// How many of the claim's points had a client-bound side, of how many.
+    pub points: usize,
+    pub of: usize,
+    /// The medians, over those points' client-bound sides, of the load generator's busy
+    /// share and the server's idle share.
+    pub saturation: Saturation,
+}
+
+impl ClientBound {
+    /// `the load generator was 97% busy while the server idled 28% (medians at 6 of 8
+    /// points)`.
+    pub fn reason(&self) -> String {
+        format!(
+            "the load generator was {:.0}% busy while the server idled {:.0}% (medians at {} of {} points)",
+            self.saturation.client_busy_pct, self.saturation.server_idle_pct, self.points, self.of
+        )
+    }
 }
 
 impl Verdict {
     /// The verdict as the table says it.
     pub fn label(&self) -> String {
-        let base = match (self.outcome, self.size) {
+        let numbers = |o: Outcome| match (o, self.size) {
             (Outcome::Reproduced, SizeCall::Outside) => "direction reproduced, size not".to_string(),
             (o, _) => o.label().to_string(),
+        };
+        let base = match (self.outcome, &self.client_bound) {
+            (Outcome::ClientBound, Some(b)) => format!("client-bound (numbers: {})", numbers(b.numbers)),
+            (o, _) => numbers(o),
         };
         match (&self.by_construction, self.outcome) {
             (_, Outcome::NotTestable | Outcome::NotMeasured) => base,
@@ -109,12 +151,15 @@ impl Verdict {
 
     /// Whether the row counts as evidence for or against the seed.
     pub fn is_evidence(&self) -> bool {
-        self.by_construction.is_none() && !matches!(self.outcome, Outcome::NotTestable | Outcome::NotMeasured)
+        self.by_construction.is_none()
+            && !matches!(self.outcome, Outcome::NotTestable | Outcome::NotMeasured | Outcome::ClientBound)
     }
 }
 
-/// Checks `claim` against its sweep (`None` when the sweep did not run).
-pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> Verdict {
+/// Checks `claim` against its sweep (`None` when the sweep did not run); `cores` is the
+/// CPU count of the run's machine, for records that did not store who had which CPUs
+/// ([`Shares::on`]; 0 when unknown: such records have no saturation figure).
+pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, cores: usize) -> Verdict {
     let mut v = Verdict {
         claim: claim.text.clone(),
         source: format!("{} “{}”", claim.source, claim.quote),
@@ -127,6 +172,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         size_text: claim.size.as_ref().map(|s| s.text()).unwrap_or_else(|| "–".into()),
         by_construction: claim.by_construction.clone(),
         contradicts: claim.contradicts.clone(),
+        client_bound: None,
     };
     if let Kind::NotTestable { reason } = &claim.kind {
         v.here = reason.clone();
@@ -144,10 +190,13 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
     let mut seed_brief = None;
     // The points of a pooled claim with too few clean repeats to enter it.
     let mut thin: Vec<(String, usize)> = Vec::new();
+    // The claim's points, each the samples compared together, for the client-bound rule.
+    let points: Vec<Vec<&Sample>>;
     let seed = |s: &Sample, m: Metric| seed_value(a, s, m);
     let (seed_text, here, outcome, pooled) = match &claim.kind {
         Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
+            points = sides(&pairs);
             let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
             seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
             let p = pool(*metric, &pairs, 1.0);
@@ -157,6 +206,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         }
         Kind::Level { metric, a: sa, b, at, within, .. } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
+            points = sides(&pairs);
             let p = pool(*metric, &pairs, 1.0);
             thin = thin_points(&pairs);
             seed_brief = Some(seed_range(&pairs));
@@ -173,6 +223,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         Kind::LargerGain { metric, a: sa, b, at, than } => {
             let gain = pairs(*metric, sa, b, at, samples, &seed);
             let base = pairs(*metric, sa, b, than, samples, &seed);
+            points = [sides(&gain), sides(&base)].concat();
             let (pg, pb) = (pool(*metric, &gain, 1.0), pool(*metric, &base, 1.0));
             let groups = [group(*metric, &gain, 1.0), group(*metric, &base, -1.0)];
             let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&groups) };
@@ -199,6 +250,11 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         }
         Kind::Trend { metric, over, at, expect, linear_min, onset_above } => {
             let here_series = series(samples, at, *metric, *over);
+            points = samples
+                .iter()
+                .filter(|s| !s.runs.is_empty() && at.matches(s) && s.coord(*over).is_finite())
+                .map(|s| vec![s])
+                .collect();
             let seed_series = seed_series(a, at, *metric, *over);
             let here = shape(&here_series, *over, *linear_min, *onset_above);
             let seed = shape(&seed_series, *over, *linear_min, *onset_above);
@@ -225,6 +281,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         }
         Kind::AtMost { metric, at, limit, .. } => {
             let chosen: Vec<&Sample> = samples.iter().filter(|s| !s.runs.is_empty() && at.matches(s)).collect();
+            points = chosen.iter().map(|s| vec![*s]).collect();
             let ints: Vec<Interval> = chosen.iter().map(|s| s.interval(*metric)).collect();
             let above = ints.iter().filter(|i| i.known() && i.lo > *limit).count();
             let below = ints.iter().filter(|i| i.known() && i.hi <= *limit).count();
@@ -243,6 +300,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
         Kind::Best { metric, server, among, at, .. } => {
             let b = best(*metric, server, among, at, samples, &seed);
             thin = b.thin;
+            points = b.points;
             (b.seed_text, b.here, b.outcome, Some(b.pooled))
         }
         Kind::NotTestable { .. } => unreachable!("returned above"),
@@ -284,7 +342,47 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>) -> V
             v.size = SizeCall::Unknown;
         }
     }
+    // A claim decided on the load generator's saturation: its numbers shown, not counted.
+    let exempt = matches!(claim.metric(), Some(Metric::CpuUs | Metric::ClientBusyPct));
+    let decided = !matches!(v.outcome, Outcome::NotMeasured | Outcome::NotTestable);
+    if !exempt && decided && v.by_construction.is_none() {
+        let fallback = |s: &Sample| {
+            let cpus = a.servers.iter().find(|x| x.label == s.server).and_then(|x| x.cpus);
+            Shares::on(cores, cpus)
+        };
+        let sat: Vec<Vec<Option<Saturation>>> =
+            points.iter().map(|g| g.iter().map(|s| s.saturation(fallback(s))).collect()).collect();
+        if let Some((n, of, saturation)) = client_bound(&sat) {
+            let bound = ClientBound { numbers: v.outcome, points: n, of, saturation };
+            v.here = format!("{} (client-bound: {})", v.here, bound.reason());
+            v.here_brief = format!("{} (client-bound: {})", v.here_brief, bound.reason());
+            v.outcome = Outcome::ClientBound;
+            v.client_bound = Some(bound);
+        }
+    }
     v
+}
+
+/// Whether a claim measured its load generator: more than half of its `points` (each the
+/// saturations of the samples compared there) have a side that was client-bound
+/// ([`Saturation::client_bound`]). Then how many of how many, and the medians of the busy
+/// and idle shares over those sides. A point with no figure counts as not client-bound.
+pub(crate) fn client_bound(points: &[Vec<Option<Saturation>>]) -> Option<(usize, usize, Saturation)> {
+    let bound: Vec<Saturation> =
+        points.iter().flat_map(|g| g.iter().flatten().filter(|s| s.client_bound()).copied()).collect();
+    let n = points.iter().filter(|g| g.iter().flatten().any(Saturation::client_bound)).count();
+    if points.is_empty() || 2 * n <= points.len() {
+        return None;
+    }
+    let median = |f: fn(&Saturation) -> f64| metric::median(bound.iter().map(f).collect());
+    let saturation =
+        Saturation { client_busy_pct: median(|s| s.client_busy_pct), server_idle_pct: median(|s| s.server_idle_pct) };
+    Some((n, points.len(), saturation))
+}
+
+/// The samples of each pair, as the client-bound rule's points.
+fn sides<'s>(pairs: &[Pair<'s>]) -> Vec<Vec<&'s Sample>> {
+    pairs.iter().map(|p| p.sides.to_vec()).collect()
 }
 
 /// A verdict's "here" without each point's median and the level band.
@@ -366,7 +464,9 @@ fn seed_value(a: &Active<'_>, s: &Sample, m: Metric) -> Option<f64> {
 }
 
 /// One point of a comparison: `a`'s sample against its twin's.
-struct Pair {
+struct Pair<'s> {
+    /// The two samples.
+    sides: [&'s Sample; 2],
     place: String,
     a: Vec<f64>,
     b: Vec<f64>,
@@ -375,14 +475,14 @@ struct Pair {
     seed: Option<f64>,
 }
 
-fn pairs(
+fn pairs<'s>(
     m: Metric,
     a: &Select,
     b: &Select,
     at: &Select,
-    samples: &[Sample],
+    samples: &'s [Sample],
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
-) -> Vec<Pair> {
+) -> Vec<Pair<'s>> {
     let several = samples.iter().any(|s| s.workload != samples[0].workload);
     samples
         .iter()
@@ -398,12 +498,12 @@ fn pairs(
             }
             let seed = seed(sa, m).zip(seed(sb, m)).map(|(x, y)| advantage(m, x, y));
             let median = advantage(m, sa.value(m), sb.value(m));
-            Some(Pair { place, a: sa.by_repeat(m), b: sb.by_repeat(m), median, seed })
+            Some(Pair { sides: [sa, sb], place, a: sa.by_repeat(m), b: sb.by_repeat(m), median, seed })
         })
         .collect()
 }
 
-impl Pair {
+impl Pair<'_> {
     /// The repeats in which both sides have a value.
     fn clean(&self) -> usize {
         rule::clean(&rule::contrast(&self.a, &self.b, true))
@@ -456,13 +556,15 @@ fn seed_ratios(pairs: &[Pair]) -> String {
 }
 
 /// What a `best` claim found: the text, the pooled comparison it is decided on, its
-/// outcome and the points too thin to count.
-struct Best {
+/// outcome, the points too thin to count, and each point's samples (the claimed server's
+/// and its rivals').
+struct Best<'s> {
     seed_text: String,
     here: String,
     pooled: Pooled,
     outcome: Outcome,
     thin: Vec<(String, usize)>,
+    points: Vec<Vec<&'s Sample>>,
 }
 
 /// The claimed server against each other server, pooled over the points where both ran,
@@ -473,14 +575,14 @@ struct Best {
 /// made at most 2.5% of the time, whatever the number of others (the best other at each
 /// point, picked from the same numbers, would bias the test against the claimed server).
 /// The per-point medians name the best other at each point.
-fn best(
+fn best<'s>(
     m: Metric,
     server: &str,
     among: &[String],
     at: &Select,
-    samples: &[Sample],
+    samples: &'s [Sample],
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
-) -> Best {
+) -> Best<'s> {
     let in_race = |s: &&Sample| !s.runs.is_empty() && at.matches(s) && (among.is_empty() || among.contains(&s.server));
     let mine: Vec<&Sample> = samples.iter().filter(in_race).filter(|s| s.server == server).collect();
     let mut others: Vec<&str> = Vec::new();
@@ -496,6 +598,7 @@ fn best(
             .find(|s| s.server == other && s.workload == mine.workload && s.client == mine.client)
     };
     let (mut medians, mut seed_wins, mut seed_points, mut points) = (Vec::new(), 0, 0, 0);
+    let mut groups: Vec<Vec<&'s Sample>> = Vec::new();
     for s in &mine {
         let rivals: Vec<&Sample> = others.iter().filter_map(|o| twin(s, o)).collect();
         let Some(rival) =
@@ -504,6 +607,7 @@ fn best(
             continue;
         };
         points += 1;
+        groups.push([*s].into_iter().chain(rivals.iter().copied()).collect());
         let median = advantage(m, s.value(m), rival.value(m));
         medians.push((
             median,
@@ -532,7 +636,7 @@ fn best(
                     let t = twin(s, o)?;
                     let median = advantage(m, s.value(m), t.value(m));
                     let place = format!("{}, against {o}", s.place());
-                    Some(Pair { place, a: s.by_repeat(m), b: t.by_repeat(m), median, seed: None })
+                    Some(Pair { sides: [s, t], place, a: s.by_repeat(m), b: t.by_repeat(m), median, seed: None })
                 })
                 .collect();
             thin.extend(thin_points(&pairs));
@@ -550,7 +654,14 @@ fn best(
         .copied();
     let Some((closest, pooled, used)) = decisive.filter(|_| points > 0) else {
         let none = rule::pooled(&[]);
-        return Best { seed_text, here: "not measured".into(), pooled: none, outcome: Outcome::NotMeasured, thin };
+        return Best {
+            seed_text,
+            here: "not measured".into(),
+            pooled: none,
+            outcome: Outcome::NotMeasured,
+            thin,
+            points: groups,
+        };
     };
     let outcome = match () {
         _ if per_other.iter().any(|(_, p, _)| p.call() == Call::Loss) => Outcome::NotReproduced,
@@ -572,7 +683,7 @@ fn best(
         pooled.repeats,
         medians.into_iter().map(|x| x.1).collect::<Vec<_>>().join("; ")
     );
-    Best { seed_text, here, pooled, outcome, thin }
+    Best { seed_text, here, pooled, outcome, thin, points: groups }
 }
 
 #[cfg(test)]
@@ -674,7 +785,7 @@ mod tests {
         let c = claim(
             "kind = \"not_testable\"\ntext = \"t\"\nsource = \"004:107\"\nquote = \"q\"\nreason = \"no hypervisor here\"",
         );
-        let got = check(&c, None);
+        let got = check(&c, None, 0);
         assert_eq!(
             (got.label().as_str(), got.here.as_str(), got.is_evidence()),
             ("not testable here", "no hypervisor here", false)
@@ -753,9 +864,80 @@ mod tests {
         assert!(got.here.ends_with("(insufficient clean repeats: 0 in common at most, 3 needed)"), "{}", got.here);
     }
 
-    /// Checks a claim against samples without an experiment (no seed numbers).
-    fn check_samples(c: &Claim, samples: &[Sample]) -> Verdict {
-        let exp: crate::experiment::Experiment = toml::from_str(
+    /// A claim is client-bound when more than half of its points have a saturated side; its
+    /// figures are the medians over those sides; points without figures count as not.
+    #[test]
+    fn client_bound_claims_table() {
+        let sat = |busy: f64, idle: f64| Some(Saturation { client_busy_pct: busy, server_idle_pct: idle });
+        let (bound, free) = (sat(97.0, 28.0), sat(60.0, 5.0));
+        type Points = Vec<Vec<Option<Saturation>>>;
+        type Want = Option<(usize, usize, f64, f64)>;
+        let cases: [(Points, Want); 7] = [
+            (vec![], None),
+            (vec![vec![bound, free]], Some((1, 1, 97.0, 28.0))),
+            (vec![vec![bound, free], vec![free, free]], None),
+            (vec![vec![bound, sat(95.0, 40.0)], vec![free, sat(99.0, 30.0)], vec![free]], Some((2, 3, 97.0, 30.0))),
+            (vec![vec![None, None], vec![bound]], None),
+            (vec![vec![sat(f64::NAN, 50.0)], vec![sat(95.0, f64::NAN)]], None),
+            (vec![vec![sat(90.0, 20.0)]], Some((1, 1, 90.0, 20.0))),
+        ];
+        for (points, want) in cases {
+            let got = client_bound(&points).map(|(n, of, s)| (n, of, s.client_busy_pct, s.server_idle_pct));
+            assert_eq!(got, want, "{points:?}");
+        }
+    }
+
+    /// A level claim whose sides' load generator was saturated while the server idled: its
+    /// numbers shown, labelled client-bound, not evidence; with one of two points so, as
+    /// before. Records without their CPU counts take them from the machine's cores, and with
+    /// the cores unknown nothing is called client-bound.
+    #[test]
+    fn a_claim_measuring_its_load_generator_is_client_bound() {
+        let level = "kind = \"level\"\ntext = \"a level with b\"\nsweep = \"s\"\nsource = \"002:67\"\nquote = \"q\"\nmetric = \"rps\"\na = { server = \"a\" }\nb = { server = \"b\" }";
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let busy = |mut s: Sample, client_ms: f64, server_ms: f64, shares: Option<Shares>| {
+            for r in &mut s.runs {
+                r.cpu.client_cpu_us = Some(client_ms * 1e3);
+                r.cpu.server_cpu_us = server_ms * 1e3;
+                r.cpu.elapsed_s = 0.5;
+                r.cpu.shares = shares;
+            }
+            s
+        };
+        let one = Some(Shares { server: 1, client: 1, shared: 0 });
+        let at = |c: u32, client_ms: f64, shares| {
+            [
+                busy(sample("a", c, &tight), client_ms, 360.0, shares),
+                busy(sample("b", c, &tight), client_ms, 360.0, shares),
+            ]
+        };
+        let v = [at(1, 485.0, one), at(2, 485.0, one)].concat();
+        let got = check_samples(&claim(level), &v);
+        assert_eq!((got.outcome, got.is_evidence()), (Outcome::ClientBound, false), "{}", got.here);
+        assert_eq!(got.label(), "client-bound (numbers: reproduced)");
+        assert!(
+            got.here_brief.ends_with(
+                "(client-bound: the load generator was 97% busy while the server idled 28% (medians at 2 of 2 points))"
+            ),
+            "{}",
+            got.here_brief
+        );
+        assert_eq!(crate::summary::Category::of(&got).class(), "v-client");
+        let v = [at(1, 485.0, one), at(2, 300.0, one)].concat();
+        assert_eq!(check_samples(&claim(level), &v).outcome, Outcome::Reproduced);
+        // Older records: the shares from the machine's cores (2: a CPU each), or none.
+        let v = [at(1, 485.0, None), at(2, 485.0, None)].concat();
+        assert_eq!(check_samples(&claim(level), &v).outcome, Outcome::Reproduced, "cores unknown");
+        let exp = experiment();
+        let active = crate::plan::active(&exp, false);
+        assert_eq!(check(&claim(level), Some((&active[0], &v)), 2).outcome, Outcome::ClientBound);
+        // The server's CPU per request is the server's whatever the client did.
+        let cpu = level.replace("metric = \"rps\"", "metric = \"cpu_us\"");
+        assert_ne!(check(&claim(&cpu), Some((&active[0], &v)), 2).outcome, Outcome::ClientBound);
+    }
+
+    fn experiment() -> crate::experiment::Experiment {
+        toml::from_str(
             r#"
             id = "x"
             title = "t"
@@ -771,9 +953,14 @@ mod tests {
             table.columns = [{ header = "rps", metric = "rps" }]
             "#,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Checks a claim against samples without an experiment (no seed numbers).
+    fn check_samples(c: &Claim, samples: &[Sample]) -> Verdict {
+        let exp = experiment();
         let active = crate::plan::active(&exp, false);
-        check(c, Some((&active[0], samples)))
+        check(c, Some((&active[0], samples)), 0)
     }
 }
 

@@ -98,7 +98,7 @@ fn experiment() -> crate::experiment::Experiment {
 /// Checks a claim against samples of the sweep of `exp`.
 fn verdict(exp: &crate::experiment::Experiment, c: &Claim, samples: &[Sample]) -> Verdict {
     let active = crate::plan::active(exp, false);
-    check(c, Some((&active[0], samples)))
+    check(c, Some((&active[0], samples)), 0)
 }
 
 /// Whether a verdict was reached: measured, and not set aside for too few clean repeats.

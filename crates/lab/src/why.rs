@@ -29,6 +29,8 @@ pub(crate) enum Finding {
     Undecided,
     /// Its sweep did not run here.
     NotRun,
+    /// Its load generator, not the server, was the limit: the sweep measured the client.
+    ClientBound,
     /// The run's machine has fewer CPUs than the sweep needs to change only its cause.
     TooFewCpus,
 }
@@ -40,6 +42,7 @@ impl Finding {
         match (if_held, v.outcome) {
             (_, Outcome::NotMeasured | Outcome::NotTestable) => Finding::NotRun,
             _ if !fits => Finding::TooFewCpus,
+            (_, Outcome::ClientBound) => Finding::ClientBound,
             (_, Outcome::Inconclusive) => Finding::Undecided,
             (IfHeld::Explains, Outcome::Reproduced) if v.size == SizeCall::Outside => Finding::ExplainsDirection,
             (IfHeld::Explains, Outcome::Reproduced) => Finding::Explains,
@@ -68,6 +71,7 @@ impl Finding {
             Finding::NotRuledOut => "not ruled out (it changes the result)",
             Finding::Undecided => "undecided",
             Finding::NotRun => "not run",
+            Finding::ClientBound => "undecided (client-bound: its load generator was the limit)",
             Finding::TooFewCpus => "not testable on this run's machine",
         }
     }
@@ -76,7 +80,9 @@ impl Finding {
 /// What the causes tested for one claim add up to, given how the claim fared here (`seed`).
 fn conclusion(seed: Category, findings: &[Finding]) -> &'static str {
     let any = |f: Finding| findings.contains(&f);
-    if !differs(seed) {
+    if seed == Category::ClientBound {
+        "Client-bound here; this run's load generator, not the server, was the limit at most of its points"
+    } else if !differs(seed) {
         "Nothing to explain (reproduced here); the sweeps check it under the seed's conditions"
     } else if any(Finding::Explains) {
         "Explained here"
@@ -223,7 +229,9 @@ fn cause(t: &Row<'_>, f: Finding, cores: usize) -> String {
         s += &format!("; {cores} CPUs here, {} needed", x.needs_cpus.unwrap_or_default());
     }
     s += ")";
-    if let (Finding::Undecided | Finding::NotRun | Finding::TooFewCpus, Some(needs)) = (f, &x.needs) {
+    if let (Finding::Undecided | Finding::NotRun | Finding::TooFewCpus | Finding::ClientBound, Some(needs)) =
+        (f, &x.needs)
+    {
         s += &format!("; to decide it: {needs}");
     }
     s
@@ -274,6 +282,7 @@ mod tests {
             size_text: String::new(),
             by_construction: None,
             contradicts: None,
+            client_bound: None,
         }
     }
 
@@ -293,6 +302,8 @@ mod tests {
             (R, Outcome::NotReproduced, SizeCall::NotStated, NotRuledOut),
             (R, Outcome::Inconclusive, SizeCall::NotStated, Undecided),
             (R, Outcome::NotTestable, SizeCall::NotStated, NotRun),
+            (E, Outcome::ClientBound, SizeCall::NotStated, ClientBound),
+            (R, Outcome::ClientBound, SizeCall::NotStated, ClientBound),
         ];
         for (if_held, outcome, size, want) in cases {
             assert_eq!(Finding::of(if_held, &verdict(outcome, size), true), want, "{if_held:?} {outcome:?} {size:?}");
@@ -313,7 +324,7 @@ mod tests {
     fn the_causes_add_up_to_one_conclusion() {
         use Category::{DirectionOnly as Dir, NotReproduced as Not, Reproduced as Rep};
         use Finding::*;
-        let cases: [(Category, &[Finding], &str); 9] = [
+        let cases: [(Category, &[Finding], &str); 10] = [
             (Not, &[DoesNotExplain, Explains, Undecided], "Explained here"),
             (Not, &[DoesNotExplain, ExplainsDirection], "Explained in direction, not in size"),
             (Not, &[DoesNotExplain, RuledOut, DoesNotExplain], "No cause tested explains it"),
@@ -324,6 +335,12 @@ mod tests {
             (Not, &[DoesNotExplain, TooFewCpus], "Not decided by this run"),
             // A claim reproduced here has no difference to explain, whatever its sweeps say.
             (Rep, &[Explains], "Nothing to explain (reproduced here); the sweeps check it under the seed's conditions"),
+            // A seed claim whose points measured the load generator is decided by nothing.
+            (
+                Category::ClientBound,
+                &[Explains],
+                "Client-bound here; this run's load generator, not the server, was the limit at most of its points",
+            ),
         ];
         for (here, findings, want) in cases {
             assert_eq!(conclusion(here, findings), want, "{here:?} {findings:?}");
