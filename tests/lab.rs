@@ -143,7 +143,7 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
     }
     let short = first.iter().filter(|v| v["measurement"]["batches"].as_u64().is_some_and(|b| b > 1)).count();
     assert!(short > 0, "some quick point's batch is shorter than 0.1 s and was repeated");
-    assert!(md.contains("| Load generator busy (% of a CPU) |"), "the load generator's CPU in the tables");
+    assert!(md.contains("| Load generator busy (% of its CPUs) |"), "the load generator's CPU in the tables");
     let ids: BTreeSet<String> = first.iter().map(id).collect();
     assert_eq!(ids.len(), first.len(), "one line per point");
 
