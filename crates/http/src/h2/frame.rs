@@ -70,9 +70,9 @@ impl FrameHeader {
 }
 
 /// The priority fields of HEADERS (with the PRIORITY flag) and of PRIORITY frames (§6.2,
-/// §6.3), as RFC 7540 defined them. RFC 9113 deprecates the scheme (§5.3.2): a server may
-/// ignore these, and Spidey does, but they are parsed to check the one rule about them a
-/// frame can break alone, "a stream cannot depend on itself" (§5.3.1).
+/// §6.3), as RFC 7540 defined them. RFC 9113 deprecates the scheme (§5.3.2) and a server
+/// may ignore them, but they are parsed to check the one rule about them a frame can break
+/// alone, "a stream cannot depend on itself" (§5.3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Priority {
     /// The stream depended on, 31 bits.
@@ -129,7 +129,7 @@ pub enum Frame<'a> {
         padding: Option<u8>,
         priority: Option<Priority>,
     },
-    /// PRIORITY (§6.3): ignored by Spidey once valid.
+    /// PRIORITY (§6.3): which a server may ignore once it is valid (§5.3.2).
     Priority { stream: u32, priority: Priority },
     /// RST_STREAM (§6.4).
     RstStream { stream: u32, code: ErrorCode },
@@ -137,10 +137,9 @@ pub enum Frame<'a> {
     Settings(Settings<'a>),
     /// SETTINGS with the ACK flag (§6.5), its payload empty.
     SettingsAck,
-    /// PUSH_PROMISE (§6.6). Only a server sends it: a server that receives one MUST treat
-    /// it as a connection error of type PROTOCOL_ERROR (§8.4), since it never enables
-    /// push. The decoder returns it typed and leaves that to the caller, which knows its
-    /// role.
+    /// PUSH_PROMISE (§6.6). A client cannot push, so a server that receives one MUST treat
+    /// it as a connection error of type PROTOCOL_ERROR (§8.4). The decoder returns it
+    /// typed and leaves that to the caller, which knows its role.
     PushPromise {
         stream: u32,
         /// The reserved bit dropped.
@@ -473,10 +472,11 @@ pub fn encode_settings_ack(out: &mut Vec<u8>) {
 
 /// Appends a field block (RFC 7541's encoder's output) as one HEADERS frame and as many
 /// CONTINUATION frames as it takes, each at most `max_frame_size` octets (the peer's
-/// SETTINGS_MAX_FRAME_SIZE; a value below 1 is taken as 1), the last with END_HEADERS
-/// (§4.3, §6.2, §6.10). END_STREAM, if asked for, goes on the HEADERS frame, where §6.2
-/// puts it even when CONTINUATION follows. An empty block is one empty HEADERS frame.
-/// Nothing may be written between these frames on the connection (§4.3).
+/// SETTINGS_MAX_FRAME_SIZE; 0 is taken as 1, and more than 2^24 - 1 as 2^24 - 1), the
+/// last with END_HEADERS (§4.3, §6.2, §6.10). END_STREAM, if asked for, goes on the
+/// HEADERS frame, where §6.2 puts it even when CONTINUATION follows. An empty block is one
+/// empty HEADERS frame. Nothing may be written between these frames on the connection
+/// (§4.3).
 pub fn encode_headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, max_frame_size: u32) {
     debug_assert!(stream != 0, "HEADERS on stream 0");
     let max = max_frame_size.clamp(1, MAX_MAX_FRAME_SIZE) as usize;

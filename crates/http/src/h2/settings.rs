@@ -103,7 +103,7 @@ impl Setting {
 /// The parameters of a SETTINGS frame that is not an ACK, borrowed from the frame.
 ///
 /// INVARIANT: `payload` is a whole number of 6-octet parameters, and every parameter
-/// whose identifier RFC 9113 defines has a value in range: [`Settings::parse`] is the only
+/// whose identifier RFC 9113 defines has a value in range: `Settings::parse` is the only
 /// way to make one, so iterating cannot fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings<'a> {
