@@ -240,7 +240,7 @@ fn random_frames_round_trip_one_after_another() {
 
 /// The fuzz target's property, over random octets shaped like frames: decoding never
 /// panics, every truncation of what it accepts is "not yet", and what it accepts is read
-/// back the same once written again.
+/// back the same once written again, in as many octets.
 #[test]
 fn random_octets_decode_or_refuse_and_what_decodes_round_trips() {
     let mut rng = fastrand::Rng::with_seed(0x7540);
@@ -255,6 +255,7 @@ fn random_octets_decode_or_refuse_and_what_decodes_round_trips() {
                 accepted += 1;
                 assert_eq!(used, buf.len());
                 let again = encoded(&frame);
+                assert_eq!(again.len(), used, "{frame:?} written in a different length");
                 assert_eq!(decode(&again), Ok(Some((frame, again.len()))), "{buf:02x?}");
                 assert!((0..buf.len()).all(|cut| decode(&buf[..cut]) == Ok(None)));
             }
