@@ -28,7 +28,10 @@
 #                   checked against (crates/http/tests/hpack_python.rs, which runs
 #                   /usr/bin/python3 and says it skipped when that cannot import hpack)
 #   python3-h2      Python's HTTP/2 client (hyper-h2): a client speaking HTTP/2 by prior
-#                   knowledge must read Spidey's refusal as HTTP/2 (tests/http_strict.rs)
+#                   knowledge must read Spidey's refusal as HTTP/2 (tests/http_strict.rs);
+#                   it brings python3-hyperframe, the frame layer our HTTP/2 frames are
+#                   checked against (crates/http/tests/h2_frame_python.rs, skipped, saying
+#                   so, when /usr/bin/python3 cannot import hyperframe)
 #   python3-pip     to install HdrHistogram's Python implementation from PyPI, which decodes
 #                   spidey bench's histograms (tests/bench_merge.rs); optional: the test says
 #                   it skipped when the module cannot be had

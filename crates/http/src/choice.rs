@@ -7,6 +7,9 @@
 //! preface (an empty SETTINGS frame) and a GOAWAY with `HTTP_1_1_REQUIRED` (RFC 9113
 //! §7), not an HTTP/1.1 status line it would take for a broken frame.
 
+use crate::h2;
+use std::sync::LazyLock;
+
 /// The protocols a connection can speak here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -31,28 +34,14 @@ pub const HTTP2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const REFUSAL_REASON: &[u8] = b"HTTP/2 is not served here; use HTTP/1.1";
 
 /// The bytes that refuse an HTTP/2 client: an empty SETTINGS frame (the server's
-/// preface), then GOAWAY with last stream 0 and error `HTTP_1_1_REQUIRED` (0xd).
-pub const HTTP2_REFUSAL: &[u8] = &refusal();
-
-const fn refusal() -> [u8; 9 + 9 + 8 + REFUSAL_REASON.len()] {
-    let mut out = [0u8; 9 + 9 + 8 + REFUSAL_REASON.len()];
-    // SETTINGS: length 0, type 0x4, no flags, stream 0.
-    out[3] = 0x4;
-    // GOAWAY: length 8 + debug data, type 0x7, no flags, stream 0.
-    let len = 8 + REFUSAL_REASON.len();
-    out[9] = (len >> 16) as u8;
-    out[10] = (len >> 8) as u8;
-    out[11] = len as u8;
-    out[12] = 0x7;
-    // Last stream 0 (bytes 18..22 stay 0), error code HTTP_1_1_REQUIRED.
-    out[25] = 0xd;
-    let mut i = 0;
-    while i < REFUSAL_REASON.len() {
-        out[26 + i] = REFUSAL_REASON[i];
-        i += 1;
-    }
+/// preface), then GOAWAY with last stream 0 and error `HTTP_1_1_REQUIRED` (0xd), written
+/// once by the frame encoder.
+pub static HTTP2_REFUSAL: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let mut out = Vec::new();
+    h2::encode_settings(&mut out, &[]);
+    h2::encode_goaway(&mut out, 0, h2::ErrorCode::HTTP_1_1_REQUIRED, REFUSAL_REASON);
     out
-}
+});
 
 /// The protocol of a connection whose TLS handshake agreed on `alpn` (`None`: plaintext,
 /// or no ALPN) and whose first bytes so far are `first`.
@@ -108,7 +97,7 @@ mod tests {
     /// The refusal as RFC 9113 §4.1 frames it, read back field by field.
     #[test]
     fn the_refusal_is_settings_then_goaway_http_1_1_required() {
-        let r = HTTP2_REFUSAL;
+        let r: &[u8] = &HTTP2_REFUSAL;
         let frame = |at: usize| {
             let len = u32::from_be_bytes([0, r[at], r[at + 1], r[at + 2]]) as usize;
             let stream = u32::from_be_bytes([r[at + 5], r[at + 6], r[at + 7], r[at + 8]]);
@@ -121,5 +110,12 @@ mod tests {
         assert_eq!(u32::from_be_bytes(r[18..22].try_into().unwrap()), 0, "last stream 0: nothing was processed");
         assert_eq!(u32::from_be_bytes(r[22..26].try_into().unwrap()), 0xd, "HTTP_1_1_REQUIRED");
         assert_eq!(&r[26..], REFUSAL_REASON);
+        // And as HTTP/2's frame decoder reads it.
+        let (settings, used) = h2::Frame::decode(r, h2::DEFAULT_MAX_FRAME_SIZE).unwrap().unwrap();
+        assert_eq!(used, 9);
+        assert!(matches!(settings, h2::Frame::Settings(s) if s.payload().is_empty()));
+        let goaway = h2::Frame::decode(&r[9..], h2::DEFAULT_MAX_FRAME_SIZE).unwrap().unwrap();
+        let want = h2::Frame::GoAway { last_stream: 0, code: h2::ErrorCode::HTTP_1_1_REQUIRED, debug: REFUSAL_REASON };
+        assert_eq!(goaway, (want, r.len() - 9));
     }
 }

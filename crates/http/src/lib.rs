@@ -21,6 +21,8 @@
 //! - [`negotiate`]: `Accept-Encoding` and `Accept` with q-values.
 //! - [`hpack`]: HTTP/2's header compression (RFC 7541), encoder and decoder, for the HTTP/2
 //!   codec to come.
+//! - [`h2`]: HTTP/2's frames (RFC 9113 §4, §6): one frame decoded with every rule it can
+//!   break alone, and the frames a server sends encoded; no connection state yet.
 
 pub mod cgi;
 pub mod choice;
@@ -30,6 +32,7 @@ pub mod date;
 pub mod encoder;
 pub mod error;
 pub mod field;
+pub mod h2;
 pub mod hpack;
 pub mod negotiate;
 pub mod range;

@@ -227,7 +227,7 @@ impl Session {
                 self.start = self.end;
                 self.keep_alive = false;
                 self.release_inbuf_if_empty(buffers);
-                self.stage_bytes(choice::HTTP2_REFUSAL, buffers);
+                self.stage_bytes(&choice::HTTP2_REFUSAL, buffers);
                 false
             }
         }
