@@ -42,9 +42,9 @@ pub(crate) fn ratio_text(i: Interval) -> String {
     if !i.median.is_finite() {
         "–".into()
     } else if i.known() {
-        format!("{:.2}× {}", i.median, i.brackets(|v| format!("{v:.2}")))
+        format!("{} {}", crate::rule::times(i.median), i.brackets(crate::rule::number))
     } else {
-        format!("{:.2}×", i.median)
+        crate::rule::times(i.median)
     }
 }
 

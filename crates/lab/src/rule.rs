@@ -78,12 +78,62 @@ impl Pooled {
     /// `1.31× [1.20–1.42] (5 repeats)`.
     pub fn text(&self) -> String {
         if self.known() {
-            format!("{:.2}× [{:.2}–{:.2}]", self.ratio, self.lo, self.hi)
+            format!("{}× [{}–{}]", number(self.ratio), number(self.lo), number(self.hi))
         } else if self.ratio.is_finite() {
-            format!("{:.2}× (no interval: {} repeats)", self.ratio, self.repeats)
+            format!("{} (no interval: {} repeats)", times(self.ratio), self.repeats)
         } else {
             "not measured".into()
         }
+    }
+}
+
+/// A ratio as reports write it: two decimals (`1.31`), two significant digits below 0.01
+/// (`0.0042`, never a bare `0.00`), none from 1000 (`1234`); `0` and `∞` (a zero divisor,
+/// as where a seed reports 0 ms) as such; `–` for no number.
+pub fn number(r: f64) -> String {
+    if r.is_nan() {
+        "–".into()
+    } else if r.is_infinite() {
+        "∞".into()
+    } else if r == 0.0 {
+        "0".into()
+    } else if r.abs() < 0.01 {
+        let digits = (1 - r.abs().log10().floor() as i32).clamp(2, 12) as usize;
+        format!("{r:.digits$}")
+    } else if r.abs() >= 1000.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
+/// [`number`] with its `×`.
+pub fn times(r: f64) -> String {
+    format!("{}×", number(r))
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    #[test]
+    fn ratios_read_as_numbers_never_as_inf_or_zero_points() {
+        let cases: &[(f64, &str)] = &[
+            (1.3149, "1.31"),
+            (0.5, "0.50"),
+            (0.02, "0.02"),
+            (0.0042, "0.0042"),
+            (0.000_123_4, "0.00012"),
+            (0.0, "0"),
+            (f64::INFINITY, "∞"),
+            (f64::NAN, "–"),
+            (332.56, "332.56"),
+            (1234.4, "1234"),
+        ];
+        for (r, want) in cases {
+            assert_eq!(number(*r), *want, "{r}");
+        }
+        assert_eq!(times(f64::INFINITY), "∞×");
     }
 }
 

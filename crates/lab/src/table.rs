@@ -302,7 +302,7 @@ fn seed_twin(own: &SeedRow, r: &SeedRow, at: &crate::claim::Select) -> bool {
 /// A normalised value: `1.23×`.
 fn ratio(v: f64) -> String {
     if v.is_finite() {
-        format!("{v:.2}×")
+        crate::rule::times(v)
     } else {
         "–".into()
     }

@@ -33,7 +33,7 @@ use crate::cpu::{Saturation, Shares};
 use crate::finding::advantage;
 use crate::metric::{self, Better, Metric};
 use crate::plan::Active;
-use crate::rule::{self, Group, Pooled};
+use crate::rule::{self, number, times, Group, Pooled};
 use crate::shape::{judge, seed_series, series, shape};
 use crate::stats::{Call, Interval};
 use crate::table::{seed_matches, Sample, MIN_CLEAN_REPEATS};
@@ -197,7 +197,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
         Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
             let pairs = pairs(*metric, sa, b, at, samples, &seed);
             points = sides(&pairs);
-            let seed_text = seed_ratio.map(|r| format!("{r:.2}×")).unwrap_or_else(|| seed_ratios(&pairs));
+            let seed_text = seed_ratio.map(times).unwrap_or_else(|| seed_ratios(&pairs));
             seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
             let p = pool(*metric, &pairs, 1.0);
             thin = thin_points(&pairs);
@@ -235,7 +235,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
                     .then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
             };
             let seed_text = match (geo(&gain), geo(&base)) {
-                (Some(g), Some(b)) => format!("{:.2}× (gain {g:.2}× against {b:.2}×)", g / b),
+                (Some(g), Some(b)) => format!("{} (gain {} against {})", times(g / b), times(g), times(b)),
                 _ => "–".into(),
             };
             let here = format!(
@@ -412,9 +412,9 @@ fn seed_range(pairs: &[Pair]) -> String {
     let (lo, hi) = known.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
     match known.len() {
         0 => "–".into(),
-        1 => format!("{lo:.2}×"),
-        n if (hi - lo) < 0.005 => format!("{lo:.2}× ({n} points)"),
-        n => format!("{lo:.2}–{hi:.2}× ({n} points)"),
+        1 => times(lo),
+        n if (hi - lo) < 0.005 => format!("{} ({n} points)", times(lo)),
+        n => format!("{}–{} ({n} points)", number(lo), times(hi)),
     }
 }
 
@@ -534,7 +534,7 @@ fn pooled_text(p: &Pooled, pairs: &[Pair], band: Option<f64>) -> String {
         return "not measured".into();
     }
     let ahead = pairs.iter().filter(|x| x.median > 1.0).count();
-    let list = pairs.iter().map(|x| format!("{}: {:.2}×", x.place, x.median)).collect::<Vec<_>>().join("; ");
+    let list = pairs.iter().map(|x| format!("{}: {}", x.place, times(x.median))).collect::<Vec<_>>().join("; ");
     let band = band.map(|w| format!(" (level band {:.2}–{:.2})", 1.0 / (1.0 + w), 1.0 + w)).unwrap_or_default();
     let used = pairs.iter().filter(|x| x.clean() >= rule::MIN_POINT_REPEATS).count();
     format!(
@@ -547,7 +547,8 @@ fn pooled_text(p: &Pooled, pairs: &[Pair], band: Option<f64>) -> String {
 }
 
 fn seed_ratios(pairs: &[Pair]) -> String {
-    let known: Vec<String> = pairs.iter().filter_map(|p| p.seed.map(|r| format!("{}: {r:.2}×", p.place))).collect();
+    let known: Vec<String> =
+        pairs.iter().filter_map(|p| p.seed.map(|r| format!("{}: {}", p.place, times(r)))).collect();
     if known.is_empty() {
         "–".into()
     } else {
@@ -611,7 +612,7 @@ fn best<'s>(
         let median = advantage(m, s.value(m), rival.value(m));
         medians.push((
             median,
-            format!("{}: {median:.2}× vs {} {}", s.place(), rival.server, metric::format(rival.value(m))),
+            format!("{}: {} vs {} {}", s.place(), times(median), rival.server, metric::format(rival.value(m))),
         ));
         if let Some(v) = seed(s, m) {
             let theirs: Vec<f64> = rivals.iter().filter_map(|r| seed(r, m)).collect();
