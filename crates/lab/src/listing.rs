@@ -115,19 +115,33 @@ pub(crate) fn human(seconds: f64) -> String {
     }
 }
 
-/// The table `--list` prints: each experiment's id, quick and full times, and title.
+/// The table `--list` prints: each experiment's id, quick and full times, and title,
+/// in columns as wide as their longest cell. An experiment whose sweeps all run in full
+/// runs only says so in the quick column.
 pub(crate) fn table(exps: &[Experiment], records: &HashMap<String, Record>) -> String {
     let mut out = String::new();
-    let cell = |t: Time| format!("{} {}", human(t.seconds), if t.measured { "(last run)" } else { "(estimate)" });
-    let _ = writeln!(out, "{:<22} {:<20} {:<20} what it asks", "experiment", "--quick", "full");
+    let cell = |t: Time| {
+        if t.points == 0 {
+            "full runs only".to_string()
+        } else {
+            format!("{} {}", human(t.seconds), if t.measured { "(last run)" } else { "(estimate)" })
+        }
+    };
     let (mut quick, mut full) = (0.0, 0.0);
+    let mut rows = vec![["experiment".to_string(), "--quick".into(), "full".into(), "what it asks".into()]];
     for exp in exps {
         let (q, f) = (time(exp, true, records), time(exp, false, records));
         quick += q.seconds;
         full += f.seconds;
-        let _ = writeln!(out, "{:<22} {:<20} {:<20} {}", exp.id, cell(q), cell(f), exp.title);
+        rows.push([exp.id.clone(), cell(q), cell(f), exp.title.clone()]);
     }
-    let _ = writeln!(out, "{:<22} {:<20} {:<20}", "all", human(quick), human(full));
+    rows.push(["all".into(), human(quick), human(full), String::new()]);
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for [id, q, f, title] in &rows {
+        let line = format!("{id:<w0$}  {q:<w1$}  {f:<w2$}  {title}");
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
     let _ = writeln!(
         out,
         "An estimate is the plan's: each point's load (its duration, or its requests at {CLOSE_RPS} a second \
@@ -150,6 +164,25 @@ mod tests {
         for (s, want) in [(0.4, "0s"), (45.0, "45s"), (125.0, "2m 05s"), (4320.0, "1h 12m")] {
             assert_eq!(human(s), want, "{s}");
         }
+    }
+
+    /// The columns line up however long an id is, and a full-runs-only experiment says so.
+    #[test]
+    fn the_table_aligns_its_columns() {
+        let exps: Vec<Experiment> =
+            crate::sources::find(None, &[]).unwrap().iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let text = table(&exps, &HashMap::new());
+        let rows: Vec<&str> = text.lines().take(exps.len() + 2).collect();
+        let quick_at = rows[0].find("--quick").unwrap();
+        for row in &rows {
+            let chars: Vec<char> = row.chars().collect();
+            // The second column starts at the header's `--quick` in every row: two spaces
+            // before it, a character of the cell at it.
+            let starts = chars.get(quick_at - 2..=quick_at).is_some_and(|c| c[0] == ' ' && c[1] == ' ' && c[2] != ' ');
+            assert!(starts, "misaligned at column {quick_at}: {row:?}");
+        }
+        assert!(text.contains("full runs only"), "{text}");
+        assert!(!text.contains(" 0s (estimate)"), "{text}");
     }
 
     #[test]
