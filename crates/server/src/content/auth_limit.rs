@@ -117,17 +117,25 @@ impl Failures {
 
     /// Takes one guess in the count for (`peer`, `user`) at `now`, unless that count has
     /// reached `limit` in its window: then the seconds left in the window.
+    ///
+    /// The key's bucket is the first of its probes, in order, that holds its tag or holds
+    /// nothing live, found in one pass and taken with one compare-and-swap of that word; a
+    /// failed swap looks again from the first probe. Guesses that arrive together therefore
+    /// choose the same bucket: two passes (the tag anywhere first, then a free bucket) let
+    /// one guess claim a second bucket while another claimed the first, splitting the count
+    /// (21 of 80 simultaneous guesses got through, seen under load). A count can still split
+    /// if a neighbouring key's window ends between two guessers' passes.
     fn take(&self, peer: IpAddr, user: Option<&str>, limit: u64, now: u64) -> Result<Place, u64> {
         let (first, tag) = self.place(peer, user);
-        let probes = (0..PROBES).map(|i| (first + i) % BUCKETS);
-        let bucket =
-            probes.clone().find(|&b| Entry::unpack(self.words[b].load(Relaxed)).tag == tag).unwrap_or_else(|| {
-                let mut free = probes.clone().filter(|&b| !Entry::unpack(self.words[b].load(Relaxed)).live(now));
-                free.next().unwrap_or(first)
-            });
-        let word = &self.words[bucket];
-        let mut current = word.load(Relaxed);
         loop {
+            let probes = (0..PROBES).map(|i| (first + i) % BUCKETS);
+            let (bucket, current) = probes
+                .map(|b| (b, self.words[b].load(Relaxed)))
+                .find(|&(_, w)| {
+                    let e = Entry::unpack(w);
+                    e.tag == tag || !e.live(now)
+                })
+                .unwrap_or_else(|| (first, self.words[first].load(Relaxed)));
             let old = Entry::unpack(current);
             let next = if old.tag == tag && old.live(now) {
                 if old.count >= limit {
@@ -137,9 +145,8 @@ impl Failures {
             } else {
                 Entry { tag, since: now, count: 1 }
             };
-            match word.compare_exchange_weak(current, next.pack(), Relaxed, Relaxed) {
-                Ok(_) => return Ok(Place { bucket, tag }),
-                Err(seen) => current = seen,
+            if self.words[bucket].compare_exchange(current, next.pack(), Relaxed, Relaxed).is_ok() {
+                return Ok(Place { bucket, tag });
             }
         }
     }
@@ -253,22 +260,26 @@ mod tests {
     }
 
     /// Guesses taken together, from many threads (as `thread`'s connections, or `fork`'s
-    /// processes through the shared words, take them): exactly LIMIT get through.
+    /// processes through the shared words, take them): exactly LIMIT get through, for each
+    /// of 200 fresh addresses (the race between two first guesses is at a key's start).
     #[test]
     fn simultaneous_guesses_are_counted_together() {
         let f = std::sync::Arc::new(Failures::new().unwrap());
-        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
-        let threads: Vec<_> = (0..8)
-            .map(|_| {
-                let (f, start) = (std::sync::Arc::clone(&f), std::sync::Arc::clone(&start));
-                std::thread::spawn(move || {
-                    start.wait();
-                    (0..10).filter(|_| f.reserve(ip("192.0.2.77"), "ann", 3).is_ok()).count()
+        for round in 0..200 {
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    let (f, start) = (std::sync::Arc::clone(&f), std::sync::Arc::clone(&start));
+                    std::thread::spawn(move || {
+                        let peer = IpAddr::V4((0xc633_6400 + round).into()); // 198.51.100.0 on
+                        start.wait();
+                        (0..10).filter(|_| f.reserve(peer, "ann", 3).is_ok()).count()
+                    })
                 })
-            })
-            .collect();
-        let passed: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
-        assert_eq!(passed as u64, LIMIT, "80 simultaneous guesses");
+                .collect();
+            let passed: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+            assert_eq!(passed as u64, LIMIT, "round {round}: 80 simultaneous guesses");
+        }
     }
 
     /// A flood of addresses never grows the table, and an address that was limited still is
