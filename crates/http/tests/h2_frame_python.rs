@@ -10,11 +10,9 @@
 //! Without the module the test prints `SKIPPED h2_frame_python: <why>` and passes:
 //! python3-hyperframe comes with python3-h2, which scripts/test.sh installs.
 
-use spidey_http::h2::{self, ErrorCode, Frame, Priority, Setting};
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
-const PYTHON: &str = "/usr/bin/python3";
+use spidey_http::h2::{self, ErrorCode, Frame, Priority, Setting};
 
 /// Reads one command per line and prints one line for each:
 /// - `parse HEX`: the frame's description (below), or `error <exception class>`;
@@ -267,32 +265,6 @@ const DISAGREE: [(&str, &str, bool); 3] = [
     ("PUSH_PROMISE padding over the promised stream", "000006 05 0c 00000001 05 00000002 00", false),
 ];
 
-/// Runs the script over `input`, one output line per command.
-fn python(input: String) -> Vec<String> {
-    let mut child = Command::new(PYTHON)
-        .args(["-c", SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start python");
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("python's output");
-    writer.join().unwrap().expect("write to python");
-    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
-}
-
-fn python_has_hyperframe() -> Result<(), String> {
-    let out = Command::new(PYTHON).args(["-c", "import hyperframe"]).output().map_err(|e| format!("{PYTHON}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{PYTHON} cannot import hyperframe (apt-get install python3-hyperframe)"))
-    }
-}
-
 fn decode(wire: &[u8]) -> Frame<'_> {
     let (frame, used) = Frame::decode(wire, h2::MAX_MAX_FRAME_SIZE)
         .unwrap_or_else(|e| panic!("ours refused {}: {e}", hex(wire)))
@@ -303,14 +275,14 @@ fn decode(wire: &[u8]) -> Frame<'_> {
 
 #[test]
 fn h2_frame_python() {
-    if let Err(why) = python_has_hyperframe() {
+    if let Err(why) = common::has_module("hyperframe", "python3-hyperframe") {
         println!("SKIPPED h2_frame_python: {why}");
         return;
     }
 
     // Ours → hyperframe: parsed to the same description.
     let ours = random_frames(0x9113, 600);
-    let lines = python(ours.iter().map(|w| format!("parse {}\n", hex(w))).collect());
+    let lines = common::run(SCRIPT, ours.iter().map(|w| format!("parse {}\n", hex(w))).collect());
     assert_eq!(lines.len(), ours.len());
     for (i, (wire, line)) in ours.iter().zip(&lines).enumerate() {
         assert_eq!(line, &describe(&decode(wire)), "frame {i}: {}", hex(wire));
@@ -323,7 +295,7 @@ fn h2_frame_python() {
     // SETTINGS with a parameter RFC 9113 does not define (ENABLE_CONNECT_PROTOCOL, 0x8):
     // ours skips it.
     input.push_str("build settings 4=65535,8=1,5=16384\n");
-    let lines = python(input);
+    let lines = common::run(SCRIPT, input);
     assert_eq!(lines.len(), ours.len() + 1);
     for (i, ((wire, d), line)) in ours.iter().zip(&descriptions).zip(&lines).enumerate() {
         let theirs = unhex(line);
@@ -335,7 +307,7 @@ fn h2_frame_python() {
 
     // Hostile frames: hyperframe refuses each, and so does ours.
     let wires: Vec<Vec<u8>> = HOSTILE.iter().map(|(_, h)| unhex(&h.split_whitespace().collect::<String>())).collect();
-    let lines = python(wires.iter().map(|w| format!("parse {}\n", hex(w))).collect());
+    let lines = common::run(SCRIPT, wires.iter().map(|w| format!("parse {}\n", hex(w))).collect());
     for ((what, _), (wire, line)) in HOSTILE.iter().zip(wires.iter().zip(&lines)) {
         assert!(line.starts_with("error"), "{what}: hyperframe accepted it: {line}");
         let ours = Frame::decode(wire, h2::DEFAULT_MAX_FRAME_SIZE);
@@ -345,7 +317,7 @@ fn h2_frame_python() {
     // Where hyperframe and the RFC part: ours sides with the RFC.
     let wires: Vec<Vec<u8>> =
         DISAGREE.iter().map(|(_, h, _)| unhex(&h.split_whitespace().collect::<String>())).collect();
-    let lines = python(wires.iter().map(|w| format!("parse {}\n", hex(w))).collect());
+    let lines = common::run(SCRIPT, wires.iter().map(|w| format!("parse {}\n", hex(w))).collect());
     for ((what, _, valid), (wire, line)) in DISAGREE.iter().zip(wires.iter().zip(&lines)) {
         assert_eq!(line.starts_with("error"), *valid, "{what}: hyperframe now agrees ({line}): drop the row");
         let ours = Frame::decode(wire, h2::DEFAULT_MAX_FRAME_SIZE);

@@ -7,11 +7,9 @@
 //! Without the module the test prints `SKIPPED hpack_python: <why>` and passes:
 //! scripts/test.sh installs python3-hpack, so CI runs it.
 
-use spidey_http::hpack::{Decoder, Encoder, Field};
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
-const PYTHON: &str = "/usr/bin/python3";
+use spidey_http::hpack::{Decoder, Encoder, Field};
 
 /// Reads one command per line and prints one line per block:
 /// - `reset`: a new connection (new encoder and decoder);
@@ -74,23 +72,6 @@ fn parse_fields(line: &str) -> Result<Vec<Owned>, String> {
         .collect())
 }
 
-/// Runs the script over `input`, one output line per `decode` or `encode` command.
-fn python(input: String) -> Vec<String> {
-    let mut child = Command::new(PYTHON)
-        .args(["-c", SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start python");
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("python's output");
-    writer.join().unwrap().expect("write to python");
-    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
-}
-
 fn text(rng: &mut fastrand::Rng, len: std::ops::Range<usize>, any_octet: bool) -> Vec<u8> {
     (0..rng.usize(len)).map(|_| if any_octet { rng.u8(..) } else { rng.u8(b' '..=b'~') }).collect()
 }
@@ -139,18 +120,9 @@ fn connections(seed: u64) -> Vec<Vec<(Option<usize>, Vec<Owned>)>> {
         .collect()
 }
 
-fn python_has_hpack() -> Result<(), String> {
-    let out = Command::new(PYTHON).args(["-c", "import hpack"]).output().map_err(|e| format!("{PYTHON}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{PYTHON} cannot import hpack (apt-get install python3-hpack)"))
-    }
-}
-
 #[test]
 fn hpack_python() {
-    if let Err(why) = python_has_hpack() {
+    if let Err(why) = common::has_module("hpack", "python3-hpack") {
         println!("SKIPPED hpack_python: {why}");
         return;
     }
@@ -173,7 +145,7 @@ fn hpack_python() {
             sent.push(list);
         }
     }
-    let lines = python(input);
+    let lines = common::run(SCRIPT, input);
     assert_eq!(lines.len(), sent.len());
     for (i, (line, list)) in lines.iter().zip(&sent).enumerate() {
         let got = parse_fields(line).unwrap_or_else(|e| panic!("block {i}: Python refused ours: {e}"));
@@ -199,7 +171,7 @@ fn hpack_python() {
             sent.push((*size, list));
         }
     }
-    let lines = python(input);
+    let lines = common::run(SCRIPT, input);
     assert_eq!(lines.len(), sent.len());
     let (mut at, mut marks) = (0, 0);
     for conn in &conns {
