@@ -74,6 +74,11 @@ fi
 
 # tests/browser.rs fails rather than skips when chromium is missing (it was installed above).
 export SPIDEY_REQUIRE_CHROMIUM=1
+# Four tests at a time in each binary, not one per core: most of a test's time is spent
+# waiting on a server's deadline (slow clients, idle timeouts), not computing. Tests that
+# share a machine-wide resource take a lock of their own (the delay line, the browser).
+# A value set by the caller wins.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 echo "test: cargo test --workspace"
 cargo test --workspace "$@"
 
