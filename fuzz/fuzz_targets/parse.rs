@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let mut slots = HeaderSlots::new();
     if let Ok(Parsed::Complete(req, n)) = parse(data, &mut slots, &limits) {
         assert!(n <= data.len() && n <= limits.max_head, "head length {n}");
-        assert!(req.headers.len() <= limits.max_headers);
+        assert!(req.fields.len() <= limits.max_headers);
         assert!(req.target.path.starts_with('/') || req.target.path == "*", "{:?}", req.target.path);
         assert!(req.request_line.len() <= limits.max_request_line);
         // A body is never both length-delimited and chunked, and a length-delimited one fits i64.

@@ -41,5 +41,5 @@ pub mod response;
 
 pub use encoder::{EncodeError, Encoder};
 pub use error::ParseError;
-pub use request::{parse, BodyFraming, HeaderSlots, Limits, Method, Parsed, Request, Target, Version};
+pub use request::{parse, BodyFraming, Field, Fields, HeaderSlots, Limits, Method, Parsed, Request, Target, Version};
 pub use response::{write_head, HeadOptions, StatusCode};

@@ -21,10 +21,12 @@
 //! `DEFAULT_LIMIT_BLANK_LINES`), and the request line and its limit are measured from after
 //! them, so they neither hide an over-long line nor leave the log an empty request line.
 
+mod fields;
 mod framing;
 mod target;
 
 use crate::error::ParseError;
+pub use fields::{Field, Fields};
 pub use framing::parse_content_length;
 use framing::{body_framing, keep_alive};
 use std::mem::MaybeUninit;
@@ -149,6 +151,13 @@ pub struct Target<'b> {
     pub authority: Option<&'b str>,
 }
 
+impl<'b> Target<'b> {
+    /// Splits a request-target in one of its forms; [`ParseError::Target`] if it is none.
+    pub fn parse(raw: &'b str) -> Result<Self, ParseError> {
+        split_target(raw)
+    }
+}
+
 /// How the request's body is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyFraming {
@@ -165,7 +174,7 @@ pub struct Request<'h, 'b> {
     pub raw_target: &'b str,
     pub target: Target<'b>,
     pub version: Version,
-    pub headers: &'h [httparse::Header<'b>],
+    pub fields: Fields<'h, 'b>,
     pub body: BodyFraming,
     /// Whether the client lets the connection persist after this exchange.
     pub keep_alive: bool,
@@ -178,7 +187,7 @@ pub struct Request<'h, 'b> {
 impl<'h, 'b> Request<'h, 'b> {
     /// The value of the first field named `name` (ASCII case-insensitive).
     pub fn header(&self, name: &str) -> Option<&'b [u8]> {
-        self.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+        self.fields.get(name)
     }
 
     /// Like [`Request::header`], as a string if it is valid UTF-8.
@@ -230,7 +239,8 @@ pub fn parse<'h, 'b>(
     let host = host(headers, version, target.authority)?;
     let keep_alive = keep_alive(headers, version);
     let request_line = &line[..line_len];
-    let request = Request { method, raw_target, target, version, headers, body, keep_alive, host, request_line };
+    let fields = Fields::slots(headers);
+    let request = Request { method, raw_target, target, version, fields, body, keep_alive, host, request_line };
     Ok(Parsed::Complete(request, head_len))
 }
 

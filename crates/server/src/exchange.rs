@@ -18,8 +18,10 @@
 //! - **`Body::Cgi`**: the head is not known yet, so `Answer::head` is `None` and
 //!   `Answer::consumed` covers the request head only. The content side's script
 //!   ([`CgiRun`](crate::content::cgi::run::CgiRun)) only says what it did; the
-//!   [`CgiResponse`] here frames that. The driver loops on [`CgiResponse::pump`], writing
-//!   every byte it appends to `out` (100 Continue, head, chunks, or a whole error
+//!   [`CgiResponse`] here turns that into a response written part by part to the
+//!   connection's protocol (a [`PartWriter`]: HTTP/1.1's appends to the out bytes). The
+//!   driver loops on [`CgiResponse::pump`], sending whatever the writer produced (an
+//!   interim 100 Continue, the head, body bytes, the body's end, or a whole error
 //!   response) before acting on the returned step:
 //!   - `NeedBody`: give it the request bytes that follow the head (`feed_body` returns how
 //!     many it took; advance the buffer by that), reading the socket when none are left;
@@ -34,22 +36,41 @@
 //!   which kills the script's process group and reaps it, and logs what was sent.
 //!
 //! Every response is counted and its access-log line recorded here ([`reply`]), a script's
-//! included; the modes encode heads and move bytes. A script's output is still framed in
-//! HTTP/1.1 here (`exchange/cgi.rs`).
+//! included; the connection's protocol encodes heads and bodies (`h1.rs`), and the modes
+//! move bytes. Nothing here writes a protocol's bytes.
 
 mod cgi;
 
-pub use crate::head::Head;
-pub use cgi::{CgiResponse, CgiStep};
+pub use crate::head::{Head, Length};
+pub use cgi::{CgiResponse, CgiStep, InternalRequest};
 
 use crate::content::{self, DecodedPath, Response};
 use crate::log;
 use crate::server::Server;
 use spidey_http::date::DateCache;
-use spidey_http::{parse, BodyFraming, HeaderSlots, Method, ParseError, Parsed, Request, StatusCode};
+use spidey_http::{
+    parse, BodyFraming, Fields, HeaderSlots, Method, ParseError, Parsed, Request, StatusCode, Target, Version,
+};
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
+
+/// How the connection's protocol writes one response part by part: the exchange hands it a
+/// script's answer (or the error page standing in for one) as a head, body bytes and an
+/// end, in no protocol's bytes. HTTP/1.1's is [`crate::h1::H1Parts`].
+pub trait PartWriter {
+    /// An interim `100 Continue`.
+    fn interim_continue(&mut self);
+    /// The head. `keep_alive`: the connection may persist after this response as far as
+    /// the exchange is concerned; `body`: body bytes follow (not for HEAD, nor a status
+    /// without a body). Returns whether the connection may persist as the protocol's
+    /// framing of this body allows (HTTP/1.0 with a streamed body: no).
+    fn head(&mut self, head: &Head<'_>, keep_alive: bool, body: bool) -> bool;
+    /// Body bytes, after a head that said a body follows.
+    fn data(&mut self, bytes: &[u8]);
+    /// The body is whole.
+    fn end(&mut self);
+}
 
 /// Per-worker scratch space, reused for every exchange.
 #[derive(Default)]
@@ -176,20 +197,31 @@ impl Exchanger {
     }
 
     /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
-    /// that [`CgiResponse::redirect_request`] built. The target may not redirect again.
-    pub fn local_redirect<'h>(&'h mut self, server: &'h Server, request: &[u8], peer: SocketAddr) -> Answer<'h> {
-        let mut slots = HeaderSlots::new();
-        match parse(request, &mut slots, &server.limits) {
-            Ok(Parsed::Complete(req, n)) => {
-                let path = DecodedPath::of(&req);
-                self.answer(server, &req, path, n, request, peer, false, Redirect::Refused)
-            }
-            Err(e) => self.parse_error(server, e, request, peer),
-            Ok(Parsed::Partial) => {
-                let response = Response::error(StatusCode::BAD_GATEWAY, "The script redirected to an invalid path.");
-                self.finish(server, response, &Meta::unparsed(request, peer), true, 0)
-            }
-        }
+    /// that [`CgiResponse::redirect_request`] made. The target may not redirect again.
+    pub fn local_redirect<'h>(
+        &'h mut self,
+        server: &'h Server,
+        internal: &InternalRequest,
+        peer: SocketAddr,
+    ) -> Answer<'h> {
+        let Ok(target) = Target::parse(&internal.path) else {
+            let response = Response::error(StatusCode::BAD_GATEWAY, "The script redirected to an invalid path.");
+            return self.finish(server, response, &Meta::unparsed(&internal.request_line, peer), true, 0);
+        };
+        let fields = internal.fields();
+        let req = Request {
+            method: internal.method,
+            raw_target: &internal.path,
+            target,
+            version: if internal.http10 { Version::Http10 } else { Version::Http11 },
+            fields: Fields::listed(&fields),
+            body: BodyFraming::None,
+            keep_alive: internal.keep_alive,
+            host: internal.host.as_deref(),
+            request_line: &internal.request_line,
+        };
+        let path = DecodedPath::of(&req);
+        self.answer(server, &req, path, 0, &[], peer, false, Redirect::Refused)
     }
 
     /// The answer to a head that did not parse: its error status, then close.
@@ -325,7 +357,11 @@ fn reply<'h>(
     meta: &Meta<'_>,
 ) -> (Head<'h>, content::Body) {
     let Response { status, fields, mut body, extra_fields, length_unknown, .. } = response;
-    let length = if status.forbids_body() || (length_unknown && meta.head_only) { None } else { Some(body.len()) };
+    let length = if status.forbids_body() || (length_unknown && meta.head_only) {
+        Length::Unstated
+    } else {
+        Length::Known(body.len())
+    };
     if meta.head_only || status.forbids_body() {
         body = content::Body::Empty;
     }

@@ -18,11 +18,23 @@ pub struct Head<'h> {
     pub(crate) headers: Cow<'h, [(String, String)]>,
     /// The `Date` value (IMF-fixdate), borrowed from the exchanger's cache.
     pub date: Cow<'h, str>,
-    /// The body length the head states; `None`: it states none (a status without a body,
-    /// or HEAD for a body not made).
-    pub length: Option<u64>,
+    /// What the head says of the body's length.
+    pub length: Length,
     /// The request came as HTTP/1.0 (an HTTP/1 encoder then announces keep-alive).
     pub http10: bool,
+}
+
+/// What a response head says of its body's length; the protocol turns it into its own
+/// framing (HTTP/1.1: `Content-Length`, chunked, or the connection's close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Length {
+    /// This many bytes (the body follows whole, or not at all for HEAD).
+    Known(u64),
+    /// A body written part by part until its end, its total not known in advance (a
+    /// script's output).
+    Streamed,
+    /// Nothing: a status without a body, or HEAD for a body that was not made.
+    Unstated,
 }
 
 impl Head<'_> {

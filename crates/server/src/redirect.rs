@@ -19,6 +19,7 @@
 //! `Host` that is not a host is 400.
 
 use crate::net::Listener;
+use spidey_http::{parse, HeaderSlots, Limits, Parsed};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,6 +30,9 @@ use std::time::{Duration, Instant};
 pub(crate) const MAX_CONNS: usize = 256;
 /// The largest request head read.
 pub(crate) const MAX_HEAD: usize = 8192;
+
+/// The parser's limits here: the head within [`MAX_HEAD`], a few fields.
+const LIMITS: Limits = Limits { max_request_line: MAX_HEAD, max_head: MAX_HEAD, max_headers: 64 };
 /// How long a connection may take to send its head and take the answer.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -130,19 +134,17 @@ fn answer(mut stream: TcpStream, tls_port: u16) {
             Ok(0) | Err(_) => return,
             Ok(n) => len += n,
         }
-        let mut fields = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut fields);
-        match req.parse(&buf[..len]) {
-            Ok(httparse::Status::Complete(_)) => {
-                let host = req.headers.iter().find(|h| h.name.eq_ignore_ascii_case("host")).map(|h| h.value);
-                break match location(req.path.unwrap_or(""), host, local.ip(), tls_port) {
+        let mut slots = HeaderSlots::new();
+        match parse(&buf[..len], &mut slots, &LIMITS) {
+            Ok(Parsed::Complete(req, _)) => {
+                break match location(req.raw_target, req.header("host"), local.ip(), tls_port) {
                     Some(to) => format!(
                         "HTTP/1.1 308 Permanent Redirect\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                     ),
                     None => BAD_REQUEST.to_string(),
                 };
             }
-            Ok(httparse::Status::Partial) if len < MAX_HEAD => continue,
+            Ok(Parsed::Partial) if len < MAX_HEAD => continue,
             _ => break BAD_REQUEST.to_string(),
         }
     };

@@ -80,7 +80,7 @@ impl Mount {
             let detail = "Request bodies for handlers must arrive whole with the head.";
             return Response::error(StatusCode::PAYLOAD_TOO_LARGE, detail);
         }
-        let headers: Vec<(&[u8], &[u8])> = req.headers.iter().map(|h| (h.name.as_bytes(), h.value)).collect();
+        let headers: Vec<(&[u8], &[u8])> = req.fields.iter().map(|h| (h.name.as_bytes(), h.value)).collect();
         let peer = peer.to_string();
         let call = HandlerRequest {
             method: req.method.as_str().as_bytes(),

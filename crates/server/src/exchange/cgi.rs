@@ -1,25 +1,27 @@
 //! A CGI answer on its way out: the exchanger's side of a running script. The content side's
-//! [`CgiRun`] says what the script did as events; [`CgiResponse::pump`] frames them into the
-//! bytes the client gets, as the exchanger frames every other answer, and logs the request.
+//! [`CgiRun`] says what the script did as events; [`CgiResponse::pump`] turns them into a
+//! response written part by part to the connection's protocol (a [`PartWriter`]: a head,
+//! body bytes, an end), and logs the request. It writes no protocol's bytes itself.
 //!
 //! ```text
-//! Pending ──Head──▶ Body ──End──▶ Done(keep-alive?)     Continue: `100 Continue`, still Pending
+//! Pending ──Head──▶ Body ──End──▶ Done(keep-alive?)     Continue: an interim response, still Pending
 //!    │ Fail: whole error page       │ Cut: Done(close)
 //!    ├──────────────────────────────┴──▶ Done
 //!    └─LocalRedirect─▶ Redirected (the exchanger's `local_redirect` answers instead)
 //! ```
 //! The head follows the script's own (its status, `Content-Type`, `Location`, passed-through
-//! fields); the body is chunked for HTTP/1.1 clients and close-delimited for HTTP/1.0 ones
-//! (an [`Encoder`]), dropped for HEAD and bodiless statuses. A failure before the head is a
-//! whole error response framed like any other; after it, only closing can say so.
+//! fields) with a [`Length::Streamed`] body, which the protocol delimits (HTTP/1.1: chunked,
+//! or by the close for HTTP/1.0 clients); no body follows for HEAD and bodiless statuses. A
+//! failure before the head is a whole error response like any other; after it, only closing
+//! can say so.
 
-use super::{reply, Meta};
+use super::{reply, Meta, PartWriter};
 use crate::content::cgi::run::{CgiEvent, CgiRun, Failure};
-use crate::content::{Body, Response};
-use crate::software::SOFTWARE;
+use crate::content::{Body, FieldValue, Response};
+use crate::head::{Head, Length};
 use spidey_http::cgi::CgiHead;
-use spidey_http::response::Framing;
-use spidey_http::{Encoder, HeadOptions, StatusCode};
+use spidey_http::{Field, Method, StatusCode};
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
 use std::time::{Instant, SystemTime};
@@ -35,7 +37,7 @@ pub enum CgiStep {
     /// `out` non-empty, write it and pump again without waiting.
     Wait,
     /// The script asked for another local path instead: answer a GET of it (the
-    /// exchanger's `local_redirect`, with [`CgiResponse::redirect_request`]), and drop this.
+    /// exchanger's `local_redirect` of [`CgiResponse::redirect_request`]), and drop this.
     LocalRedirect(String),
     /// Finished; `keep_alive()` says whether the connection may serve another request.
     Done,
@@ -49,9 +51,9 @@ pub enum CgiStep {
 enum Output {
     /// No head sent yet (a `100 Continue` may have been).
     Pending,
-    /// The head is out with `status`; the body follows through `encoder` (`None`: HEAD,
-    /// or a status without a body: the script's bytes are dropped).
-    Body { status: StatusCode, encoder: Option<Encoder>, keep_alive: bool },
+    /// The head is out with `status`; the script's bytes follow as the body if `body`
+    /// (else, for HEAD or a status without a body, they are dropped).
+    Body { status: StatusCode, body: bool, keep_alive: bool },
     /// The response is complete (or was cut short: then `keep_alive` is false) and logged.
     Done { keep_alive: bool },
     /// The script redirected locally: another answer stands in, which logs itself.
@@ -81,6 +83,28 @@ struct Request {
     extra: Vec<(String, String)>,
 }
 
+/// The request a script's local redirect asks the server to answer instead, made by
+/// [`CgiResponse::redirect_request`] and answered by the exchanger's `local_redirect`.
+#[derive(Debug)]
+pub struct InternalRequest {
+    pub(super) method: Method<'static>,
+    pub(super) path: String,
+    pub(super) http10: bool,
+    pub(super) keep_alive: bool,
+    pub(super) host: Option<String>,
+    pub(super) authorization: Option<Vec<u8>>,
+    pub(super) request_line: Vec<u8>,
+}
+
+impl InternalRequest {
+    /// Its header fields: the host and the credentials, when the client sent them.
+    pub(super) fn fields(&self) -> Vec<Field<'_>> {
+        let host = self.host.as_deref().map(|h| Field { name: "host", value: h.as_bytes() });
+        let auth = self.authorization.as_deref().map(|a| Field { name: "authorization", value: a });
+        host.into_iter().chain(auth).collect()
+    }
+}
+
 /// A script's answer being framed. Dropping it kills and reaps the script, and logs a
 /// response whose head went out but whose body did not end.
 #[derive(Debug)]
@@ -91,8 +115,6 @@ pub struct CgiResponse {
     /// Body bytes sent (before framing), for the log.
     bytes_out: u64,
 }
-
-const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 impl CgiResponse {
     /// `keep_alive`: whether the connection may persist at all; `may_redirect`: whether a
@@ -123,34 +145,35 @@ impl CgiResponse {
         CgiResponse { run, output: Output::Pending, request, bytes_out: 0 }
     }
 
-    /// Moves the script on without blocking and appends to `out` the bytes the client must
-    /// get next: a `100 Continue`, the head, framed body bytes, the last chunk, or a whole
+    /// Moves the script on without blocking and writes to `to` what the client must get
+    /// next: an interim `100 Continue`, the head, body bytes, the body's end, or a whole
     /// error response. See `crate::exchange`'s module docs for the driver's side.
-    pub fn pump(&mut self, out: &mut Vec<u8>) -> CgiStep {
+    pub fn pump(&mut self, to: &mut impl PartWriter) -> CgiStep {
         loop {
             if let Output::Done { .. } | Output::Redirected = self.output {
                 return CgiStep::Done;
             }
             match self.run.advance() {
-                CgiEvent::Continue => out.extend_from_slice(CONTINUE),
+                CgiEvent::Continue => to.interim_continue(),
                 CgiEvent::NeedBody => return CgiStep::NeedBody,
                 CgiEvent::Wait => return CgiStep::Wait,
                 CgiEvent::Head(head, body) => {
-                    self.output = head_output(&self.request, &head, out);
-                    self.bytes_out += encode(&mut self.output, body, out);
-                    return CgiStep::Wait; // with the head in `out`, to write first
+                    self.output = open(&self.request, &head, to);
+                    self.bytes_out += write_data(&self.output, body, to);
+                    return CgiStep::Wait; // with the head written, to send first
                 }
                 CgiEvent::Data(body) => {
-                    self.bytes_out += encode(&mut self.output, body, out);
                     // Nothing for the client (HEAD, a bodiless status): keep reading, so
                     // `Wait` still means the script's stdout is drained.
-                    if !out.is_empty() {
+                    let written = write_data(&self.output, body, to);
+                    self.bytes_out += written;
+                    if written > 0 {
                         return CgiStep::Wait;
                     }
                 }
-                CgiEvent::End => return self.end(out),
+                CgiEvent::End => return self.end(to),
                 CgiEvent::Cut => return self.close(false),
-                CgiEvent::Fail(failure) => return self.fail(failure, out),
+                CgiEvent::Fail(failure) => return self.fail(failure, to),
                 CgiEvent::LocalRedirect(path) if self.request.may_redirect => {
                     self.output = Output::Redirected;
                     return CgiStep::LocalRedirect(path);
@@ -159,7 +182,7 @@ impl CgiResponse {
                     let twice = "The script redirected twice.";
                     let failure =
                         Failure { status: StatusCode::BAD_GATEWAY, detail: twice, close: false, retry: false };
-                    return self.fail(failure, out);
+                    return self.fail(failure, to);
                 }
             }
         }
@@ -198,32 +221,35 @@ impl CgiResponse {
         matches!(self.output, Output::Done { keep_alive: true })
     }
 
-    /// The head of the internal GET for a local redirect to `path`: the client's host,
+    /// The internal GET (HEAD for a HEAD) of a local redirect to `path`: the client's host,
     /// connection wish and credentials, nothing else of the request.
-    pub fn redirect_request(&self, path: &str) -> Vec<u8> {
+    pub fn redirect_request(&self, path: &str) -> InternalRequest {
         let r = &self.request;
-        let method = if r.head_only { "HEAD" } else { "GET" };
-        let version = if r.http10 { "1.0" } else { "1.1" };
-        let host = r.host.as_deref().unwrap_or("localhost");
-        let connection = if r.keep_alive { "keep-alive" } else { "close" };
-        let mut head =
-            format!("{method} {path} HTTP/{version}\r\nHost: {host}\r\nConnection: {connection}\r\n").into_bytes();
-        if let Some(credentials) = &r.authorization {
-            head.extend_from_slice(b"Authorization: ");
-            head.extend_from_slice(credentials);
-            head.extend_from_slice(b"\r\n");
+        let method = if r.head_only { Method::Head } else { Method::Get };
+        // The log's request line keeps the client's protocol version, its last word.
+        let version = r.request_line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
+        let mut request_line = format!("{} {path} ", method.as_str()).into_bytes();
+        request_line.extend_from_slice(version);
+        InternalRequest {
+            method,
+            path: path.to_string(),
+            http10: r.http10,
+            keep_alive: r.keep_alive,
+            host: r.host.clone(),
+            authorization: r.authorization.clone(),
+            request_line,
         }
-        head.extend_from_slice(b"\r\n");
-        head
     }
 
-    /// The script's output ended: the last chunk, and done.
-    fn end(&mut self, out: &mut Vec<u8>) -> CgiStep {
-        let keep_alive = match &mut self.output {
-            Output::Body { encoder, keep_alive, .. } => {
+    /// The script's output ended: the body's end, and done.
+    fn end(&mut self, to: &mut impl PartWriter) -> CgiStep {
+        let keep_alive = match self.output {
+            Output::Body { body, keep_alive, .. } => {
                 // Whole: the script closed its output and exited with status 0.
-                let _ = encoder.as_mut().map(|e| e.finish(out));
-                *keep_alive
+                if body {
+                    to.end();
+                }
+                keep_alive
             }
             _ => false,
         };
@@ -237,20 +263,24 @@ impl CgiResponse {
         CgiStep::Done
     }
 
-    /// Pending → Done with a whole error response in `out`.
+    /// Pending → Done with a whole error response written.
     ///
     /// INVARIANT: called before any head went out (a [`CgiEvent::Fail`] comes only then).
-    fn fail(&mut self, failure: Failure, out: &mut Vec<u8>) -> CgiStep {
-        let keep_alive = self.request.keep_alive && !failure.close;
+    fn fail(&mut self, failure: Failure, to: &mut impl PartWriter) -> CgiStep {
         let date = spidey_http::date::format(SystemTime::now());
         let mut response = Response::error(failure.status, failure.detail);
         if failure.retry {
             response.fields.push(("Retry-After", "1".into()));
         }
         let (head, body) = reply(&date, self.request.quiet, response, &self.request.extra, &self.meta());
-        crate::h1::write_head(out, &head, keep_alive);
-        if let Body::Bytes(page) = body {
-            out.extend_from_slice(&page);
+        let page = match &body {
+            Body::Bytes(page) => &page[..],
+            _ => &[],
+        };
+        let keep_alive = to.head(&head, self.request.keep_alive && !failure.close, !page.is_empty());
+        if !page.is_empty() {
+            to.data(page);
+            to.end();
         }
         self.output = Output::Done { keep_alive };
         CgiStep::Done
@@ -286,36 +316,35 @@ impl Drop for CgiResponse {
     }
 }
 
-/// Writes the response head for the script's `head` into `out`; the body's framing and
-/// whether the connection may persist follow from the status and the client's version.
-fn head_output(request: &Request, head: &CgiHead, out: &mut Vec<u8>) -> Output {
-    let status = StatusCode(head.status.unwrap_or(if head.location.is_some() { 302 } else { 200 }));
-    let content_type = head.content_type.as_deref().map(|v| ("Content-Type", v));
-    let location = head.location.as_deref().map(|v| ("Location", v));
-    let rest = head.fields.iter().chain(&request.extra).map(|(n, v)| (n.as_str(), v.as_str()));
-    let fields = content_type.into_iter().chain(location).chain(rest);
-    let framing = if status.forbids_body() {
-        Framing::None
-    } else if request.http10 {
-        Framing::Close
-    } else {
-        Framing::Chunked
-    };
-    let keep_alive = request.keep_alive && framing != Framing::Close;
-    let date = spidey_http::date::format(SystemTime::now());
-    let opts = HeadOptions { date: &date, server: SOFTWARE, framing, keep_alive, http10: request.http10 };
-    spidey_http::write_head(out, status, fields, &opts);
-    let encoder = if request.head_only { None } else { Encoder::new(framing) };
-    Output::Body { status, encoder, keep_alive }
+/// The response head for the script's `head`, written to `to`; whether a body follows and
+/// whether the connection may persist follow from the status, the method and the
+/// protocol's framing.
+fn open(request: &Request, head: &CgiHead, to: &mut impl PartWriter) -> Output {
+    let head = response_head(request, head);
+    let body = !request.head_only && head.length == Length::Streamed;
+    let keep_alive = to.head(&head, request.keep_alive, body);
+    Output::Body { status: head.status, body, keep_alive }
 }
 
-/// Appends `data` framed as the body; returns how many body bytes that was (0 when the
-/// body is dropped).
-fn encode(output: &mut Output, data: &[u8], out: &mut Vec<u8>) -> u64 {
+/// The head of the script's answer: its status (302 with a `Location` and none said),
+/// `Content-Type`, `Location`, its other fields, then the answer's extra fields.
+fn response_head(request: &Request, head: &CgiHead) -> Head<'static> {
+    let status = StatusCode(head.status.unwrap_or(if head.location.is_some() { 302 } else { 200 }));
+    let content_type = head.content_type.clone().map(|v| ("Content-Type", FieldValue::Owned(v)));
+    let location = head.location.clone().map(|v| ("Location", FieldValue::Owned(v)));
+    let fields = content_type.into_iter().chain(location).collect();
+    let extra = head.fields.iter().chain(&request.extra).cloned().collect();
+    let length = if status.forbids_body() { Length::Unstated } else { Length::Streamed };
+    let date = Cow::Owned(spidey_http::date::format(SystemTime::now()));
+    Head { status, fields, extra, headers: Cow::Borrowed(&[]), date, length, http10: request.http10 }
+}
+
+/// Writes `data` as body bytes if the body is sent; returns how many body bytes that was
+/// (0 when the body is dropped).
+fn write_data(output: &Output, data: &[u8], to: &mut impl PartWriter) -> u64 {
     match output {
-        Output::Body { encoder: Some(encoder), .. } if !data.is_empty() => {
-            // Chunked and close-delimited encoders take any length.
-            let _ = encoder.encode(data, out);
+        Output::Body { body: true, .. } if !data.is_empty() => {
+            to.data(data);
             data.len() as u64
         }
         _ => 0,
@@ -343,34 +372,35 @@ mod tests {
         }
     }
 
-    /// The head's status line, framing and `Connection` lines, the body's encoder, and
-    /// whether the connection may persist, for a script's status and the client's request.
+    /// The head's status line, framing and `Connection` lines (here in HTTP/1.1, the
+    /// protocol of today's connections), whether the body follows, and whether the
+    /// connection may persist, for a script's status and the client's request.
     #[test]
-    fn head_output_frames_by_status_and_version() {
+    fn the_head_follows_the_status_the_method_and_the_version() {
         #[rustfmt::skip]
         let cases = [
-            // (status, location, http10, head_only) → (status line, framing line, encoder, keep-alive)
-            ((None, None, false, false), ("HTTP/1.1 200 OK", "Transfer-Encoding: chunked", Some(Encoder::Chunked), true)),
-            ((None, None, true, false), ("HTTP/1.1 200 OK", "Connection: close", Some(Encoder::CloseDelimited), false)),
-            ((None, None, false, true), ("HTTP/1.1 200 OK", "Transfer-Encoding: chunked", None, true)),
-            ((None, Some("http://x/"), false, false), ("HTTP/1.1 302 Found", "Transfer-Encoding: chunked", Some(Encoder::Chunked), true)),
-            ((Some(204), None, false, false), ("HTTP/1.1 204 No Content", "", None, true)),
-            ((Some(304), None, true, false), ("HTTP/1.1 304 Not Modified", "Connection: keep-alive", None, true)),
-            ((Some(404), None, false, false), ("HTTP/1.1 404 Not Found", "Transfer-Encoding: chunked", Some(Encoder::Chunked), true)),
+            // (status, location, http10, head_only) → (status line, framing line, body, keep-alive)
+            ((None, None, false, false), ("HTTP/1.1 200 OK", "Transfer-Encoding: chunked", true, true)),
+            ((None, None, true, false), ("HTTP/1.1 200 OK", "Connection: close", true, false)),
+            ((None, None, false, true), ("HTTP/1.1 200 OK", "Transfer-Encoding: chunked", false, true)),
+            ((None, Some("http://x/"), false, false), ("HTTP/1.1 302 Found", "Transfer-Encoding: chunked", true, true)),
+            ((Some(204), None, false, false), ("HTTP/1.1 204 No Content", "", false, true)),
+            ((Some(304), None, true, false), ("HTTP/1.1 304 Not Modified", "Connection: keep-alive", false, true)),
+            ((Some(404), None, false, false), ("HTTP/1.1 404 Not Found", "Transfer-Encoding: chunked", true, true)),
         ];
-        for ((status, location, http10, head_only), (line, framing, want_encoder, want_keep)) in cases {
+        for ((status, location, http10, head_only), (line, framing, want_body, want_keep)) in cases {
             let head =
                 CgiHead { status, content_type: None, location: location.map(str::to_string), fields: Vec::new() };
-            let mut out = Vec::new();
-            let output = head_output(&request(http10, head_only), &head, &mut out);
+            let (mut out, mut parts) = (Vec::new(), crate::h1::H1Parts::default());
+            let output = open(&request(http10, head_only), &head, &mut parts.writer(&mut out));
             let text = String::from_utf8(out).unwrap();
-            let Output::Body { encoder, keep_alive, .. } = output else { panic!("{output:?}") };
+            let Output::Body { body, keep_alive, .. } = output else { panic!("{output:?}") };
             assert!(text.starts_with(&format!("{line}\r\n")), "{status:?} {http10}: {text}");
             assert!(text.ends_with("\r\n\r\n"), "{text}");
             assert!(framing.is_empty() || text.contains(&format!("\r\n{framing}\r\n")), "{status:?} {http10}: {text}");
             assert!(framing.starts_with("Transfer") || !text.contains("Transfer-Encoding"), "{text}");
             assert!(!text.contains("Content-Length"), "{text}");
-            assert_eq!((encoder, keep_alive), (want_encoder, want_keep), "{status:?} {http10} {head_only}");
+            assert_eq!((body, keep_alive), (want_body, want_keep), "{status:?} {http10} {head_only}");
         }
     }
 }

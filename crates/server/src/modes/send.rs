@@ -27,6 +27,7 @@
 //! `uring/socket.rs`) is the one other kind of write, of the same out bytes.
 
 use crate::exchange::{Body, CgiResponse};
+use crate::h1::H1Parts;
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 use std::cell::RefCell;
@@ -64,8 +65,9 @@ pub(crate) enum Outgoing {
     /// INVARIANT: `offset <= end <= bytes.len()`; `offset == end` means all is out.
     Shared { bytes: std::sync::Arc<[u8]>, offset: usize, end: usize },
     /// A CGI script's output, pumped into the out bytes as the script writes it (by the
-    /// session, `session/cgi.rs`); dropping it kills and reaps the script.
-    Cgi(Box<CgiResponse>),
+    /// session, `session/cgi.rs`), framed by `parts`; dropping it kills and reaps the
+    /// script.
+    Cgi(Box<CgiResponse>, H1Parts),
 }
 
 /// How far a send got.
@@ -100,7 +102,7 @@ pub(crate) fn stage(out: &mut Vec<u8>, body: Body) -> Option<Outgoing> {
         }
         Body::Shared(bytes, range) => Some(Outgoing::Shared { bytes, offset: range.start, end: range.end }),
         Body::File { file, offset, len } => Some(Outgoing::File { file, offset, end: offset + len }),
-        Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi)),
+        Body::Cgi(cgi) => Some(Outgoing::Cgi(cgi, H1Parts::default())),
     }
 }
 
@@ -275,7 +277,7 @@ fn send_body<W: Wire>(wire: &mut W, body: &mut Option<Outgoing>) -> Sent {
                 let chunk = usize::try_from(*end - *offset).unwrap_or(usize::MAX).min(1 << 30);
                 wire.write_file(file, *offset, chunk).inspect(|&n| *offset += n as u64)
             }
-            Some(Outgoing::Cgi(_)) | None => return Sent::Done,
+            Some(Outgoing::Cgi(..)) | None => return Sent::Done,
             Some(Outgoing::Shared { .. } | Outgoing::File { .. }) => {
                 *body = None;
                 return Sent::Done;

@@ -368,7 +368,7 @@ impl Session {
 
     /// Whether the body being sent is a CGI script's output.
     fn is_cgi(&self) -> bool {
-        matches!(self.body, Some(Outgoing::Cgi(_)))
+        matches!(self.body, Some(Outgoing::Cgi(..)))
     }
 
     /// After [`Sent::Done`]: gives the output buffer back; returns whether the

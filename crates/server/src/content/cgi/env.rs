@@ -50,7 +50,7 @@ pub(crate) fn build(
     opts: &CgiOptions,
     document_root: &Path,
 ) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(24 + req.headers.len());
+    let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(24 + req.fields.len());
     let mut set = |name: &str, value: OsString| env.push((name.into(), value));
     let server_name = req.host.map(host_name).filter(|h| !h.is_empty()).unwrap_or("localhost");
     let protocol = if req.version == Version::Http10 { "HTTP/1.0" } else { "HTTP/1.1" };
@@ -99,7 +99,7 @@ pub(crate) fn http_variables(req: &Request<'_, '_>) -> Vec<(String, Vec<u8>)> {
     if let Some(host) = req.host {
         vars.push(("HTTP_HOST".to_string(), host.as_bytes().to_vec()));
     }
-    for h in req.headers {
+    for h in req.fields.iter() {
         if h.name.eq_ignore_ascii_case("host") {
             continue;
         }

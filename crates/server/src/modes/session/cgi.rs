@@ -28,11 +28,11 @@ impl Session {
         self.reset_out();
         loop {
             self.out_buf(buffers);
-            let Some(Outgoing::Cgi(cgi)) = &mut self.body else {
+            let Some(Outgoing::Cgi(cgi, parts)) = &mut self.body else {
                 return if self.out.is_empty() { CgiFlow::Done } else { CgiFlow::Write };
             };
             let Some(out) = self.out.buf_mut() else { unreachable!("out_buf made it held") };
-            let step = cgi.pump(out);
+            let step = cgi.pump(&mut parts.writer(out));
             let wrote = !self.out.is_empty();
             match step {
                 CgiStep::NeedBody if self.start < self.end => {
@@ -70,7 +70,7 @@ impl Session {
     /// passes: the pump answers 408 and the connection closes.
     pub(crate) fn body_deadline(&self) -> Option<Instant> {
         match &self.body {
-            Some(Outgoing::Cgi(cgi)) => cgi.body_deadline(),
+            Some(Outgoing::Cgi(cgi, _)) => cgi.body_deadline(),
             _ => None,
         }
     }
@@ -80,7 +80,7 @@ impl Session {
     /// its deadline (then pump: it answers 504).
     pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
         match &self.body {
-            Some(Outgoing::Cgi(cgi)) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
+            Some(Outgoing::Cgi(cgi, _)) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
             _ => None,
         }
     }
