@@ -80,25 +80,8 @@ pub struct Exchanger {
 }
 
 /// What a driver moves after [`Answer::head`]: the content side's [`content::Body`], with
-/// a script wrapped in the [`CgiResponse`] that frames its output.
-#[derive(Debug)]
-pub enum Body {
-    Empty,
-    /// Bytes built in memory (listings, error pages, handler output).
-    Bytes(Vec<u8>),
-    /// A range of bytes kept in memory and shared (a small cached file), copied once into
-    /// the out buffer.
-    Shared(std::sync::Arc<[u8]>, std::ops::Range<usize>),
-    /// `len` bytes of `file` from `offset`, to be sent with sendfile (shared with the
-    /// content side's open-file cache: every send reads at its own offset).
-    File {
-        file: std::sync::Arc<std::fs::File>,
-        offset: u64,
-        len: u64,
-    },
-    /// A CGI script's answer, head included: pump it (see the module docs).
-    Cgi(Box<CgiResponse>),
-}
+/// a script wrapped in the [`CgiResponse`] that answers with its output.
+pub type Body = content::Body<Box<CgiResponse>>;
 
 /// A response ready to be staged: `head` first, then `body`.
 #[derive(Debug)]
@@ -326,15 +309,13 @@ impl Exchanger {
         let date = self.dates.get(SystemTime::now());
         let headers = &server.site.options().response_headers;
         let (head, body) = reply(date, server.quiet, response, headers, meta);
-        let body = match body {
-            content::Body::Empty => Body::Empty,
-            content::Body::Bytes(bytes) => Body::Bytes(bytes),
-            content::Body::Shared(bytes, range) => Body::Shared(bytes, range),
-            content::Body::File { file, offset, len } => Body::File { file, offset, len },
-            // INVARIANT: `finish` gets error pages and plain answers; `step` gives a script's
-            // answer to a `CgiResponse` instead.
-            content::Body::Cgi(_) => unreachable!("a script's answer is framed by CgiResponse"),
-        };
+        let body = body.whole().unwrap_or_else(|script| {
+            // `answer` gives a script's answer to a `CgiResponse`; only error pages and
+            // whole answers come here. Should one not, the script is dropped (killed and
+            // reaped) and the answer has no body.
+            drop(script);
+            Body::Empty
+        });
         Answer { head: Some(head), body, keep_alive: !close, consumed, delay: None }
     }
 }

@@ -14,7 +14,7 @@
 //! - [`serving`]: `--index`, `--fallback`, `--error-page`, and one file as the root.
 //! - [`cgi`] (a folder: the script's resolution and start in `mod.rs`, its environment,
 //!   request-body intake, run, process and stderr in a file each): CGI/1.1 scripts, a
-//!   body source ([`Body::Cgi`]) whose events the exchanger frames.
+//!   body source ([`Body::Cgi`]) whose events the exchange hands to the connection's protocol.
 //! - [`handler`]: in-process handlers loaded from shared libraries.
 
 pub mod access;
@@ -38,11 +38,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Where a response's body comes from.
+/// Where a response's body comes from: the one body type, from the content side to the
+/// socket. `S` is what a script's answer is at each stage: the content side's running
+/// script ([`cgi::run::CgiRun`]), then the exchange's response around it
+/// (`crate::exchange::CgiResponse`).
 #[derive(Debug)]
-pub enum Body {
+pub enum Body<S = Box<cgi::run::CgiRun>> {
     Empty,
-    /// Bytes built in memory (listings, error pages).
+    /// Bytes built in memory (listings, error pages, handler output).
     Bytes(Vec<u8>),
     /// `range` of bytes kept in memory and shared, without a copy (a small file's bytes
     /// in the open-file cache).
@@ -54,14 +57,14 @@ pub enum Body {
         offset: u64,
         len: u64,
     },
-    /// A CGI script, run as the response goes out. Its head is not known yet: the
-    /// [`cgi::run::CgiRun`] yields head, body bytes and end as events, which the exchanger
-    /// frames and logs. Dropping it kills and reaps the script.
-    Cgi(Box<cgi::run::CgiRun>),
+    /// A CGI script, run as the response goes out. Its head is not known yet: the script
+    /// yields head, body bytes and end as events, which the exchange hands to the
+    /// connection's protocol and logs. Dropping it kills and reaps the script.
+    Cgi(S),
 }
 
-impl Body {
-    /// The number of body bytes, which becomes `Content-Length`.
+impl<S> Body<S> {
+    /// The number of body bytes, which becomes `Content-Length` (0 for a script's).
     pub fn len(&self) -> u64 {
         match self {
             Body::Empty => 0,
@@ -74,6 +77,17 @@ impl Body {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The body if it is whole (any script type fits it), or the script it is.
+    pub fn whole<T>(self) -> Result<Body<T>, S> {
+        Ok(match self {
+            Body::Empty => Body::Empty,
+            Body::Bytes(b) => Body::Bytes(b),
+            Body::Shared(bytes, range) => Body::Shared(bytes, range),
+            Body::File { file, offset, len } => Body::File { file, offset, len },
+            Body::Cgi(script) => return Err(script),
+        })
     }
 }
 
