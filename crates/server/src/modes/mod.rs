@@ -27,12 +27,14 @@
 
 pub mod accept;
 mod blocking;
+mod buffers;
 mod children;
 pub mod event;
 mod evloop;
 pub mod fork;
 mod fork_parse;
 pub mod hybrid;
+mod intake;
 mod limit;
 mod loops;
 pub mod pool;

@@ -129,6 +129,34 @@ fn no_driver_names_a_transport() {
     assert_eq!(chooses.len(), 1, "Transport::choose is called from more than one place: {chooses:?}");
 }
 
+/// TLS is one transport among others: only the transport (`transport.rs`, `tls.rs`) and
+/// the backend that receives its ciphertext itself (`uring/`) name it; the session asks
+/// the transport to read and write, and names of the earlier seam (`Inbound`, `RingSend`)
+/// stay gone.
+#[test]
+fn only_the_transport_names_tls() {
+    let mut files = Vec::new();
+    rust_files(&modes_dir(), &mut files);
+    let allowed = |rel: &str| matches!(rel, "transport.rs" | "tls.rs") || rel.starts_with("uring/");
+    let mut named = Vec::new();
+    for path in &files {
+        let rel = path.strip_prefix(modes_dir()).unwrap().to_string_lossy().replace('\\', "/");
+        if rel.ends_with("_tests.rs") {
+            continue;
+        }
+        let code = code_of(&production_text(path));
+        let tls_names = ["Tls", "TlsWire", "ServerConnection"];
+        let forbidden = if allowed(&rel) { &[][..] } else { &tls_names[..] };
+        for name in ["Inbound", "RingSend"].iter().chain(forbidden) {
+            if names(&code, name) {
+                named.push(format!("{rel} names {name}"));
+            }
+        }
+    }
+    assert!(files.len() > 20, "the scan found {} files: is it still reading modes/?", files.len());
+    assert!(named.is_empty(), "TLS named outside the transport: {named:?}");
+}
+
 #[test]
 fn the_name_scan_reads_what_it_should() {
     let code = code_of("use super::tls::Inflow; // a Transport in prose\nlet t = TlsWire::new();");

@@ -2,8 +2,9 @@
 //! (`blocking.rs`) and the event loops (`evloop/`, for `event` and `uring`).
 //!
 //! A [`Session`] is one connection's protocol state, independent of how readiness or
-//! completions are learned: bytes come in through [`Session::recv_space`] /
-//! [`Session::received`] (one buffer size, one compaction rule), requests are answered
+//! completions are learned: bytes come in through its transport into the receive buffer it
+//! lends ([`Session::read_from`], [`Session::push_bytes`]: one buffer size, one compaction
+//! rule, `intake.rs`), requests are answered
 //! with [`Session::answer`] (through [`Exchanger::step`]), and the response leaves as
 //! out bytes (head and any in-memory body, one write) followed by an optional
 //! [`Outgoing`] body that is moved without a copy through user space, by the rules of
@@ -33,10 +34,9 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-mod buffers;
 mod cgi;
 mod input;
-pub(crate) use buffers::{Buffers, RECV_ROOM};
+pub(crate) use super::buffers::{Buffers, RECV_ROOM};
 pub(crate) use cgi::CgiFlow;
 
 /// What holds the answer to the front request back, if anything: the transitions are
@@ -152,31 +152,6 @@ impl Session {
     /// handshake flight, tickets); and out bytes lent to a ring send.
     pub(crate) fn is_sending(&self) -> bool {
         !self.out.is_empty() || self.body.is_some() || self.transport.pending()
-    }
-
-    /// Room to receive into, taking a buffer from the [`Buffers`] if needed. At least
-    /// [`RECV_ROOM`] bytes whenever the buffered bytes are a partial head, which is when
-    /// drivers receive: the parser answers 431 beyond `max_head`, and the buffer holds
-    /// `max_head + RECV_ROOM`. The buffered bytes move to the front whenever the free tail
-    /// is shorter than a receive (not only once it is full: a ring receive into a short
-    /// tail would leave the rest of its buffer nowhere to go).
-    fn recv_space(&mut self, buffers: &mut Buffers) -> &mut [u8] {
-        if self.inbuf.is_empty() {
-            self.inbuf = buffers.take_in();
-        } else if self.inbuf.len() - self.end < RECV_ROOM && self.start > 0 {
-            self.inbuf.copy_within(self.start..self.end, 0);
-            (self.end, self.start) = (self.end - self.start, 0);
-        }
-        &mut self.inbuf[self.end..]
-    }
-
-    /// Records `n` bytes written into [`Session::recv_space`].
-    fn received(&mut self, n: usize, buffers: &mut Buffers) {
-        self.end += n;
-        if self.lingering {
-            self.start = self.end; // dropped: nothing more is answered
-        }
-        self.release_inbuf_if_empty(buffers);
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is
@@ -429,13 +404,14 @@ impl Session {
     }
 
     /// (`fuzzing`) Receives what of `data` fits the room a driver would read into
-    /// ([`Session::recv_space`]), as one read would; returns how many bytes.
+    /// ([`Intake::space`](crate::modes::intake::Intake::space)), as one read would; returns how many bytes.
     #[cfg(feature = "fuzzing")]
     pub(crate) fn receive_for_tests(&mut self, data: &[u8], buffers: &mut Buffers) -> usize {
-        let space = self.recv_space(buffers);
+        let (_, mut intake) = self.intake(buffers);
+        let space = intake.space();
         let n = data.len().min(space.len());
         space[..n].copy_from_slice(&data[..n]);
-        self.received(n, buffers);
+        intake.received(n);
         n
     }
 }

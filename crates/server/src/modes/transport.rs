@@ -10,10 +10,12 @@
 //!   a file body read with pread(2) a record at a time, the ciphertext written with the
 //!   socket's buffer writes. Never corked, no sendfile (no kTLS here).
 //!
-//! Reads go through the transport too (`session/input.rs`).
+//! Reads go through the transport too: it fills the session's receive buffer, lent to it
+//! as an [`Intake`] (`session/input.rs`), from the socket or from bytes a driver received.
 
+use super::intake::Intake;
 use super::send::{self, Response, Sent};
-use super::socket::Socket;
+use super::socket::{Inflow, Socket};
 use super::tls::Tls;
 use rustls::ServerConfig;
 use std::sync::Arc;
@@ -46,6 +48,42 @@ impl Transport {
             Transport::Clear => send::send_response(socket, response),
             Transport::Tls(tls) => send::send_response(&mut tls.wire(socket), response),
         }
+    }
+
+    /// Reads `socket` once into `intake`: clear bytes straight in; over TLS, ciphertext
+    /// into rustls (unless it holds plaintext already) and the plaintext it yields moved
+    /// in, as far as there is room.
+    pub(crate) fn read_into<S: Socket>(&mut self, socket: &mut S, intake: &mut Intake<'_>) -> Inflow {
+        let tls = match self {
+            Transport::Clear => return intake.read_once(socket),
+            Transport::Tls(tls) => tls,
+        };
+        if !tls.has_plaintext() {
+            match tls.read_from(socket) {
+                Inflow::Bytes { .. } => {}
+                other => return other,
+            }
+        }
+        take_plaintext(tls, intake);
+        Inflow::Bytes { short: false }
+    }
+
+    /// Takes `data` a driver received from the socket into `intake`; false if the stream
+    /// is broken (TLS: its alert written to `socket` if it takes it now) or, which never
+    /// happens, the bytes do not fit.
+    pub(crate) fn push_into<S: Socket>(&mut self, data: &[u8], socket: &mut S, intake: &mut Intake<'_>) -> bool {
+        let tls = match self {
+            Transport::Clear => return intake.push(data),
+            Transport::Tls(tls) => tls,
+        };
+        let mut data = data;
+        while !data.is_empty() {
+            if tls.feed(&mut data, socket) == Inflow::Closed {
+                return false;
+            }
+            take_plaintext(tls, intake);
+        }
+        true
     }
 
     /// Whether the transport holds bytes of the connection still to go out: ciphertext
@@ -83,6 +121,17 @@ impl Transport {
     pub(crate) fn close_notify<S: Socket>(&mut self, socket: &mut S) {
         if let Transport::Tls(tls) = self {
             tls.close_notify(socket);
+        }
+    }
+}
+
+/// Moves what plaintext rustls holds into `intake`, as far as it has room.
+fn take_plaintext(tls: &mut Tls, intake: &mut Intake<'_>) {
+    loop {
+        let n = tls.take_plaintext(intake.space()); // 0 once none is left or there is no room
+        intake.received(n); // 0 gives an unused buffer back
+        if n == 0 {
+            break;
         }
     }
 }

@@ -8,10 +8,10 @@
 //! read, so a driver asks [`Session::holds_input`] before it waits on the socket.
 
 use super::{Buffers, Session};
+use crate::modes::intake::Intake;
 use crate::modes::socket::{Direct, Inflow, Socket};
 use crate::modes::transport::Transport;
 use crate::server::Server;
-use rustix::io::Errno;
 use rustls::ServerConfig;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
@@ -51,95 +51,42 @@ impl Session {
     /// itself and drops what it reads, TLS or not: nothing more is answered, so nothing is
     /// decrypted.
     pub(crate) fn read_from<S: Socket>(&mut self, socket: &mut S, buffers: &mut Buffers) -> Inflow {
-        let tls = match &mut self.transport {
-            Transport::Tls(tls) if !self.lingering => tls,
-            _ => return self.read_clear(socket, buffers),
-        };
-        if !tls.has_plaintext() {
-            match tls.read_from(socket) {
-                Inflow::Bytes { .. } => {}
-                other => return other,
-            }
+        let (transport, mut intake) = self.intake(buffers);
+        match intake.dropping {
+            true => intake.read_once(socket),
+            false => transport.read_into(socket, &mut intake),
         }
-        self.take_plaintext(buffers);
-        Inflow::Bytes { short: false }
     }
 
     /// Takes in `data`, at most [`super::RECV_ROOM`] bytes a driver received itself, from
-    /// the connection's socket `fd`. All of it always fits ([`Session::recv_space`], and
+    /// the connection's socket `fd`. All of it always fits ([`Intake::space`], and
     /// over TLS the plaintext is never longer than its ciphertext); should it ever not,
     /// or should TLS find the stream broken (its alert written to `fd` if it takes it now),
     /// this returns false: the driver must close the connection, as answering what
     /// follows a gap in the stream could answer bytes of a body.
     #[must_use]
     pub(crate) fn push_bytes<Fd: AsFd>(&mut self, data: &[u8], fd: &Fd, buffers: &mut Buffers) -> bool {
-        let mut data = data;
-        while !data.is_empty() {
-            let tls = match &mut self.transport {
-                Transport::Tls(tls) if !self.lingering => tls,
-                _ => return self.push_clear(data, buffers),
-            };
-            if tls.feed(&mut data, &mut Direct(fd)) == Inflow::Closed {
-                return false;
-            }
-            self.take_plaintext(buffers);
-        }
-        true
-    }
-
-    /// Copies clear `data` into the receive buffer ([`Session::push_bytes`]).
-    fn push_clear(&mut self, data: &[u8], buffers: &mut Buffers) -> bool {
-        let space = self.recv_space(buffers);
-        if data.len() > space.len() {
-            debug_assert!(false, "{} received bytes for {} bytes of room", data.len(), space.len());
+        let (transport, mut intake) = self.intake(buffers);
+        let taken = match intake.dropping {
+            true => intake.push(data),
+            false => transport.push_into(data, &mut Direct(fd), &mut intake),
+        };
+        if !taken {
             self.release(buffers);
-            return false;
         }
-        space[..data.len()].copy_from_slice(data);
-        self.received(data.len(), buffers);
-        true
+        taken
     }
 
-    /// One read of the socket straight into the receive buffer.
-    fn read_clear<S: Socket>(&mut self, socket: &mut S, buffers: &mut Buffers) -> Inflow {
-        let space = self.recv_space(buffers);
-        let asked = space.len();
-        match socket.read(space) {
-            Ok(0) => {
-                self.received(0, buffers);
-                Inflow::Closed
-            }
-            Ok(n) => {
-                self.received(n, buffers);
-                Inflow::Bytes { short: n < asked }
-            }
-            Err(Errno::AGAIN) => {
-                self.received(0, buffers); // gives an unused buffer back
-                Inflow::Again
-            }
-            Err(Errno::INTR) => {
-                self.received(0, buffers);
-                Inflow::Bytes { short: false }
-            }
-            Err(_) => Inflow::Closed,
-        }
-    }
-
-    /// Moves what plaintext rustls holds into the receive buffer, as far as it has room.
-    fn take_plaintext(&mut self, buffers: &mut Buffers) {
-        // Taken out while the receive buffer is borrowed, then put back.
-        let mut transport = std::mem::replace(&mut self.transport, Transport::Clear);
-        if let Transport::Tls(tls) = &mut transport {
-            loop {
-                let space = self.recv_space(buffers);
-                let n = tls.take_plaintext(space); // 0 once none is left or there is no room
-                self.received(n, buffers); // 0 gives an unused buffer back
-                if n == 0 {
-                    break;
-                }
-            }
-        }
-        self.transport = transport;
+    /// The transport and, borrowed apart from it, the receive buffer it fills.
+    pub(super) fn intake<'a>(&'a mut self, buffers: &'a mut Buffers) -> (&'a mut Transport, Intake<'a>) {
+        let intake = Intake {
+            inbuf: &mut self.inbuf,
+            start: &mut self.start,
+            end: &mut self.end,
+            dropping: self.lingering,
+            buffers,
+        };
+        (&mut self.transport, intake)
     }
 }
 

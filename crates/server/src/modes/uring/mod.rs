@@ -115,7 +115,7 @@ impl Backend for Uring {
                 Outcome::Sent(r, buf) => Event::Sent(r, buf),
                 Outcome::Polled(_) => Event::Polled,
                 Outcome::Received(Ok(bytes)) => {
-                    // Bytes that do not fit (never, see `Session::recv_space`) close the
+                    // Bytes that do not fit (never, see `Intake::space`) close the
                     // connection, reported as the end of the stream: never a silent gap.
                     let fitted = match Tag::decode(c.user_data) {
                         Some(Tag::Conn { slot, generation, .. }) => conns

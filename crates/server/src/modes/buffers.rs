@@ -16,7 +16,7 @@ pub(crate) struct Buffers {
 /// Buffers kept for reuse per kind; beyond that they are freed.
 const KEEP: usize = 256;
 
-/// The least room [`Session::recv_space`] offers a driver that receives: `uring`'s ring
+/// The least room [`Intake::space`](super::intake::Intake::space) offers a driver that receives: `uring`'s ring
 /// buffers are this size, so every ring receive fits whole ([`Session::push_bytes`]).
 pub(crate) const RECV_ROOM: usize = 4096;
 
