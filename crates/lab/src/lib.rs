@@ -85,9 +85,10 @@ pub struct LabArgs {
     /// Experiments to run: id prefixes such as `000`, or files as paths with a `/`
     /// (`./mine.toml`); all of them with --all or --quick.
     pub experiments: Vec<String>,
-    /// A reduced version of every experiment, a smoke test (about 3 minutes).
+    /// A reduced version of every experiment, a smoke test (2 to 7 minutes).
     ///
-    /// About 3 minutes for all of them on a 2-core machine (`--list` shows each one's time).
+    /// About 2 minutes for all of them on a quiet 2-core machine, 7 on a busy one, which
+    /// measures each point up to 3 times (`--list` shows each one's time).
     #[arg(help_heading = "What to run", long)]
     pub quick: bool,
     /// Run every experiment in full (hours).
@@ -258,7 +259,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     // A quick run says what it did not measure and why, as its report does (the repeats
     // left out as disturbed among the reasons); a full run says how many repeats were.
     let folded = if args.quick { unmeasured::fold(&exps, &rows, true, &journal.records) } else { Vec::new() };
-    match unmeasured::summary(&folded) {
+    match unmeasured::summary(&folded, &journal.records) {
         Some(note) => eprintln!("spidey lab: {note}"),
         None => {
             if let Some(note) = report::excluded_note(&journal.records) {

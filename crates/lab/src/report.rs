@@ -102,7 +102,7 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, 
             summary::text(&verdicts, quick),
             summary::per_seed(&by_seed, link),
             summary::READ_ON,
-            unmeasured::summary(&folded).map_or_else(String::new, |s| format!(" {s}"))
+            unmeasured::summary(&folded, records).map_or_else(String::new, |s| format!(" {s}"))
         )),
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
     ];

@@ -76,11 +76,11 @@ fn why(exp: &Experiment, sweep: &str, quick: bool, records: &HashMap<String, Rec
     }
 }
 
-/// `(excluded, measured)` repeats of `exp` in `records`.
-fn excluded(exp: &str, records: &HashMap<String, Record>) -> (usize, usize) {
+/// `(excluded, measured)` repeats in `records` of experiment `exp`, or of all with None.
+fn excluded(exp: Option<&str>, records: &HashMap<String, Record>) -> (usize, usize) {
     let measured: Vec<bool> = records
         .values()
-        .filter(|r| r.experiment == exp)
+        .filter(|r| exp.map_or(true, |e| r.experiment == e))
         .filter_map(|r| r.measurement.as_ref().map(|m| m.excluded))
         .collect();
     (measured.iter().filter(|e| **e).count(), measured.len())
@@ -113,7 +113,7 @@ pub(crate) fn fold(
             tally(&mut claims, why(exp, claim.sweep(), quick, records), 1);
         }
         if !claims.is_empty() {
-            out.push(Folded { experiment: exp.id.clone(), claims, excluded: excluded(&exp.id, records) });
+            out.push(Folded { experiment: exp.id.clone(), claims, excluded: excluded(Some(&exp.id), records) });
         }
     }
     out
@@ -168,9 +168,10 @@ fn remedy(folded: &[Folded]) -> String {
     todo.join("; ")
 }
 
-/// The quick run's claims not measured, in one paragraph: their count by why, overall, and
-/// what to do; None when every claim was measured.
-pub(crate) fn summary(folded: &[Folded]) -> Option<String> {
+/// The quick run's claims not measured, in one paragraph: their count by why, overall (the
+/// repeats left out as disturbed counted over the whole run, `records`), and what to do;
+/// None when every claim was measured.
+pub(crate) fn summary(folded: &[Folded], records: &HashMap<String, Record>) -> Option<String> {
     if folded.is_empty() {
         return None;
     }
@@ -178,7 +179,7 @@ pub(crate) fn summary(folded: &[Folded]) -> Option<String> {
     for (why, n) in folded.iter().flat_map(|f| f.claims.iter().copied()) {
         tally(&mut by_why, why, n);
     }
-    let excluded = folded.iter().fold((0, 0), |a, f| (a.0 + f.excluded.0, a.1 + f.excluded.1));
+    let excluded = excluded(None, records);
     let n: usize = folded.iter().map(Folded::count).sum();
     let k = folded.len();
     Some(format!(
