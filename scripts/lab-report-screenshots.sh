@@ -2,7 +2,8 @@
 # Renders the committed full run's lab report (`spidey lab --report`, measuring nothing) and
 # photographs it with headless Chromium into docs/lab-report/: the summary and verdict table,
 # one experiment's tables, and each kind of plot (a sweep with the seed's series, a latency
-# distribution, the robustness chart). Run from the repository root after `cargo build`.
+# distribution, the robustness chart); the summary again in a 400 px window, as a phone
+# shows it. Run from the repository root after `cargo build`.
 set -eu
 
 run=docs/runs/lab-full-c69ce8d
@@ -37,6 +38,7 @@ from() {
 
 html="$out/report/report.html"
 shoot summary 1280,1100 "file://$html"
+shoot summary-400px 400,1100 "file://$html"
 shoot table 1280,900 "$(from 000-fork-how-forking-affects-latency-and-throughput)"
 plots="$out/report/plots"
 shoot plot-sweep 960,460 "file://$(ls "$plots"/002-*-1.svg | head -n 1)"

@@ -207,6 +207,48 @@ fn one_point_experiment(id: &str, prepare: &str) -> String {
     )
 }
 
+/// The one-point experiment with a second sweep that runs in full runs only, and a claim
+/// on it: a quick run cannot measure the claim.
+fn one_point_and_a_full_only_claim(id: &str) -> String {
+    one_point_experiment(id, "[]")
+        + "\n[[sweeps]]\nname = \"later\"\ntitle = \"later\"\nwarmup = 0\nfull_only = true\n\
+           servers = [{ label = \"single\", mode = \"single\" }, { label = \"fork\", mode = \"fork\" }]\n\
+           workloads = [\"file\"]\nclients = [{ c = 2, n = 10 }]\n\
+           table.dims = [\"server\"]\ntable.columns = [{ header = \"ms\", metric = \"mean_ms\" }]\n\
+           \n[[claims]]\nkind = \"beats\"\ntext = \"fork beats single\"\nsource = \"000:1\"\nquote = \"fork wins\"\n\
+           sweep = \"later\"\nmetric = \"mean_ms\"\na = { server = \"fork\" }\nb = { server = \"single\" }\n"
+}
+
+/// A quick run says in the terminal, as its report does, how many claims it did not
+/// measure, why, and what to do. Before, it said nothing of them: the report listed the
+/// claim as "not measured" with no word of why.
+#[test]
+fn a_quick_run_says_what_it_did_not_measure_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("exps");
+    std::fs::create_dir_all(&exps).unwrap();
+    std::fs::write(exps.join("090-later.toml"), one_point_and_a_full_only_claim("090-later")).unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_spidey"))
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .args(["lab", "--quick", "--experiments-dir"])
+        .arg(&exps)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let says =
+        "spidey lab: This quick run did not measure 1 claim of 1 experiment: 1 in sweep only a full run measures";
+    assert!(stderr.contains(says), "stderr lacks {says:?}: {stderr}");
+    assert!(stderr.contains("measured by a full run (`spidey lab --all`"), "what to do: {stderr}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("- 090-later: 1 claim not measured: 1 in sweep only a full run measures."), "{md}");
+    assert!(!md.contains("| not measured |"), "the claim is folded, not listed: {md}");
+}
+
 /// Regression (audit M4): `spidey lab 000` ran a file `./000` of the current directory, its
 /// `prepare` commands included, in place of the installed experiment 000: from a shared
 /// directory such as `/tmp`, anyone's file, often as root. An argument without a `/` is an

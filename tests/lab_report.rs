@@ -390,3 +390,66 @@ fn repeats_left_out_as_disturbed_are_counted_and_explained() {
         }
     }
 }
+
+/// A quick run lists what it measured and folds the rest: the committed quick run's 000
+/// and 001, every repeat of 001 left out as disturbed, and a record of 008 (whose sweeps
+/// all run in full runs only). Before, the verdict tables listed each of those claims as
+/// "not measured" or "inconclusive (insufficient clean repeats …)", row after row, and the
+/// summary did not say why or what to do.
+#[test]
+fn a_quick_report_folds_what_it_did_not_measure() {
+    let text = std::fs::read_to_string(repo().join("docs/runs/lab-quick-6b992ad/results.jsonl")).unwrap();
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        match v["experiment"].as_str() {
+            Some("000-fork") => {}
+            Some("001-delay") if v["measurement"].is_object() => v["measurement"]["excluded"] = true.into(),
+            _ => continue,
+        }
+        lines.push(v.to_string());
+    }
+    let repeats_001 = lines.iter().filter(|l| l.contains("\"001-delay\"")).count();
+    lines.push(
+        serde_json::json!({
+            "id": "quick/008-explain-000-rtt/rtt 0/single/static/c1-n1-close/r0", "experiment": "008-explain-000-rtt",
+            "sweep": "rtt 0", "server": "single", "workload": "static",
+            "client": { "c": 1, "n": 1, "duration": null, "rate": null, "keepalive": false },
+            "repeat": 0, "outcome": "skipped", "note": "this sweep runs in full runs only", "finished_at": 0
+        })
+        .to_string(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+    let md = report(&results, &dir.path().join("out"));
+    let (summary, verdicts) = summary_and_verdicts(&md);
+    assert!(!verdicts.is_empty(), "the claims measured are listed: {md}");
+    for v in &verdicts {
+        assert!(!v.contains("not measured"), "a claim not measured in the table: {v}");
+    }
+    for table in tables(&md) {
+        for row in table {
+            assert!(!row.contains("insufficient clean repeats"), "a claim without clean repeats in a table: {row}");
+            assert!(!row.starts_with("| [001]") && !row.starts_with("| 001 |"), "001 measured nothing clean: {row}");
+        }
+    }
+    assert_summary_counts(&summary, &verdicts);
+    // One line per experiment with what it did not measure, how many and why.
+    for line in [
+        format!("- 001-delay: 4 claims not measured: 4 with too few clean repeats, the others left out as disturbed ({repeats_001} of {repeats_001} repeats)."),
+        "- 008-explain-000-rtt: 4 claims not measured: 4 in sweeps only a full run measures.".to_string(),
+    ] {
+        assert!(md.lines().any(|l| l == line), "report.md lacks {line:?}:\n{md}");
+    }
+    // The summary says it once, overall, and what to do.
+    for says in [
+        "This quick run did not measure 8 claims of 2 experiments: 4 in sweeps only a full run measures, 4 with too few clean repeats",
+        "pass --keep-disturbed",
+        "measured by a full run (`spidey lab --all`",
+    ] {
+        assert!(summary.contains(says), "the summary lacks {says:?}: {summary}");
+    }
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(html.contains("<li>008-explain-000-rtt: 4 claims not measured"), "the HTML folds them too");
+}

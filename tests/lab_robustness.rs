@@ -84,3 +84,32 @@ fn a_resumed_run_keeps_the_robustness_journal_and_the_machine() {
     let md = std::fs::read_to_string(out_dir.join("robustness.md")).unwrap();
     assert!(md.contains("| single |") && md.contains("| event |"), "both in the section: {md}");
 }
+
+/// 006 shows its progress as the other experiments do: on a terminal (a pseudo-terminal
+/// from util-linux's `script`, 160 columns), the bar counts the robustness points and names the point
+/// being measured. Before, the bar ended "0/0 done" before 006 began and 006 printed only a
+/// line per finished point.
+#[test]
+fn the_robustness_table_shows_progress_on_a_terminal() {
+    let script = std::path::Path::new("/usr/bin/script");
+    if !script.is_file() {
+        eprintln!("SKIPPED the_robustness_table_shows_progress_on_a_terminal: no {} (util-linux)", script.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("006-mini.toml");
+    let event_only = EXPERIMENT.replace(r#"{ label = "single", mode = "single" }, "#, "");
+    std::fs::write(&file, event_only).unwrap();
+    let lab = format!(
+        "stty rows 40 cols 160; {} lab --quick --out {} {}",
+        env!("CARGO_BIN_EXE_spidey"),
+        dir.path().join("out").display(),
+        file.display()
+    );
+    let out = Command::new(script).args(["-qec", &lab, "/dev/null"]).output().unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{tty}");
+    for drawn in ["] 0/2 ", "] 1/2 ", "] 2/2 ", "006-robustness-mini: event slowloris N=16"] {
+        assert!(tty.contains(drawn), "the terminal never showed {drawn:?}:\n{tty}");
+    }
+}

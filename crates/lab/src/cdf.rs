@@ -117,6 +117,13 @@ fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// Each line's latency at every whole percent of its requests: where the requests lie,
+/// for the axis to tick ([`crate::chart::log_ticks`]).
+fn percentiles(series: &[(String, Vec<(f64, f64)>)]) -> Vec<f64> {
+    let at = |p: &[(f64, f64)], q: f64| p.iter().find(|x| x.1 >= q).map(|x| x.0);
+    series.iter().flat_map(|(_, p)| (1..100).filter_map(|q| at(p, f64::from(q)))).collect()
+}
+
 fn chart(title: &str, lines: &[(String, Histogram<u64>)]) -> Option<String> {
     let series: Vec<(String, Vec<(f64, f64)>)> = lines
         .iter()
@@ -134,7 +141,7 @@ fn chart(title: &str, lines: &[(String, Histogram<u64>)]) -> Option<String> {
         title,
         x_desc: "latency (ms, log scale)",
         y_desc: "requests answered within it (%)",
-        x: Axis::log10(lo, hi),
+        x: Axis::log10(lo, hi, percentiles(&series)),
         y: Axis::linear(0.0..100.0),
     };
     let color = |i: usize| PALETTE[i % PALETTE.len()].to_rgba();

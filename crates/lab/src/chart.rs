@@ -1,7 +1,8 @@
 //! The one frame every lab chart is drawn in (plotters, SVG): the caption, two axes whose
 //! ticks each read in one format (the same decimals on every label; a log axis ticked at
-//! 1, 2, 5 × 10ⁿ), the plot filling the canvas, and the legend in a column of its own to
-//! the right, off the data.
+//! every power of ten in range, and at 2 and 5 × 10ⁿ (or every digit) where it has room or
+//! where most of the data would otherwise fall between two ticks), the plot filling the
+//! canvas, and the legend in a column of its own to the right, off the data.
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::types::RangedCoordf64;
@@ -28,8 +29,10 @@ pub(crate) const SIZE: (u32, u32) = (960, 460);
 pub(crate) enum Ticks {
     /// Round numbers.
     Linear,
-    /// The axis runs over log10 of the values; ticked at 1, 2, 5 × 10ⁿ, labelled with the values.
-    Log10,
+    /// The axis runs over log10 of the values, labelled with the values; ticked as
+    /// [`log_ticks`] says, around the data it holds (positions in log10 units: where the
+    /// reader must be able to read a value).
+    Log10(Vec<f64>),
     /// At these positions, with these labels.
     At(Vec<(f64, String)>),
 }
@@ -46,9 +49,10 @@ impl Axis {
         Axis { range, ticks: Ticks::Linear }
     }
 
-    /// An axis over log10 of `lo..hi` (values, both above 0).
-    pub fn log10(lo: f64, hi: f64) -> Axis {
-        Axis { range: lo.log10()..hi.log10(), ticks: Ticks::Log10 }
+    /// An axis over log10 of `lo..hi` (values, both above 0), holding `data` (values).
+    pub fn log10(lo: f64, hi: f64, data: impl IntoIterator<Item = f64>) -> Axis {
+        let data = data.into_iter().filter(|v| *v > 0.0).map(f64::log10).collect();
+        Axis { range: lo.log10()..hi.log10(), ticks: Ticks::Log10(data) }
     }
 
     /// The tick positions, at most `max` of them (but two).
@@ -57,25 +61,14 @@ impl Axis {
         match &self.ticks {
             Ticks::Linear => RangedCoordf64::from(self.range.clone()).key_points(max),
             Ticks::At(ticks) => ticks.iter().map(|t| t.0).collect(),
-            Ticks::Log10 => {
-                let inside = |mantissas: &[f64]| -> Vec<f64> {
-                    let decades = (lo.floor() as i32)..=(hi.ceil() as i32);
-                    decades
-                        .flat_map(|d| mantissas.iter().map(move |m| f64::from(d) + m.log10()))
-                        .filter(|v| *v >= lo - 1e-9 && *v <= hi + 1e-9)
-                        .collect()
-                };
-                let sets: [&[f64]; 4] =
-                    [&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], &[1.0, 2.0, 5.0], &[1.0, 3.0], &[1.0]];
-                sets.iter().map(|m| inside(m)).find(|t| t.len() <= max.max(2)).unwrap_or_default()
-            }
+            Ticks::Log10(data) => log_ticks(lo..hi, data, max),
         }
     }
 
     /// The value a position stands for.
     fn value(&self, v: f64) -> f64 {
         match self.ticks {
-            Ticks::Log10 => 10f64.powf(v),
+            Ticks::Log10(_) => 10f64.powf(v),
             _ => v,
         }
     }
@@ -90,6 +83,45 @@ impl Axis {
             _ => format!("{:.*}", decimals, self.value(*v)),
         }
     }
+}
+
+/// The mantissas a log axis is ticked at, sparsest last: every set holds 1, so every power
+/// of ten in range is always ticked.
+const MANTISSAS: [&[f64]; 3] = [&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], &[1.0, 2.0, 5.0], &[1.0]];
+
+/// The ticks of a log axis over `range` (log10 units) holding `data` (log10 units): the
+/// densest of [`MANTISSAS`] with at most `max` ticks (but two), and never fewer than the
+/// powers of ten; then, while more than half the data lie between two neighbouring ticks
+/// (or a tick and the axis' end), that stretch gets the next denser set's ticks (2 and 5,
+/// then every digit), so the reader has a tick where the data are.
+pub(crate) fn log_ticks(range: Range<f64>, data: &[f64], max: usize) -> Vec<f64> {
+    let (lo, hi) = (range.start, range.end);
+    let within = |mantissas: &[f64], from: f64, to: f64| -> Vec<f64> {
+        let decades = (from.floor() as i32)..=(to.ceil() as i32);
+        decades
+            .flat_map(|d| mantissas.iter().map(move |m| f64::from(d) + m.log10()))
+            .filter(|v| *v >= from - 1e-9 && *v <= to + 1e-9)
+            .collect()
+    };
+    let fits = MANTISSAS.iter().position(|m| within(m, lo, hi).len() <= max.max(2));
+    let mut set = fits.unwrap_or(MANTISSAS.len() - 1);
+    let mut ticks = within(MANTISSAS[set], lo, hi);
+    let data: Vec<f64> = data.iter().copied().filter(|v| v.is_finite() && *v >= lo && *v <= hi).collect();
+    while set > 0 {
+        let mut edges = vec![lo];
+        edges.extend(ticks.iter().copied());
+        edges.push(hi);
+        let crowded = edges.windows(2).find(|w| {
+            let between = data.iter().filter(|v| **v > w[0] + 1e-9 && **v < w[1] - 1e-9).count();
+            2 * between > data.len()
+        });
+        let Some(gap) = crowded else { break };
+        set -= 1;
+        ticks.extend(within(MANTISSAS[set], gap[0], gap[1]));
+        ticks.sort_by(f64::total_cmp);
+        ticks.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    }
+    ticks
 }
 
 /// The fewest decimals (up to 6) that write every value within a thousandth of its size.
@@ -230,8 +262,12 @@ mod tests {
     /// Each axis reads in one format: every label has the same decimals.
     #[test]
     fn one_tick_format_per_axis() {
-        let axes =
-            [Axis::linear(0.0..0.0126), Axis::linear(0.0..5200.0), Axis::log10(1.0, 1000.0), Axis::log10(0.05, 80.0)];
+        let axes = [
+            Axis::linear(0.0..0.0126),
+            Axis::linear(0.0..5200.0),
+            Axis::log10(1.0, 1000.0, []),
+            Axis::log10(0.05, 80.0, []),
+        ];
         for axis in axes {
             let label = axis.labeller();
             let labels: Vec<String> = axis.positions(10).iter().map(&label).collect();
@@ -239,9 +275,55 @@ mod tests {
             let places = |s: &String| s.split_once('.').map_or(0, |(_, d)| d.len());
             assert!(labels.iter().all(|l| places(l) == places(&labels[0])), "{axis:?}: {labels:?}");
         }
-        let log = Axis::log10(1.0, 1000.0);
+        let log = Axis::log10(1.0, 1000.0, []);
         let label = log.labeller();
         let labels: Vec<String> = log.positions(10).iter().map(&label).collect();
         assert_eq!(labels, ["1", "2", "5", "10", "20", "50", "100", "200", "500", "1000"]);
+    }
+
+    /// The ticks of a log axis as values.
+    fn log_labels(lo: f64, hi: f64, data: &[f64], max: usize) -> Vec<String> {
+        let axis = Axis::log10(lo, hi, data.iter().copied());
+        let label = axis.labeller();
+        axis.positions(max).iter().map(&label).collect()
+    }
+
+    /// Regression (issue 45): a latency distribution over seven decades was ticked at the
+    /// powers of ten alone, and the half of its requests answered in 0.2-0.4 ms fell between
+    /// the ticks at 0.1 and 1. Every power of ten is ticked; where most data lie between two
+    /// ticks, 2 and 5 (then every digit) are ticked there; an axis spanning less than a
+    /// decade is ticked inside it.
+    #[test]
+    fn a_log_axis_has_a_tick_where_most_data_lie() {
+        let spread: Vec<f64> = (0..40).map(|i| 0.2 + 0.005 * f64::from(i)).chain([0.002, 30.0, 900.0]).collect();
+        assert_eq!(
+            log_labels(0.001, 10_000.0, &spread, 10),
+            [
+                "0.001",
+                "0.010",
+                "0.100",
+                "0.200",
+                "0.300",
+                "0.400",
+                "0.500",
+                "1.000",
+                "10.000",
+                "100.000",
+                "1000.000",
+                "10000.000"
+            ],
+            "the powers of ten, and the stretch 0.1-1 where most requests are read at every digit",
+        );
+        // Without data there: the powers of ten only, however little room there is.
+        let powers = log_labels(0.001, 10_000.0, &[0.002, 3000.0], 3);
+        assert_eq!(powers, ["0.001", "0.010", "0.100", "1.000", "10.000", "100.000", "1000.000", "10000.000"]);
+        // Less than a decade, no power of ten inside: ticks inside, at the data.
+        assert_eq!(log_labels(0.25, 0.9, &[0.3, 0.35, 0.4], 10), ["0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]);
+        assert_eq!(log_labels(0.25, 0.9, &[0.3, 0.35, 0.4], 2), ["0.3", "0.4", "0.5"]);
+        // Half the data between 100 and 1000 connections: 200 and 500 ticked.
+        let conns = [1.0, 10.0, 200.0, 300.0, 400.0, 600.0];
+        assert_eq!(log_labels(1.0, 1000.0, &conns, 3), ["1", "10", "100", "200", "500", "1000"]);
+        // Room for 1, 2, 5: as before, whatever the data.
+        assert_eq!(log_labels(1.0, 1000.0, &conns, 10), ["1", "2", "5", "10", "20", "50", "100", "200", "500", "1000"]);
     }
 }

@@ -45,6 +45,7 @@ mod stats;
 mod summary;
 mod table;
 mod tls;
+mod unmeasured;
 mod verdict;
 mod versus;
 mod why;
@@ -84,9 +85,10 @@ pub struct LabArgs {
     /// Experiments to run: id prefixes such as `000`, or files as paths with a `/`
     /// (`./mine.toml`); all of them with --all or --quick.
     pub experiments: Vec<String>,
-    /// A reduced version of every experiment, a smoke test (about 3 minutes).
+    /// A reduced version of every experiment, a smoke test (2 to 7 minutes).
     ///
-    /// About 3 minutes for all of them on a 2-core machine (`--list` shows each one's time).
+    /// About 2 minutes for all of them on a quiet 2-core machine, 7 on a busy one, which
+    /// measures each point up to 3 times (`--list` shows each one's time).
     #[arg(help_heading = "What to run", long)]
     pub quick: bool,
     /// Run every experiment in full (hours).
@@ -203,8 +205,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     docroot::remove_stale(&std::env::temp_dir());
     let pinning = cpu::pin();
     let mut journal = results::Journal::open(&out, args.resume)?;
-    let total: usize =
-        exps.iter().map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>()).sum();
+    // The robustness table's points too: its progress shows on the same bar.
+    let robust =
+        |e: &Experiment| e.robustness.as_ref().filter(|_| hosts.is_local()).map_or(0, |s| s.points(args.quick));
+    let total: usize = exps
+        .iter()
+        .map(|e| plan::server_runs(e, args.quick).iter().map(|r| r.points.len()).sum::<usize>() + robust(e))
+        .sum();
     let bar = progress(total as u64);
     let mut run = runner::Run {
         quick: args.quick,
@@ -219,7 +226,6 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     for exp in &exps {
         runner::run_experiment(exp, &mut run).with_context(|| format!("experiment {}", exp.id))?;
     }
-    bar.finish_with_message("done");
     // A resumed run keeps the machine it started on (its points were measured there).
     let started_on = args.resume.then(|| out.path().join(machine::FILE)).filter(|f| f.is_file());
     let machine = match started_on {
@@ -242,16 +248,25 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
                 eprintln!("spidey lab: {} skipped: its crowds and clients run on this host's loopback only", exp.id);
                 continue;
             }
-            let points = robustness::run(exp, spec, args.quick, &out, &hosts, args.resume)
+            let points = robustness::run(exp, spec, (args.quick, args.resume), &out, &hosts, &bar)
                 .with_context(|| format!("experiment {}", exp.id))?;
             let section = robustness_report::write(&out, &spec.attacks, &points)?;
             report::write(&out, &exps, args.quick, &journal.records, &machine, args.keep_disturbed, Some(section))?;
         }
     }
-    if let Some(note) = report::excluded_note(&journal.records) {
-        eprintln!("spidey lab: {note}");
-    }
+    bar.finish_with_message("done");
     let rows = report::verdict_rows(&exps, args.quick, &journal.records, machine.cores);
+    // A quick run says what it did not measure and why, as its report does (the repeats
+    // left out as disturbed among the reasons); a full run says how many repeats were.
+    let folded = if args.quick { unmeasured::fold(&exps, &rows, true, &journal.records) } else { Vec::new() };
+    match unmeasured::summary(&folded, &journal.records) {
+        Some(note) => eprintln!("spidey lab: {note}"),
+        None => {
+            if let Some(note) = report::excluded_note(&journal.records) {
+                eprintln!("spidey lab: {note}");
+            }
+        }
+    }
     let bound = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::ClientBound).count();
     if let Some(note) = summary::cannot_drive(bound) {
         eprintln!("spidey lab: {note}");

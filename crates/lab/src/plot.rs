@@ -127,7 +127,7 @@ fn draw(spec: &PlotSpec, title: &str, series: &[Series]) -> Option<String> {
     let y1 = if y1 > 0.0 { y1 } else { 1.0 };
     let y_name = spec.y.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
     let x = if spec.log_x {
-        Axis { range: x0 - pad..x1 + pad, ticks: Ticks::Log10 }
+        Axis { range: x0 - pad..x1 + pad, ticks: Ticks::Log10(all().map(|p| p.0).collect()) }
     } else {
         Axis { range: x0 - pad..x1 + pad, ticks: counted_ticks(all().map(|p| p.0)).unwrap_or(Ticks::Linear) }
     };

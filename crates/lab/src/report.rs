@@ -11,7 +11,7 @@ use crate::render::{self, slug, Block, Table};
 use crate::results::{Outcome, Record};
 use crate::sizes::{self, fill};
 use crate::summary::{self, Category};
-use crate::{cdf, finding, plot, runner, table, verdict, versus};
+use crate::{cdf, finding, plot, runner, table, unmeasured, verdict, versus};
 use std::collections::{BTreeSet, HashMap};
 
 /// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
@@ -86,24 +86,31 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, 
             if quick { "quick run" } else { "run" }
         ))];
     }
-    let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).collect();
+    // The summary counts the claims the tables list (a quick run's folded ones apart).
+    let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).filter(|v| listed(v, quick)).collect();
     let anchor =
         |id: &str| exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)));
     let link = |id: &str| anchor(id).map_or_else(|| id.to_string(), |a| format!("[{id}](#{a})"));
-    let by_seed: Vec<(String, &verdict::Verdict)> = rows.iter().map(|(id, v)| (id.clone(), v)).collect();
+    let by_seed: Vec<(String, &verdict::Verdict)> =
+        rows.iter().filter(|(_, v)| listed(v, quick)).map(|(id, v)| (id.clone(), v)).collect();
+    // A quick run lists the claims it measured; the rest are folded into a line per
+    // experiment (a full run lists every claim).
+    let folded = if quick { unmeasured::fold(exps, &rows, quick, records) } else { Vec::new() };
     let mut doc = vec![
         Block::Para(format!(
-            "{} {} {}",
+            "{} {} {}{}",
             summary::text(&verdicts, quick),
             summary::per_seed(&by_seed, link),
-            summary::READ_ON
+            summary::READ_ON,
+            unmeasured::summary(&folded, records).map_or_else(String::new, |s| format!(" {s}"))
         )),
         Block::Heading(2, "Verdicts on the seeds' claims".into()),
     ];
     let sections = claim_sections(exps, quick, records);
-    let cells: Vec<Vec<String>> = rows
+    let shown: Vec<(&(String, verdict::Verdict), Option<String>)> =
+        rows.iter().zip(sections).filter(|((_, v), _)| listed(v, quick)).collect();
+    let cells: Vec<Vec<String>> = shown
         .iter()
-        .zip(sections)
         .map(|((id, v), section)| {
             let seed = link(id);
             let line = v.source.split(' ').next().unwrap_or_default();
@@ -127,8 +134,12 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, 
         .map(String::from)
         .to_vec(),
         rows: cells,
-        classes: Some((4, classes(&rows))),
+        classes: Some((4, classes(shown.iter().map(|((_, v), _)| v)))),
     }));
+    if !folded.is_empty() {
+        doc.push(Block::Para("Not measured in this quick run, experiment by experiment:".into()));
+        doc.push(Block::Bullets(folded.iter().map(unmeasured::Folded::line).collect()));
+    }
     doc.push(Block::Para(
         "The seed's words, each point's numbers and the stated sizes are in the appendix's full table; how a verdict is reached is in the appendix too.".into(),
     ));
@@ -139,6 +150,13 @@ fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, 
         doc.extend(why);
     }
     doc
+}
+
+/// Whether the report's tables list a claim: a quick run's claims without the measurements
+/// for a verdict are folded
+/// into a line per experiment ([`unmeasured`]) instead.
+fn listed(v: &verdict::Verdict, quick: bool) -> bool {
+    !(quick && unmeasured::unmeasured(v))
 }
 
 /// The claim as the verdict table states it.
@@ -154,8 +172,8 @@ fn claim_cell(v: &verdict::Verdict) -> String {
 }
 
 /// Each verdict's CSS class, for the verdict column.
-fn classes(rows: &[(String, verdict::Verdict)]) -> Vec<&'static str> {
-    rows.iter().map(|(_, v)| Category::of(v).class()).collect()
+fn classes<'a>(verdicts: impl Iterator<Item = &'a verdict::Verdict>) -> Vec<&'static str> {
+    verdicts.map(|v| Category::of(v).class()).collect()
 }
 
 fn contradictions(rows: &[(String, verdict::Verdict)]) -> Vec<Block> {
@@ -195,11 +213,12 @@ fn appendix(
         )),
         Block::Para(rule()),
     ];
-    let rows = verdict_rows(exps, quick, records, machine.cores);
+    let rows: Vec<(String, verdict::Verdict)> =
+        verdict_rows(exps, quick, records, machine.cores).into_iter().filter(|(_, v)| listed(v, quick)).collect();
     if !rows.is_empty() {
         doc.push(Block::Heading(2, "Appendix: the verdicts in full".into()));
         let mut table = full_table(&rows);
-        table.classes = Some((6, classes(&rows)));
+        table.classes = Some((6, classes(rows.iter().map(|(_, v)| v))));
         doc.push(Block::Table(table));
     }
     doc.push(Block::Heading(2, "Appendix: machine".into()));

@@ -21,6 +21,7 @@ use crate::hosts::Hosts;
 use crate::out_dir::OutDir;
 use crate::server::{self, Started};
 use anyhow::Context;
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use spidey_bench::{run_bench, BenchConfig, BenchResult, ErrorCounts, OpenModel, Stop};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -158,6 +159,22 @@ impl Spec {
         }
     }
 
+    /// The (attack, N) points each server is measured at: the baseline (no crowd) once,
+    /// under the first attack, then every attack at every crowd size.
+    pub(crate) fn attack_points(&self, quick: bool) -> Vec<(AttackName, usize)> {
+        let sizes: Vec<usize> = std::iter::once(0).chain(self.crowd_sizes(quick)).collect();
+        self.attacks
+            .iter()
+            .flat_map(|&a| sizes.iter().map(move |&n| (a, n)))
+            .filter(|&(a, n)| n > 0 || a == self.attacks[0])
+            .collect()
+    }
+
+    /// How many points a run measures: each server's attack points and its mixed load.
+    pub(crate) fn points(&self, quick: bool) -> usize {
+        (self.attack_points(quick).len() + usize::from(self.mixed.is_some())) * self.servers.len()
+    }
+
     /// How long a crowd holds on before the legitimate client starts.
     pub(crate) fn settle(&self, quick: bool) -> Duration {
         if quick {
@@ -173,21 +190,23 @@ pub(crate) const JOURNAL: &str = "robustness.jsonl";
 
 /// Runs the experiment's robustness table; every point is also appended to [`JOURNAL`] in
 /// `out` as it is measured. A fresh run starts the journal afresh; a resumed one (`resume`)
-/// keeps the points already in it, measures only the others, and appends them.
+/// keeps the points already in it, measures only the others, and appends them. `bar`
+/// shows the progress as the other experiments' points do: a step a point, the point's
+/// name as its message, each point's result printed above it.
 pub(crate) fn run(
     exp: &Experiment,
     spec: &Spec,
-    quick: bool,
+    (quick, resume): (bool, bool),
     out: &OutDir,
     hosts: &Hosts,
-    resume: bool,
+    bar: &ProgressBar,
 ) -> anyhow::Result<Vec<Point>> {
     let spec = &spec.for_run(quick);
     let settle = spec.settle(quick);
     let mut names = vec![spec.small.clone(), spec.large.clone()];
     names.extend(spec.mixed.iter().map(|m| m.burn.clone()));
+    bar.set_message(format!("{}: generating the document root", exp.id));
     let root = DocRoot::generate(exp, &names, quick)?;
-    let crowd = spec.crowd_sizes(quick);
     let kept = match resume {
         true => read(&out.path().join(JOURNAL)).unwrap_or_default(),
         false => Vec::new(),
@@ -197,47 +216,53 @@ pub(crate) fn run(
         kept.iter().any(|p| p.server == server && p.attack == attack && p.crowd == n)
     };
     if !kept.is_empty() {
-        eprintln!("robustness: resuming, {} points already measured are kept", kept.len());
+        bar.println(format!("robustness: resuming, {} points already measured are kept", kept.len()));
     }
     let mut points = kept.clone();
-    let mut sizes = vec![0];
-    sizes.extend(crowd.iter().copied());
-    // The baseline (no crowd) once, under the first attack; then every attack at every N.
-    let plan: Vec<(AttackName, usize)> = spec
-        .attacks
-        .iter()
-        .flat_map(|&a| sizes.iter().map(move |&n| (a, n)))
-        .filter(|&(a, n)| n > 0 || a == spec.attacks[0])
-        .collect();
+    let plan = spec.attack_points(quick);
+    let per_server = spec.points(quick) / spec.servers.len().max(1);
     'servers: for server in &spec.servers {
+        // The server's points not yet counted on the bar: whatever is left when it stops
+        // (kept from before, or a server unavailable here) is counted at once.
+        let mut left = per_server as u64;
+        let step = |left: &mut u64| {
+            bar.inc(1);
+            *left -= 1;
+        };
         for &(attack, n) in &plan {
             if done(&server.label, Some(attack), n) {
+                step(&mut left);
                 continue;
             }
-            let Some(p) = with_server(exp, server, &root, hosts, |port| {
+            bar.set_message(format!("{}: {} {} N={n}", exp.id, server.label, attack_label(Some(attack))));
+            let Some(p) = with_server(exp, server, &root, hosts, bar, |port| {
                 attack_point(spec, &root, server, (attack, n, settle), port)
             })?
             else {
+                bar.inc(left);
                 continue 'servers;
             };
             append(&mut journal, &p)?;
-            eprintln!(
+            bar.println(format!(
                 "robustness: {} {} N={n}: {:.1}% answered, p99 {:.1} ms",
                 server.label,
                 attack_label(p.attack),
                 p.availability() * 100.0,
                 p.p99_us / 1000.0
-            );
+            ));
+            step(&mut left);
             points.push(p);
         }
         if let Some(mixed) = spec.mixed.as_ref().filter(|_| !done(&server.label, None, 0)) {
+            bar.set_message(format!("{}: {} {}", exp.id, server.label, attack_label(None)));
             if let Some(p) =
-                with_server(exp, server, &root, hosts, |port| mixed_point(spec, mixed, &root, server, port))?
+                with_server(exp, server, &root, hosts, bar, |port| mixed_point(spec, mixed, &root, server, port))?
             {
                 append(&mut journal, &p)?;
                 points.push(p);
             }
         }
+        bar.inc(left);
     }
     Ok(points)
 }
@@ -247,18 +272,19 @@ pub(crate) fn attack_label(a: Option<AttackName>) -> &'static str {
 }
 
 /// Starts `server`, runs `f` against its port, stops it. `None` if the server is not
-/// available in this build or on this machine (noted on stderr).
+/// available in this build or on this machine (noted above `bar`).
 fn with_server<T>(
     exp: &Experiment,
     server: &ServerSpec,
     root: &DocRoot,
     hosts: &Hosts,
+    bar: &ProgressBar,
     f: impl FnOnce(u16) -> anyhow::Result<T>,
 ) -> anyhow::Result<Option<T>> {
     let running = match server::start(server, &exp.peers, root, hosts)? {
         Started::Running(r) => r,
         Started::Unavailable(why) => {
-            eprintln!("robustness: skipped: {why}");
+            bar.println(format!("robustness: skipped: {why}"));
             return Ok(None);
         }
     };

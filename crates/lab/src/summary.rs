@@ -203,6 +203,7 @@ mod tests {
             by_construction: by_construction.then(|| "it must".into()),
             contradicts: None,
             client_bound: None,
+            few_clean: false,
         }
     }
 

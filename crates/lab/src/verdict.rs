@@ -104,6 +104,9 @@ pub(crate) struct Verdict {
     /// Set with [`Outcome::ClientBound`]: what the numbers alone gave, and how saturated
     /// the load generator was.
     pub client_bound: Option<ClientBound>,
+    /// Its points ran, but too few of their repeats were clean (the rest stayed disturbed,
+    /// or failed) for a verdict: inconclusive, and why in `here`.
+    pub few_clean: bool,
 }
 
 /// Why a claim is client-bound: its points whose load generator was saturated while the
@@ -173,6 +176,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
         by_construction: claim.by_construction.clone(),
         contradicts: claim.contradicts.clone(),
         client_bound: None,
+        few_clean: false,
     };
     if let Kind::NotTestable { reason } = &claim.kind {
         v.here = reason.clone();
@@ -335,6 +339,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
         _ => None,
     };
     if let Some(why) = few {
+        v.few_clean = true;
         v.here = format!("{} ({why})", v.here);
         v.here_brief = format!("{} ({why})", v.here_brief);
         v.outcome = Outcome::Inconclusive;

@@ -283,6 +283,7 @@ mod tests {
             by_construction: None,
             contradicts: None,
             client_bound: None,
+            few_clean: false,
         }
     }
 
