@@ -559,10 +559,15 @@ mod tests {
     /// through its clock, to the nanosecond.
     #[test]
     fn reaped_and_live_children_count_in_the_tree() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 5; true"])
-            .spawn()
-            .unwrap();
+        // The busy grandchild, reaped by its shell, which then leaves a mark and waits: the
+        // test waits for the mark, however long a busy machine makes the loop take.
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("reaped");
+        let script = format!(
+            "sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; touch '{}'; sleep 120; true",
+            mark.display()
+        );
+        let mut child = std::process::Command::new("sh").args(["-c", &script]).spawn().unwrap();
         let pid = child.id();
         let cutime = || {
             let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -571,10 +576,11 @@ mod tests {
         };
         let start = Instant::now();
         let mut live = 0;
-        while cutime() == 0 && start.elapsed() < Duration::from_secs(4) {
+        while !mark.exists() && start.elapsed() < Duration::from_secs(110) {
             live = live.max(tree_cpu(pid).0);
             std::thread::sleep(Duration::from_millis(50));
         }
+        assert!(mark.exists(), "the busy child did not finish in 110 s");
         let (reaped, (_, tree_reaped)) = (cutime(), tree_cpu(pid));
         let _ = child.kill();
         let _ = child.wait();
