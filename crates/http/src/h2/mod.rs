@@ -45,9 +45,10 @@
 //!
 //! The parts: `frame` (the header of §4.1, [`Frame`], the decoder and the encoder),
 //! `settings` (the parameters of §6.5.2 and their ranges), `error` (§7's codes, §5.4's two
-//! kinds of error), `conn` ([`Conn`], its receiving and sending), `stream` (§5.1's states
-//! and the windows of one stream), `head` (§8.2 and §8.3's rules for a request's fields,
-//! [`RequestHead`]).
+//! kinds of error), `conn` ([`Conn`]: its types and its driving; `conn/recv` acts on each
+//! frame received, `conn/send` writes responses and keeps the credit), `stream` (§5.1's
+//! states and the windows of one stream), `head` (§8.2 and §8.3's rules for a request's
+//! fields, [`RequestHead`]).
 
 mod conn;
 mod error;

@@ -642,3 +642,25 @@ fn the_peers_table_size_reaches_the_encoder() {
     let out = conn.pending_output();
     assert_eq!(out[9], 0x20, "the block starts with a size update to 0: {out:02x?}");
 }
+
+#[test]
+fn a_full_event_queue_stops_reading() {
+    let mut conn = open(Config::default());
+    let input = [post(1, &[]), data(1, 0, b"x").repeat(300)].concat();
+    let taken = conn.receive(&input).unwrap();
+    assert_eq!(taken, input.len() - 45 * 10, "the request and 255 DATA frames: 256 events");
+    assert!(!conn.wants_read());
+    assert_eq!(conn.receive(&input[taken..]), Ok(0));
+    assert_eq!(events(&mut conn).len(), 256);
+    assert_eq!(conn.receive(&input[taken..]), Ok(45 * 10));
+}
+
+#[test]
+fn write_to_drains_the_output() {
+    let mut conn = Conn::new(Config::default());
+    let mut wire = Vec::new();
+    assert_eq!(conn.write_to(&mut wire).unwrap(), 9 + 36 + 13);
+    assert_eq!(frames(&wire), ["SETTINGS", "WINDOW_UPDATE 0 +983041"]);
+    assert!(!conn.wants_write());
+    assert_eq!(conn.read_buffer_len(), 9 + 16_384);
+}
