@@ -291,12 +291,13 @@ impl Conn {
 
     /// Ends the connection with GOAWAY naming the highest stream the client opened. With
     /// NO_ERROR, a graceful end: streams above are ignored, the open ones finish, then the
-    /// connection is closed. With any other code, every stream is dropped at once.
+    /// connection is closed. With any other code, or before the client's preface and
+    /// SETTINGS are in, every stream is dropped and nothing more is read.
     pub fn go_away(&mut self, code: ErrorCode) {
         match self.phase {
             Phase::Closed => {}
             Phase::Draining if code == ErrorCode::NO_ERROR => {}
-            _ if code == ErrorCode::NO_ERROR => {
+            Phase::Open if code == ErrorCode::NO_ERROR => {
                 frame::encode_goaway(&mut self.out, self.highest, code, &[]);
                 self.phase = Phase::Draining;
             }

@@ -3,6 +3,8 @@
 use super::*;
 
 impl Conn {
+    /// Acts on one frame: first the rules of order (SETTINGS first, §3.4; nothing but the
+    /// block's CONTINUATION inside a field block, §4.3), then the type's own.
     pub(super) fn frame(&mut self, f: Frame<'_>) -> Result<(), ConnError> {
         if self.phase == Phase::FirstSettings {
             if !matches!(f, Frame::Settings(_)) {
@@ -46,7 +48,9 @@ impl Conn {
         }
     }
 
-    pub(super) fn headers(
+    /// HEADERS (§6.2): starts a field block, a request's or a trailer section's. Only odd
+    /// streams; the fragment bounded like the whole block.
+    fn headers(
         &mut self,
         stream: StreamId,
         fragment: &[u8],
@@ -69,7 +73,8 @@ impl Conn {
         }
     }
 
-    pub(super) fn continuation(&mut self, fragment: &[u8], end_headers: bool) -> Result<(), ConnError> {
+    /// CONTINUATION (§6.10): the block grows, within its bounds in octets and frames.
+    fn continuation(&mut self, fragment: &[u8], end_headers: bool) -> Result<(), ConnError> {
         let Some(block) = &mut self.block else {
             return Err(self.fail(ErrorCode::PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
         };
@@ -90,7 +95,7 @@ impl Conn {
 
     /// A whole field block: decoded first, whatever becomes of the stream, so the HPACK
     /// tables stay in step (§4.3); then a new request, trailers, or a refusal.
-    pub(super) fn field_block(&mut self, block: Block) -> Result<(), ConnError> {
+    fn field_block(&mut self, block: Block) -> Result<(), ConnError> {
         let mut list: FieldList = Vec::new();
         if self.decoder.decode(&block.octets, |f| list.push((f.name.to_vec(), f.value.to_vec()))).is_err() {
             return Err(self.fail(ErrorCode::COMPRESSION_ERROR, "a field block HPACK cannot decode"));
@@ -151,7 +156,11 @@ impl Conn {
         Ok(())
     }
 
-    pub(super) fn data(&mut self, id: StreamId, data: &[u8], flow_len: u32, end_stream: bool) -> Result<(), ConnError> {
+    /// DATA (§6.1): counted against the connection's window first, whatever the stream
+    /// (§6.9), then against the stream's and its content-length (§8.1.1). On a stream this
+    /// side reset the frame is ignored, its credit given back; on any other closed stream
+    /// it is a stream error of type STREAM_CLOSED (§5.1).
+    fn data(&mut self, id: StreamId, data: &[u8], flow_len: u32, end_stream: bool) -> Result<(), ConnError> {
         if id > self.highest {
             return Err(self.fail(ErrorCode::PROTOCOL_ERROR, "DATA on an idle stream"));
         }
@@ -200,7 +209,8 @@ impl Conn {
         Ok(())
     }
 
-    pub(super) fn rst_stream(&mut self, id: StreamId, code: ErrorCode) -> Result<(), ConnError> {
+    /// RST_STREAM (§6.4): the stream ends, and counts as ended early.
+    fn rst_stream(&mut self, id: StreamId, code: ErrorCode) -> Result<(), ConnError> {
         if id > self.highest {
             return Err(self.fail(ErrorCode::PROTOCOL_ERROR, "RST_STREAM on an idle stream"));
         }
@@ -212,7 +222,9 @@ impl Conn {
         Ok(())
     }
 
-    pub(super) fn window_update(&mut self, id: StreamId, increment: u32) -> Result<(), ConnError> {
+    /// WINDOW_UPDATE (§6.9): more room to send; past 2^31 - 1 a FLOW_CONTROL_ERROR, on
+    /// the connection (a connection error) or a stream (a stream error), §6.9.1.
+    fn window_update(&mut self, id: StreamId, increment: u32) -> Result<(), ConnError> {
         if id == 0 {
             if self.send_window + i64::from(increment) > i64::from(MAX_WINDOW_SIZE) {
                 return Err(self.fail(ErrorCode::FLOW_CONTROL_ERROR, "the connection's window over 2^31-1"));
@@ -234,7 +246,7 @@ impl Conn {
     }
 
     /// Applies the client's SETTINGS in order (§6.5.3) and acknowledges them.
-    pub(super) fn settings(&mut self, settings: Settings<'_>) -> Result<(), ConnError> {
+    fn settings(&mut self, settings: Settings<'_>) -> Result<(), ConnError> {
         for setting in settings.iter() {
             match setting {
                 Setting::HeaderTableSize(size) => self.encoder.set_max_table_size(size as usize),
@@ -258,7 +270,7 @@ impl Conn {
     }
 
     /// The client acknowledged this side's SETTINGS: its limits hold from now on.
-    pub(super) fn settings_acked(&mut self) {
+    fn settings_acked(&mut self) {
         if !std::mem::take(&mut self.settings_unacked) {
             return;
         }
@@ -271,7 +283,7 @@ impl Conn {
     }
 
     /// The client ended its side of `id` (END_STREAM on DATA or trailers).
-    pub(super) fn received_end(&mut self, id: StreamId) -> Result<(), ConnError> {
+    fn received_end(&mut self, id: StreamId) -> Result<(), ConnError> {
         let Some(s) = self.streams.get_mut(&id) else { return Ok(()) };
         match s.state {
             State::Open(reply) => s.state = State::HalfClosedRemote(reply),

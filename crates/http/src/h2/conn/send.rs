@@ -108,7 +108,7 @@ impl Conn {
     }
 
     /// This side sent a final head or body on `id`, ending its half if `end_stream`.
-    pub(super) fn sent(&mut self, id: StreamId, end_stream: bool) {
+    fn sent(&mut self, id: StreamId, end_stream: bool) {
         let Some(s) = self.streams.get_mut(&id) else { return };
         match (s.state, end_stream) {
             (State::Open(_), false) => s.state = State::Open(Reply::Body),
@@ -152,12 +152,7 @@ impl Conn {
     }
 
     /// Writes a field block as HEADERS and CONTINUATION frames.
-    pub(super) fn write_block<'f>(
-        &mut self,
-        id: StreamId,
-        fields: impl IntoIterator<Item = Field<'f>>,
-        end_stream: bool,
-    ) {
+    fn write_block<'f>(&mut self, id: StreamId, fields: impl IntoIterator<Item = Field<'f>>, end_stream: bool) {
         let mut block = Vec::new();
         self.encoder.encode(fields, &mut block);
         frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);

@@ -664,3 +664,28 @@ fn write_to_drains_the_output() {
     assert!(!conn.wants_write());
     assert_eq!(conn.read_buffer_len(), 9 + 16_384);
 }
+
+#[test]
+fn going_away_before_the_preface() {
+    let mut conn = Conn::new(Config::default());
+    conn.consumed(conn.pending_output().len());
+    conn.go_away(E::NO_ERROR);
+    assert_eq!(frames(conn.pending_output()), ["GOAWAY 0 NO_ERROR"]);
+    assert_eq!(conn.receive(crate::choice::HTTP2_PREFACE), Ok(0));
+    conn.consumed(conn.pending_output().len());
+    assert!(conn.is_closed());
+}
+
+#[test]
+fn the_peers_initial_window_moves_open_streams() {
+    let mut conn = open(Config::default());
+    go(&mut conn, &[settings(&[(0x4, 10)]), get(1)].concat());
+    conn.send_head(1, 200, &[], false).unwrap();
+    assert_eq!(conn.send_data(1, &[0; 50], true), Ok(10));
+    // Lowered to 0: the window is -10; raised to 30, it is 20, and the stream may send.
+    let (_, ev) = go(&mut conn, &settings(&[(0x4, 0)]));
+    assert_eq!(ev, Vec::<String>::new());
+    let (out, ev) = go(&mut conn, &settings(&[(0x4, 30)]));
+    assert_eq!((out, ev), (vec!["SETTINGS_ACK".to_string()], vec!["window 1".to_string()]));
+    assert_eq!(conn.send_data(1, &[0; 40], true), Ok(20));
+}
