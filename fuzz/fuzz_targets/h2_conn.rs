@@ -3,11 +3,12 @@
 //! request (a head, and as much of a body as the connection takes) and output written in
 //! full, by halves, or not at all (the first byte again). The connection never panics,
 //! never takes more octets than it was given, its output stays within the cap plus what
-//! one frame and the answered heads add, and once it has failed it reads nothing more.
+//! one frame and the answered heads add, what it writes reads back as whole, valid frames,
+//! and once it has failed it reads nothing more.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spidey_http::h2::{Config, Conn, Event};
+use spidey_http::h2::{Config, Conn, Event, Frame, MAX_MAX_FRAME_SIZE};
 
 /// What one frame's answer and a few response heads may add past `max_output`.
 const SLACK: usize = 4096;
@@ -63,7 +64,14 @@ fuzz_target!(|data: &[u8]| {
         match drain {
             2 => conn.consumed(pending / 2),
             3 => {}
-            _ => conn.consumed(pending),
+            _ => {
+                let mut out = conn.pending_output();
+                while let Some((_, n)) = Frame::decode(out, MAX_MAX_FRAME_SIZE).expect("our own output decodes") {
+                    out = &out[n..];
+                }
+                assert!(out.is_empty(), "{} octets of a partial frame written", out.len());
+                conn.consumed(pending);
+            }
         }
     }
     if failed && drain < 2 {
