@@ -269,6 +269,11 @@ impl Conn {
                     if self.block.is_some() || self.phase == Phase::FirstSettings {
                         return Err(self.fail(ErrorCode::PROTOCOL_ERROR, reason));
                     }
+                    // §5.1: on an idle stream only HEADERS and PRIORITY may come; a
+                    // WINDOW_UPDATE of 0 there is a connection error, not a stream error.
+                    if stream > self.highest && buf[3] != frame::kind::PRIORITY {
+                        return Err(self.fail(ErrorCode::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream"));
+                    }
                     self.stream_error(stream, code)?;
                 }
             }

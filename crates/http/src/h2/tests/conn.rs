@@ -375,6 +375,8 @@ fn settings_ping_and_windows() {
             &["RST_STREAM 1 FLOW_CONTROL_ERROR"], &["request 1 GET / es", "reset 1 FLOW_CONTROL_ERROR"], ok),
         ("WINDOW_UPDATE of 0 on a stream", [get(1), window(1, 0)].concat(),
             &["RST_STREAM 1 PROTOCOL_ERROR"], &["request 1 GET / es", "reset 1 PROTOCOL_ERROR"], ok),
+        ("WINDOW_UPDATE of 0 on an idle stream", window(1, 0), &["GOAWAY 0 PROTOCOL_ERROR"], &[], conn(E::PROTOCOL_ERROR)),
+        ("PRIORITY of 4 octets on an idle stream", raw(PRIORITY, 0, 3, &[0, 0, 0, 0]), &["RST_STREAM 3 FRAME_SIZE_ERROR"], &[], ok),
         ("WINDOW_UPDATE of 0 on the connection", window(0, 0), &["GOAWAY 0 PROTOCOL_ERROR"], &[], conn(E::PROTOCOL_ERROR)),
     ];
     check(Config::default(), rows);
