@@ -32,6 +32,9 @@ pub struct Config {
     pub max_frame_size: u32,
     /// SETTINGS_MAX_HEADER_LIST_SIZE, enforced by the HPACK decoder; also the most octets
     /// of one field block (HEADERS and its CONTINUATION frames) buffered before decoding.
+    /// A list over it ends the connection with COMPRESSION_ERROR, not one stream with a
+    /// 431: the decoder stops inside the block, so the two sides' tables no longer agree;
+    /// a block over it, with ENHANCE_YOUR_CALM.
     pub max_header_list_size: u32,
     /// SETTINGS_HEADER_TABLE_SIZE: the HPACK decoder's dynamic table.
     pub header_table_size: u32,
