@@ -17,7 +17,7 @@ else
 fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-for target in parse chunked decode_path range cgi_head connection hpack_decode h2_frame; do
+for target in parse chunked decode_path range cgi_head connection hpack_decode h2_frame h2_conn; do
   echo "fuzz: $target for ${seconds}s"
   mkdir -p "$scratch/$target"
   status=0

@@ -19,10 +19,10 @@
 //! - [`choice`]: which protocol a connection speaks, from ALPN and its first bytes
 //!   (HTTP/1.1 here; HTTP/2's preface gets HTTP/2's own refusal).
 //! - [`negotiate`]: `Accept-Encoding` and `Accept` with q-values.
-//! - [`hpack`]: HTTP/2's header compression (RFC 7541), encoder and decoder, for the HTTP/2
-//!   codec to come.
-//! - [`h2`]: HTTP/2's frames (RFC 9113 §4, §6): one frame decoded with every rule it can
-//!   break alone, and the frames a server sends encoded; no connection state yet.
+//! - [`hpack`]: HTTP/2's header compression (RFC 7541), encoder and decoder.
+//! - [`h2`]: HTTP/2 (RFC 9113): one frame decoded with every rule it can break alone, the
+//!   frames a server sends encoded, and [`h2::Conn`], the server side of a connection as a
+//!   state machine without I/O.
 
 pub mod cgi;
 pub mod choice;

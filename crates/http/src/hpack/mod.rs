@@ -19,11 +19,10 @@
 //! - A field's "never indexed" mark (§6.2.3) survives both ways: the decoder reports it in
 //!   [`Field::never_indexed`] and the encoder keeps it, so a proxy can pass it on.
 //!
-//! What it does not do: the reassembly of a block from HEADERS and CONTINUATION frames
-//! ([`crate::h2`] reads the frames; the connection that joins them is not written yet) and
-//! the acknowledgement of SETTINGS; its caller will hand in whole blocks, bound how large a
-//! block it buffers (the decoder's scratch buffers grow to at most 8/5 of a block), and
-//! pass the table sizes once settled. Nor does it check what the fields say
+//! What it does not do: the reassembly of a block from HEADERS and CONTINUATION frames and
+//! the acknowledgement of SETTINGS, which are [`crate::h2::Conn`]'s: it hands in whole
+//! blocks, bounds how large a block it buffers (the decoder's scratch buffers grow to at
+//! most 8/5 of a block), and passes the table sizes once settled. Nor does it check what the fields say
 //! (lower-case names, pseudo-header order, connection-specific fields: RFC 9113 §8.2), and
 //! the decoder does not decode a block incrementally, as it arrives.
 //!

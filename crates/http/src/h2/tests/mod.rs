@@ -2,6 +2,7 @@
 //! read back, every truncation, and random frames and bytes (`roundtrip`), the encoder's
 //! splitting of a field block (`encode`), and the RFC's examples (`rfc`).
 
+mod conn;
 mod encode;
 mod errors;
 mod rfc;

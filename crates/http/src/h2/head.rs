@@ -1,0 +1,145 @@
+//! What a request's field block may say (RFC 9113 §8.2, §8.3): the rules that make a
+//! request malformed, checked once on the decoded list, and [`RequestHead`], the request as
+//! the caller receives it.
+
+/// A request's head as the client sent it, validated (RFC 9113 §8.3.1).
+///
+/// INVARIANT: `method` is present; for CONNECT, `authority` is present and `scheme` and
+/// `path` are absent; for every other method `scheme` and `path` are present and not
+/// empty. Every name in `fields` is lower case, has no colon, and is not one of the
+/// connection-specific fields §8.2.2 forbids; `te`, if present, is `trailers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHead {
+    pub method: Vec<u8>,
+    pub scheme: Option<Vec<u8>>,
+    pub authority: Option<Vec<u8>>,
+    pub path: Option<Vec<u8>>,
+    /// The regular fields in order, `cookie` crumbs as separate fields (§8.2.3: the caller
+    /// joins them with "; " before passing them to HTTP/1.1 code).
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The `content-length`, if sent: the DATA frames must add up to it (§8.1.1).
+    pub content_length: Option<u64>,
+}
+
+/// A decoded field list, before validation.
+pub(crate) type FieldList = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Fields that have no meaning in HTTP/2 and make a message malformed (§8.2.2).
+const CONNECTION_SPECIFIC: [&[u8]; 5] =
+    [b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"];
+
+/// The name rules of §8.2.1 (no byte 0x00-0x20, no upper case, nothing from 0x7f up, a
+/// colon only as the first byte) and the value rules (no NUL, CR or LF, no leading or
+/// trailing space or tab). An empty name is refused too: it is no field at all.
+fn check_field(name: &[u8], value: &[u8]) -> Result<(), &'static str> {
+    let Some((&first, rest)) = name.split_first() else { return Err("an empty field name") };
+    let bad_name = |b: u8| b <= 0x20 || b.is_ascii_uppercase() || b >= 0x7f || b == b':';
+    if (first != b':' && bad_name(first)) || rest.iter().any(|&b| bad_name(b)) {
+        return Err("a field name with a byte RFC 9113 forbids (upper case, space, colon, control)");
+    }
+    if value.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n')) {
+        return Err("a field value with NUL, CR or LF");
+    }
+    if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t')) {
+        return Err("a field value with leading or trailing whitespace");
+    }
+    Ok(())
+}
+
+/// A regular field's own rules: not connection-specific, `te` only "trailers" (§8.2.2).
+fn check_regular(name: &[u8], value: &[u8]) -> Result<(), &'static str> {
+    if CONNECTION_SPECIFIC.contains(&name) {
+        return Err("a connection-specific field");
+    }
+    if name == b"te" && value != b"trailers" {
+        return Err("te other than \"trailers\"");
+    }
+    Ok(())
+}
+
+/// Validates a request's decoded field list into a [`RequestHead`]; the reason it is
+/// malformed otherwise (a stream error of type PROTOCOL_ERROR, §8.1.1).
+pub(crate) fn request(list: FieldList) -> Result<RequestHead, &'static str> {
+    let mut head = RequestHead {
+        method: Vec::new(),
+        scheme: None,
+        authority: None,
+        path: None,
+        fields: Vec::with_capacity(list.len()),
+        content_length: None,
+    };
+    let mut method = None;
+    let mut host = None;
+    for (name, value) in list {
+        check_field(&name, &value)?;
+        if name.first() == Some(&b':') {
+            if !head.fields.is_empty() {
+                return Err("a pseudo-header after a regular field");
+            }
+            let slot = match &name[..] {
+                b":method" => &mut method,
+                b":scheme" => &mut head.scheme,
+                b":authority" => &mut head.authority,
+                b":path" => &mut head.path,
+                _ => return Err("an unknown or response pseudo-header"),
+            };
+            if slot.replace(value).is_some() {
+                return Err("a pseudo-header twice");
+            }
+            continue;
+        }
+        check_regular(&name, &value)?;
+        match &name[..] {
+            b"content-length" => {
+                let n = parse_length(&value).ok_or("a content-length that is not a number")?;
+                if head.content_length.is_some_and(|m| m != n) {
+                    return Err("two content-lengths that differ");
+                }
+                head.content_length = Some(n);
+            }
+            b"host" if host.is_none() => host = Some(value.clone()),
+            _ => {}
+        }
+        head.fields.push((name, value));
+    }
+    head.method = method.ok_or("no :method")?;
+    if head.method == b"CONNECT" {
+        if head.authority.is_none() || head.scheme.is_some() || head.path.is_some() {
+            return Err("CONNECT without :authority, or with :scheme or :path");
+        }
+    } else if head.scheme.is_none() || !matches!(&head.path, Some(p) if !p.is_empty()) {
+        return Err("no :scheme, or no or an empty :path");
+    }
+    if let (Some(host), Some(authority)) = (&host, &head.authority) {
+        if host != authority {
+            return Err("host differs from :authority");
+        }
+    }
+    Ok(head)
+}
+
+/// Validates a trailer section (§8.1): the field rules, and no pseudo-header at all.
+pub(crate) fn trailers(list: &FieldList) -> Result<(), &'static str> {
+    for (name, value) in list {
+        check_field(name, value)?;
+        if name.first() == Some(&b':') {
+            return Err("a pseudo-header in trailers");
+        }
+        check_regular(name, value)?;
+    }
+    Ok(())
+}
+
+/// A content-length's digits as a number; `None` for anything else, or past u64.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    value.iter().try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+}
+
+/// Fields a response must not carry in HTTP/2 (§8.2.2), which [`super::Conn::send_head`]
+/// drops rather than send a malformed response: what an HTTP/1.1 head writer adds.
+pub(crate) fn is_connection_specific(name: &[u8]) -> bool {
+    CONNECTION_SPECIFIC.contains(&name)
+}
