@@ -13,6 +13,8 @@
 //! `unsafe` lives only in the `spidey-sys` crate; this crate forbids it.
 
 mod activation;
+#[cfg(test)]
+mod allocation_tests;
 pub mod args;
 pub mod config_file;
 pub mod content;

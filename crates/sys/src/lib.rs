@@ -8,11 +8,14 @@
 //! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS), and
 //! [`tcp`] sets the one TCP option the safe crates lack, [`tun`] opens a TUN device,
 //! [`cputime`] reads another process's CPU-time clock, and [`user`] looks up an account and
-//! drops to it (`--user`).
+//! drops to it (`--user`). For tests only (`test-support`): [`alloc_count`], an allocator
+//! that counts, and `seccomp`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod activation;
+#[cfg(feature = "test-support")]
+pub mod alloc_count;
 pub mod cputime;
 pub mod process;
 #[cfg(feature = "test-support")]

@@ -21,6 +21,7 @@
 use super::{file_cache, Response, StatusCode};
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -257,7 +258,12 @@ pub fn decode_path(raw: &str) -> Result<Vec<u8>, ResolveError> {
     Ok(out)
 }
 
-fn percent_decode(raw: &[u8]) -> Result<Vec<u8>, ResolveError> {
+/// `raw` with its `%XX` escapes decoded: itself, borrowed, when it has none (most paths),
+/// so decoding costs no allocation then.
+fn percent_decode(raw: &[u8]) -> Result<Cow<'_, [u8]>, ResolveError> {
+    if !raw.contains(&b'%') {
+        return Ok(Cow::Borrowed(raw));
+    }
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -272,7 +278,7 @@ fn percent_decode(raw: &[u8]) -> Result<Vec<u8>, ResolveError> {
             i += 1;
         }
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 #[cfg(test)]
