@@ -8,14 +8,15 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 #[test]
 fn open_loop_latency_includes_a_server_stall() {
-    // 100 requests/s for 3 s on one connection; request 50 stalls the server for 1 s, so the
-    // ~100 requests scheduled during the stall wait up to 1 s for their turn. --late-after
-    // 20ms: the stall makes requests up to 1 s late, while a loaded test machine makes the
-    // generator itself a millisecond or two late now and then (seen at load 5-9), which is
-    // not under test here.
+    // 100 requests/s, 300 of them, on one connection; request 50 stalls the server for 1 s,
+    // so the ~100 requests scheduled during the stall wait up to 1 s for their turn.
+    // --late-after 20ms: the stall makes requests up to 1 s late, while a loaded test machine
+    // makes the generator itself late now and then (a few ms at load 5-9; 122 late at load
+    // 12-14), which is not under test here: so at least the stall's requests are late, and
+    // a count (`-n`), not a duration, leaves none unsent however slow the machine.
     let (port, _) = test_server(Behaviour::Hello { stall_at: 50, stall: Duration::from_secs(1) });
     let url = format!("http://127.0.0.1:{port}/");
-    let (r, _) = bench(&["-c1", "-t1", "--rate", "100", "-d", "3s", "--late-after", "20ms", &url]);
+    let (r, _) = bench(&["-c1", "-t1", "--rate", "100", "-n", "300", "--late-after", "20ms", &url]);
     let corrected = &r.latency;
     let uncorrected = r.latency_uncorrected.as_ref().expect("open loop reports uncorrected latency");
     assert!(corrected.max_us >= 900_000 && corrected.p99_us >= 800_000, "corrected: {corrected:?}");
@@ -23,10 +24,11 @@ fn open_loop_latency_includes_a_server_stall() {
     assert!(uncorrected.max_us >= 900_000, "the stalled request itself: {uncorrected:?}");
     assert!(uncorrected.p99_us < 200_000, "only one request was itself slow: {uncorrected:?}");
     // The ~100 requests that waited for the one connection went out late, and were answered.
-    assert!((80..=120).contains(&r.late), "{} late", r.late);
+    assert!(r.late >= 80 && r.late <= r.requests, "{} late of {}", r.late, r.requests);
     assert_eq!((r.errors.total(), r.responses), (0, r.requests), "{:?}", r.errors);
     let lateness = r.send_lateness.as_ref().expect("open loop reports send lateness");
-    assert!(lateness.max_us >= 900_000 && lateness.p50_us < 1_000, "{lateness:?}");
+    // Most requests went out on time: within --late-after (a busy machine moves the rest).
+    assert!(lateness.max_us >= 900_000 && lateness.p50_us < 20_000, "{lateness:?}");
 }
 
 #[test]
