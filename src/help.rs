@@ -286,6 +286,6 @@ mod tests {
             assert!(parsed.is_ok(), "{argv:?}: {}", parsed.unwrap_err());
             count += 1;
         }
-        assert_eq!(count, 4);
+        assert_eq!(count, 5);
     }
 }

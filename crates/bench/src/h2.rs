@@ -86,6 +86,13 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// A target's last request header block, and whether it is copied instead of encoded.
+#[derive(Default)]
+struct CachedBlock {
+    bytes: Vec<u8>,
+    steady: bool,
+}
+
 /// A header block being assembled from HEADERS and CONTINUATION frames.
 struct Block {
     stream: u32,
@@ -101,6 +108,8 @@ pub(crate) struct ClientConn {
     encoder: Encoder,
     decoder: Decoder,
     scratch: Vec<u8>,
+    /// Each target's last header block (see [`ClientConn::open`]).
+    blocks: Vec<CachedBlock>,
     /// The server's SETTINGS arrived: streams may be opened.
     pub ready: bool,
     pub peer_max_streams: u32,
@@ -148,6 +157,7 @@ impl ClientConn {
             encoder: Encoder::new(),
             decoder: Decoder::new(MAX_HEADER_LIST),
             scratch: Vec::with_capacity(256),
+            blocks: Vec::new(),
             ready: false,
             peer_max_streams: u32::MAX,
             peer_max_frame: DEFAULT_MAX_FRAME_SIZE,
@@ -171,15 +181,33 @@ impl ClientConn {
             && self.streams.len() < most.min(self.peer_max_streams as usize)
     }
 
-    /// Opens a stream for `req`: its header block, encoded now (the HPACK table makes the
-    /// repeats a few octets), one HEADERS frame with END_STREAM (CONTINUATION if longer than
-    /// the server's SETTINGS_MAX_FRAME_SIZE).
+    /// Opens a stream for `req`: one HEADERS frame with END_STREAM (CONTINUATION if longer
+    /// than the server's SETTINGS_MAX_FRAME_SIZE). The header block is HPACK-encoded until
+    /// encoding the target's fields gives the same block twice running; from then on that
+    /// block is copied (about 28 ns against 1.1 µs to encode, see `encode_cost`): it only
+    /// names table entries and literals that are not indexed, so sending it again leaves
+    /// both tables as they are. Any encoding that changes a block, and any change of the
+    /// server's SETTINGS_HEADER_TABLE_SIZE, sends every target back to encoding.
     pub fn open<'f>(&mut self, fields: impl IntoIterator<Item = Field<'f>>, req: Req) -> u32 {
         let id = self.next_id;
         self.next_id += 2;
-        self.scratch.clear();
-        self.encoder.encode(fields, &mut self.scratch);
-        encode_headers(&mut self.out, id, &self.scratch, true, self.peer_max_frame);
+        if self.blocks.len() <= req.target {
+            self.blocks.resize_with(req.target + 1, CachedBlock::default);
+        }
+        if self.blocks[req.target].steady {
+            encode_headers(&mut self.out, id, &self.blocks[req.target].bytes, true, self.peer_max_frame);
+        } else {
+            self.scratch.clear();
+            self.encoder.encode(fields, &mut self.scratch);
+            if self.scratch == self.blocks[req.target].bytes {
+                self.blocks[req.target].steady = true;
+            } else {
+                // The table may have changed: every cached block may name other entries now.
+                self.blocks.iter_mut().for_each(|b| b.steady = false);
+                self.blocks[req.target].bytes.clone_from(&self.scratch);
+            }
+            encode_headers(&mut self.out, id, &self.scratch, true, self.peer_max_frame);
+        }
         self.streams.push(Stream { id, req, status: 0, body: 0, window: self.stream_window });
         id
     }
@@ -312,7 +340,10 @@ impl ClientConn {
             Frame::Settings(settings) => {
                 for s in settings.iter() {
                     match s {
-                        Setting::HeaderTableSize(n) => self.encoder.set_max_table_size(n as usize),
+                        Setting::HeaderTableSize(n) => {
+                            self.encoder.set_max_table_size(n as usize);
+                            self.blocks.clear();
+                        }
                         Setting::EnablePush(true) => {
                             return fail(ErrorCode::PROTOCOL_ERROR, "a server sent SETTINGS_ENABLE_PUSH 1")
                         }

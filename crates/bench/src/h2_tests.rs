@@ -144,6 +144,59 @@ fn streams_never_exceed_the_servers_limit() {
     assert!(ClientConn::new().out.starts_with(PREFACE));
 }
 
+/// The HEADERS blocks in `out`, in order.
+fn blocks(out: &[u8]) -> Vec<Vec<u8>> {
+    let (mut at, mut found) = (0, Vec::new());
+    while let Ok(Some((frame, len))) = Frame::decode(&out[at..], 16384) {
+        if let Frame::Headers { fragment, .. } = frame {
+            found.push(fragment.to_vec());
+        }
+        at += len;
+    }
+    found
+}
+
+#[test]
+fn header_blocks_are_copied_once_steady_and_always_decode() {
+    let paths: [&[u8]; 2] = [b"/a", b"/bb"];
+    for table_size in [None, Some(0), Some(64)] {
+        let mut c = ClientConn::new();
+        let mut settings = Vec::new();
+        let mut s = vec![Setting::MaxConcurrentStreams(1000)];
+        s.extend(table_size.map(Setting::HeaderTableSize));
+        encode_settings(&mut settings, &s);
+        c.receive(&settings, &mut Vec::new()).unwrap();
+        c.out.clear();
+        let mut decoder = Decoder::new(1 << 16);
+        if let Some(n) = table_size {
+            decoder.set_max_table_size(n as usize);
+        }
+        let mut sent = Vec::new();
+        for i in 0..12 {
+            let target = [0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0][i];
+            let fields = [
+                Field::new(b":method", b"GET"),
+                Field::new(b":scheme", b"http"),
+                Field::new(b":authority", b"127.0.0.1:8080"),
+                Field::new(b":path", paths[target]),
+                Field::new(b"user-agent", b"spidey-bench"),
+            ];
+            c.open(fields, Req { target, ..req() });
+            sent.push((target, fields.map(|f| (f.name.to_vec(), f.value.to_vec()))));
+        }
+        let got = blocks(&c.out);
+        assert_eq!(got.len(), 12);
+        for (block, (target, want)) in got.iter().zip(&sent) {
+            let mut fields = Vec::new();
+            decoder.decode(block, |f| fields.push((f.name.to_vec(), f.value.to_vec()))).unwrap();
+            assert_eq!(&fields, &want.to_vec(), "table {table_size:?}, target {target}");
+        }
+        // The last blocks for each target repeat: copied, not encoded.
+        assert_eq!(got[10], got[9], "table {table_size:?}");
+        assert_eq!(got[8], got[6], "table {table_size:?}");
+    }
+}
+
 /// A server on a loopback port: each connection gets SETTINGS; the first request on the
 /// first connection (stream 1) gets `first`, every other request a 200 with 5 octets of
 /// body. Returns the port.
@@ -241,8 +294,8 @@ fn hostile_servers_cost_a_counted_error_and_a_reconnect() {
     }
 }
 
-/// Which is cheaper per request: encoding the request's fields again (what the client
-/// does: after the first, a few octets of indices) or copying one block encoded once.
+/// Which is cheaper per request: encoding the request's fields again (after the first, a
+/// few octets of indices) or copying one block (what the client does once it is steady).
 /// A measurement, printed: `cargo test -p spidey-bench --release -- --ignored --nocapture encode_cost`.
 #[test]
 #[ignore]
