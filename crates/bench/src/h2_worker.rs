@@ -82,6 +82,8 @@ pub(crate) struct Worker<'a> {
     ended: Vec<Ended>,
     chunk: Box<[u8]>,
     cursor: usize,
+    /// Connections with requests queued by this dispatch, not yet written.
+    dirty: Vec<usize>,
 }
 
 impl<'a> Worker<'a> {
@@ -118,6 +120,7 @@ impl<'a> Worker<'a> {
             ended: Vec::new(),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             cursor: 0,
+            dirty: Vec::new(),
         })
     }
 
@@ -244,7 +247,18 @@ impl<'a> Worker<'a> {
         None
     }
 
+    /// Issues what is due, then writes each connection that got requests once: a burst of
+    /// responses read together becomes one write of HEADERS frames, not one per request.
     fn dispatch(&mut self, now: Instant) {
+        self.issue(now);
+        while let Some(li) = self.dirty.pop() {
+            if self.links[li].state == State::Open {
+                self.flush(li);
+            }
+        }
+    }
+
+    fn issue(&mut self, now: Instant) {
         loop {
             if self.retry.is_empty() && self.end.is_some_and(|end| now >= end) {
                 return;
@@ -286,7 +300,9 @@ impl<'a> Worker<'a> {
         let fields = &self.requests.fields[req.target];
         let l = &mut self.links[li];
         l.h2.open(fields.iter().map(|(n, v)| Field::new(n, v)), req);
-        self.flush(li);
+        if !self.dirty.contains(&li) {
+            self.dirty.push(li);
+        }
     }
 
     fn connect(&mut self, li: usize) {
