@@ -35,6 +35,23 @@ fn nginx_h2(root: &Path, listen_flags: &str, log: &Path, more: &str) -> Nginx {
     Nginx::start(root, listen_flags, &directives)
 }
 
+/// curl's view of `url` over HTTP/2 by prior knowledge: `VERSION STATUS SIZE`.
+fn curl_h2c(url: &str) -> String {
+    let out = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "--http2-prior-knowledge",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code} %{size_download}",
+        ])
+        .arg(url)
+        .output()
+        .expect("curl (apt-get install curl)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn log_lines(log: &Path) -> usize {
     std::fs::read_to_string(log).unwrap_or_default().lines().count()
 }
@@ -57,6 +74,8 @@ fn h2c_counts_match_nginx_across_goaways() {
         let log = logs.path().join(format!("{file}-{streams}.log"));
         let nginx = nginx_h2(root.path(), "http2", &log, "");
         let url = format!("http://127.0.0.1:{}/{file}", nginx.port);
+        assert_eq!(curl_h2c(&url), format!("2 200 {len}"), "nginx serves {file} over h2c");
+        std::fs::write(&log, "").unwrap();
         let (r, out) = common::bench::run(&["--h2", "--streams", streams, "-n", "1000", "-c", "2", "-t", "1", &url]);
         drop(nginx);
         let what = format!("{file} x{streams}");
