@@ -12,7 +12,11 @@
 #                   servers of bench/ref (tests/reference_servers.rs)
 #   liburing-dev    <liburing.h> for bench/ref/uring.c, the io_uring reference server
 #                   (tests/reference_servers.rs; without it that one case says it skipped)
-#   nginx-light     the peer of the differential test (tests/differential_nginx.rs)
+#   nginx-light     the peer of the differential test (tests/differential_nginx.rs), and
+#                   the real HTTP/2 server (its http_v2 module) spidey bench --h2 is counted
+#                   against, h2c and TLS with ALPN h2 (tests/bench_h2.rs; skipped, saying so,
+#                   without it)
+#   (nghttp2-client's h2load is not a test's: bench/bench-vs-h2load.sh installs it)
 #   openssl         makes a --basic-auth hash as the README says (tests/features_access.rs)
 #   (curl and python3 are also the independent TLS clients of tests/tls.rs)
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps

@@ -117,6 +117,8 @@ const BENCH: Layout = &[
             ("requests", "Send exactly this many requests, then stop", true),
             ("duration", "Run for this long (after the warmup) [default: 10s]", true),
             ("no-keepalive", "A new connection for every request", true),
+            ("h2", "Speak HTTP/2: ALPN h2 (https), prior knowledge (http)", true),
+            ("streams", "With --h2: streams at once per connection [default: 1]", true),
             ("threads", "Threads, each with its own event loop [default: cores]", true),
             ("warmup", "Load this long before measuring", true),
             ("timeout", "A request unanswered this long is an error", true),
@@ -194,6 +196,7 @@ Examples:
   spidey bench http://127.0.0.1:8080/ -c 50 -d 10s            # closed loop, 50 connections
   spidey bench http://127.0.0.1:8080/ --rate 2000 -d 30s      # open loop, 2000 requests/s
   spidey bench https://127.0.0.1:8443/ --cacert cert.pem --fail-on 'p99>50ms'
+  spidey bench http://127.0.0.1:8080/ --h2 -c 4 --streams 32  # HTTP/2, 128 requests in flight
   spidey bench http://127.0.0.1:8080/ -n 1000 --json run.json # results for bench merge";
 
 /// The command line with `serve`'s and `bench`'s help laid out.
@@ -283,6 +286,6 @@ mod tests {
             assert!(parsed.is_ok(), "{argv:?}: {}", parsed.unwrap_err());
             count += 1;
         }
-        assert_eq!(count, 4);
+        assert_eq!(count, 5);
     }
 }

@@ -1,7 +1,7 @@
 //! `spidey bench` flags, and their translation into a [`BenchConfig`].
 
 use super::tls::{Resume, TlsOptions, Verify};
-use super::{BenchConfig, OpenModel, Stop, Target, LATE_AFTER};
+use super::{BenchConfig, OpenModel, Protocol, Stop, Target, LATE_AFTER};
 use clap::{Args, Subcommand};
 use spidey_config::{duration, ConfigError};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -17,6 +17,23 @@ pub struct BenchArgs {
     /// at random.
     #[arg(required = true, value_name = "URL")]
     pub urls: Vec<String>,
+    /// Speak HTTP/2: over https:// offer ALPN `h2` alone (a server that does not select it
+    /// fails every connection, counted as `tls` errors with the reason); over http://
+    /// prior knowledge (h2c: the client preface, no Upgrade). -c stays the number of
+    /// connections; --streams sets the streams on each. Latency runs from a request's HEADERS (its
+    /// intended time in the open loop) to its stream's end. A GOAWAY ends its connection
+    /// and the next request reconnects; requests the server never acted on are sent again.
+    /// Not with --body, --no-keepalive or --open-model per-request, and the URLs must
+    /// share one scheme, host and port.
+    #[arg(long)]
+    pub h2: bool,
+    /// With --h2: the most requests in flight at once on each connection, as streams
+    /// (h2load's -m, --max-concurrent-streams; here -m is --method, so the long name only),
+    /// never more than the server's SETTINGS_MAX_CONCURRENT_STREAMS. Requests in flight at
+    /// most: -c x --streams.
+    #[arg(long = "streams", visible_alias = "max-concurrent-streams", default_value_t = 1, requires = "h2",
+          value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub streams: u32,
     /// Connections held open at once, shared among the threads.
     #[arg(short, long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub connections: u32,
@@ -163,6 +180,17 @@ impl BenchArgs {
             headers,
             body,
         })
+    }
+}
+
+impl BenchArgs {
+    /// The protocol the flags ask for: `--h2` with `-m`, or HTTP/1.1.
+    pub fn protocol(&self) -> Protocol {
+        if self.h2 {
+            Protocol::H2 { streams: self.streams as usize }
+        } else {
+            Protocol::Http1
+        }
     }
 }
 

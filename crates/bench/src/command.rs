@@ -1,11 +1,11 @@
-//! `spidey bench`, the command: flags → [`run_bench_with`], a progress bar on stderr when
+//! `spidey bench`, the command: flags → [`run_bench_protocol`], a progress bar on stderr when
 //! it is a terminal, the human report on stdout, the JSON file on request; `spidey bench
 //! merge` goes to [`super::merge`].
 
 use super::args::BenchAction;
 use super::report::{headline, human_report};
 use super::threshold::{self, Check, Threshold};
-use super::{run_bench_with, BenchArgs, BenchResult, Progress, Stop};
+use super::{run_bench_protocol, BenchArgs, BenchResult, Progress, Stop};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use spidey_config::ConfigError;
@@ -25,7 +25,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         wait_until(ms);
     }
     let bar = std::io::stderr().is_terminal().then(|| progress_bar(cfg.stop, cfg.warmup));
-    let result = run_bench_with(&cfg, &args.tls_options(), &mut |p| {
+    let result = run_bench_protocol(&cfg, args.protocol(), &args.tls_options(), &mut |p| {
         if let Some(bar) = &bar {
             update(bar, cfg.stop, cfg.warmup, p);
         }

@@ -1,4 +1,5 @@
-//! `spidey bench`: an HTTP/1.1 load generator with honest latency.
+//! `spidey bench`: an HTTP/1.1 (and, with `--h2`, HTTP/2) load generator with honest
+//! latency.
 //!
 //! [`run_bench`] is the whole engine, callable in-process (by `spidey lab`); it prints
 //! nothing. It starts T threads, each a [`client::Worker`] — a mio event loop owning its
@@ -13,12 +14,18 @@
 //! open loop waits for its slots on a timerfd and a short spin ([`timer`]), records its own
 //! send lateness, and counts requests it never sent (`unsent`) as errors; the answers to
 //! those it sent late are responses, also counted `late`. The CLI front end is [`run`].
+//!
+//! HTTP/2 ([`Protocol::H2`], [`run_bench_protocol`]) has its own worker, `h2_worker`, on
+//! the same schedule and [`stats::Recorder`], each connection a sans-IO `h2::ClientConn`
+//! built on `spidey_http`'s frame codec and HPACK.
 
 mod args;
 mod client;
 mod command;
 mod conn;
 mod errors;
+mod h2;
+mod h2_worker;
 mod histo_codec;
 mod merge;
 mod report;
@@ -37,7 +44,7 @@ pub use histo_codec::{decode as decode_histogram, encode as encode_histogram, Co
 pub use merge::{merge, MergeError};
 pub use report::human_report;
 pub use result::BenchResult;
-pub use stats::{HandshakeCounts, LatencySummary, SecondStats};
+pub use stats::{H2Counts, HandshakeCounts, LatencySummary, SecondStats};
 pub use threshold::Threshold;
 pub use tls::{Resume, TlsOptions, Verify};
 
@@ -86,6 +93,28 @@ impl OpenModel {
         match self {
             OpenModel::Pool => "pool",
             OpenModel::PerRequest => "per-request",
+        }
+    }
+}
+
+/// What the connections speak.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1, one request at a time per connection.
+    #[default]
+    Http1,
+    /// HTTP/2 (`--h2`): ALPN `h2` over TLS, prior knowledge (h2c) over plain TCP, at most
+    /// `streams` requests at once per connection (and never more than the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS).
+    H2 { streams: usize },
+}
+
+impl Protocol {
+    /// `http/1.1` or `h2`, as the report and the JSON say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::H2 { .. } => "h2",
         }
     }
 }
@@ -166,8 +195,21 @@ pub fn run_bench_with(
     tls: &TlsOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> anyhow::Result<BenchResult> {
+    run_bench_protocol(cfg, Protocol::Http1, tls, progress)
+}
+
+/// [`run_bench_with`], speaking `protocol`.
+pub fn run_bench_protocol(
+    cfg: &BenchConfig,
+    protocol: Protocol,
+    tls: &TlsOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> anyhow::Result<BenchResult> {
     validate(cfg)?;
-    let endpoints = endpoints(cfg, tls)?;
+    if let Protocol::H2 { streams } = protocol {
+        validate_h2(cfg, streams)?;
+    }
+    let endpoints = endpoints(cfg, tls, protocol)?;
     let per_request = per_request(cfg);
     let cfg = &BenchConfig { keepalive: cfg.keepalive && !per_request, ..cfg.clone() };
     // Per request, connections are the load: as many as the descriptor limit allows.
@@ -183,10 +225,23 @@ pub fn run_bench_with(
         timeout: cfg.timeout,
         tls: endpoints,
     };
+    let h2_requests = match protocol {
+        Protocol::H2 { streams } => Some(h2_worker::H2Requests {
+            fields: cfg.targets.iter().map(|t| h2_fields(cfg, t)).collect(),
+            addr: cfg.targets[0].addr,
+            tls: requests.tls[0].clone(),
+            timeout: cfg.timeout,
+            streams,
+        }),
+        Protocol::Http1 => None,
+    };
     let workers = (0..threads)
         .map(|i| {
             let conns = if per_request { 0 } else { share(cfg.connections, threads, i) };
-            client::Worker::new(&requests, conns, fastrand::u64(..))
+            match &h2_requests {
+                Some(r) => h2_worker::Worker::new(r, conns, fastrand::u64(..)).map(AnyWorker::H2),
+                None => client::Worker::new(&requests, conns, fastrand::u64(..)).map(AnyWorker::Http1),
+            }
         })
         .collect::<std::io::Result<Vec<_>>>()?;
     let load_start = Instant::now();
@@ -224,7 +279,73 @@ pub fn run_bench_with(
         Ok::<_, anyhow::Error>((recorders, series.finish()))
     });
     let (recorders, series) = recorders?;
-    Ok(result::result(cfg, threads, measure_start, started_at, recorders, series))
+    Ok(result::result(cfg, protocol, threads, measure_start, started_at, recorders, series))
+}
+
+/// A thread's event loop, for the protocol spoken.
+enum AnyWorker<'a> {
+    Http1(client::Worker<'a>),
+    H2(h2_worker::Worker<'a>),
+}
+
+impl AnyWorker<'_> {
+    fn run(
+        self,
+        plan: &Plan,
+        progress: &AtomicU64,
+        emit: &mut impl FnMut(stats::SecondSample),
+    ) -> std::io::Result<stats::Recorder> {
+        match self {
+            AnyWorker::Http1(w) => w.run(plan, progress, emit),
+            AnyWorker::H2(w) => w.run(plan, progress, emit),
+        }
+    }
+}
+
+/// What `--h2` cannot do yet, refused before the load; and one authority for all URLs
+/// (a connection carries requests for every path).
+fn validate_h2(cfg: &BenchConfig, streams: usize) -> Result<(), ConfigError> {
+    let fail = |m: &str| Err(ConfigError(m.to_string()));
+    if streams == 0 {
+        return fail("--streams must be at least 1");
+    }
+    if per_request(cfg) {
+        return fail("--h2 works with the pool open model only (--open-model per-request is HTTP/1.1's)");
+    }
+    if !cfg.keepalive {
+        return fail("--h2 and --no-keepalive do not go together: an HTTP/2 connection carries many requests");
+    }
+    if cfg.body.is_some() {
+        return fail("--h2 does not send request bodies yet (--body)");
+    }
+    let authority = |t: &Target| (t.addr, t.host_header.clone(), t.tls_host().is_some());
+    if cfg.targets.windows(2).any(|w| authority(&w[0]) != authority(&w[1])) {
+        return fail("with --h2 the URLs must share one scheme, host and port");
+    }
+    Ok(())
+}
+
+/// The request's header fields for `target` over HTTP/2: the pseudo-headers (§8.3.1), then
+/// the extra headers, names in lower case, without those HTTP/2 forbids (§8.2.2) or that
+/// `:authority` replaces (Host).
+fn h2_fields(cfg: &BenchConfig, target: &Target) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let scheme = if target.tls_host().is_some() { "https" } else { "http" };
+    let host = cfg.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host")).map(|(_, v)| v.as_str());
+    let mut fields: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b":method".to_vec(), cfg.method.as_bytes().to_vec()),
+        (b":scheme".to_vec(), scheme.as_bytes().to_vec()),
+        (b":authority".to_vec(), host.unwrap_or(&target.host_header).as_bytes().to_vec()),
+        (b":path".to_vec(), target.path.as_bytes().to_vec()),
+    ];
+    const DROPPED: [&str; 6] = ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+    for (n, v) in &cfg.headers {
+        let name = n.to_ascii_lowercase();
+        let forbidden = DROPPED.contains(&name.as_str()) || (name == "te" && !v.eq_ignore_ascii_case("trailers"));
+        if !forbidden {
+            fields.push((name.into_bytes(), v.as_bytes().to_vec()));
+        }
+    }
+    fields
 }
 
 fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
@@ -249,11 +370,15 @@ fn validate(cfg: &BenchConfig) -> Result<(), ConfigError> {
 }
 
 /// Each target's TLS endpoint (None for http://), one client configuration shared by all.
-fn endpoints(cfg: &BenchConfig, tls: &TlsOptions) -> Result<Vec<Option<tls::Endpoint>>, ConfigError> {
+fn endpoints(
+    cfg: &BenchConfig,
+    tls: &TlsOptions,
+    protocol: Protocol,
+) -> Result<Vec<Option<tls::Endpoint>>, ConfigError> {
     if cfg.targets.iter().all(|t| t.tls_host().is_none()) {
         return Ok(cfg.targets.iter().map(|_| None).collect());
     }
-    let config = tls::client_config(tls)?;
+    let config = tls::client_config(tls, protocol)?;
     cfg.targets.iter().map(|t| t.tls_host().map(|host| tls::Endpoint::new(&config, host)).transpose()).collect()
 }
 

@@ -98,6 +98,7 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
     agree(parts, "open models", |p| p.open_model.clone())?;
     agree(parts, "lateness bounds", |p| p.late_after_us)?;
     agree(parts, "keep-alive", |p| p.keepalive)?;
+    agree(parts, "protocols", |p| (p.protocol.clone(), p.streams))?;
     agree(parts, "warmups", |p| p.warmup_s)?;
     agree(parts, "timeouts", |p| p.timeout_s)?;
     agree(parts, "schemes (http, https)", |p| if p.handshakes.is_some() { "https" } else { "http" })?;
@@ -155,6 +156,13 @@ pub fn merge(parts: &[BenchResult]) -> Result<BenchResult, MergeError> {
     Ok(BenchResult {
         urls,
         method: first.method.clone(),
+        protocol: first.protocol.clone(),
+        streams: first.streams,
+        h2: parts.iter().filter_map(|p| p.h2.as_ref()).fold(None, |acc: Option<crate::H2Counts>, h| {
+            let mut acc = acc.unwrap_or_default();
+            acc.merge(h);
+            Some(acc)
+        }),
         connections: parts.iter().map(|p| p.connections).sum(),
         threads: parts.iter().map(|p| p.threads).sum(),
         loop_mode: first.loop_mode.clone(),

@@ -27,6 +27,9 @@ fn run_of(values: &[u64], start_ms: u64, duration_s: f64, per_second: &[&[u64]])
     BenchResult {
         urls: vec!["http://10.0.0.1:8080/".into()],
         method: "GET".into(),
+        protocol: "http/1.1".into(),
+        streams: None,
+        h2: None,
         connections: 10,
         threads: 1,
         loop_mode: "closed".into(),

@@ -16,7 +16,10 @@ pub(super) fn headline(r: &BenchResult) -> Option<String> {
         }
         "reset" => "connection reset by the server".into(),
         "closed" => "connection closed before the response was complete".into(),
-        "malformed" => "malformed response".into(),
+        "malformed" => match r.h2.as_ref().and_then(|h| h.first_error.clone()) {
+            Some(why) => why,
+            None => "malformed response".into(),
+        },
         "unsent" => "scheduled but never sent".into(),
         other => other.into(),
     };
@@ -41,7 +44,9 @@ pub fn human_report(r: &BenchResult) -> String {
     };
     let _ = writeln!(
         w,
-        "spidey bench: {}, {}, {loop_mode}, {}{}",
+        "spidey bench: {}{}, {}, {}, {loop_mode}, {}{}",
+        r.protocol,
+        r.streams.map(|m| format!(" ({} per connection)", plural(m, "stream"))).unwrap_or_default(),
         plural(r.threads, "thread"),
         if per_request { "no connection cap".to_string() } else { plural(r.connections, "connection") },
         if r.keepalive { "keep-alive" } else { "a new connection per request" },
@@ -100,6 +105,16 @@ pub fn human_report(r: &BenchResult) -> String {
     if let Some(e) = &r.tls_error {
         let e = e.strip_prefix("TLS: ").unwrap_or(e);
         let _ = writeln!(w, "  TLS error:    {e} (the first of {})", r.errors.tls);
+    }
+    if let Some(h) = &r.h2 {
+        let _ = writeln!(
+            w,
+            "  HTTP/2:       {} connections opened, {} GOAWAYs, {} connection errors, {} streams reset, {} retried",
+            h.connections, h.goaways, h.connection_errors, h.resets, h.retried
+        );
+        if let Some(e) = &h.first_error {
+            let _ = writeln!(w, "  HTTP/2 error: {e} (the first)");
+        }
     }
     if let Some(e) = r.connect_error.as_ref().filter(|_| r.errors.connect > 0) {
         let _ = writeln!(w, "  Connect error: {e} (the first of {})", r.errors.connect);

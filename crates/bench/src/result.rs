@@ -2,8 +2,8 @@
 //! its assembly from the threads' merged [`stats::Recorder`]s.
 
 use super::histo_codec::Histograms;
-use super::stats::{self, HandshakeCounts, LatencySummary, SecondStats};
-use super::{BenchConfig, ErrorCounts, Stop};
+use super::stats::{self, H2Counts, HandshakeCounts, LatencySummary, SecondStats};
+use super::{BenchConfig, ErrorCounts, Protocol, Stop};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
@@ -13,6 +13,15 @@ use std::time::{Instant, SystemTime};
 pub struct BenchResult {
     pub urls: Vec<String>,
     pub method: String,
+    /// What the connections spoke: `http/1.1` or `h2` (`--h2`).
+    #[serde(default = "http1")]
+    pub protocol: String,
+    /// `--h2`: the most streams at once per connection (`-m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<usize>,
+    /// `--h2`: connections opened, GOAWAYs, connection errors, resets and retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Counts>,
     pub connections: usize,
     pub threads: usize,
     /// "closed" or "open".
@@ -104,8 +113,13 @@ pub struct BenchResult {
     pub histograms: Option<Histograms>,
 }
 
+fn http1() -> String {
+    Protocol::Http1.name().to_string()
+}
+
 pub(crate) fn result(
     cfg: &BenchConfig,
+    protocol: Protocol,
     threads: usize,
     measure_start: Instant,
     started_at: SystemTime,
@@ -134,6 +148,12 @@ pub(crate) fn result(
     BenchResult {
         urls: cfg.targets.iter().map(|t| t.url.clone()).collect(),
         method: cfg.method.clone(),
+        protocol: protocol.name().to_string(),
+        streams: match protocol {
+            Protocol::H2 { streams } => Some(streams),
+            Protocol::Http1 => None,
+        },
+        h2: matches!(protocol, Protocol::H2 { .. }).then(|| all.h2.clone()),
         connections: cfg.connections,
         threads,
         loop_mode: if open { "open" } else { "closed" }.to_string(),

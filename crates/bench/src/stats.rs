@@ -147,6 +147,39 @@ impl HandshakeCounts {
     }
 }
 
+/// `--h2`: what happened to the connections, beside the requests' own counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct H2Counts {
+    /// Connections opened (the first ones and every reconnect).
+    pub connections: u64,
+    /// GOAWAYs received (each ends its connection; the next request reconnects).
+    pub goaways: u64,
+    /// Connection errors this client found in what the server sent (each also fails the
+    /// connection's streams, counted `malformed`, and reconnects).
+    pub connection_errors: u64,
+    /// Streams the server reset (RST_STREAM), counted `reset`; REFUSED_STREAM is a retry.
+    pub resets: u64,
+    /// Requests sent again because the server never acted on them (above a GOAWAY's last
+    /// stream, or REFUSED_STREAM); not errors, their latency from their first send.
+    pub retried: u64,
+    /// The first connection error or reset, described.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+impl H2Counts {
+    pub(crate) fn merge(&mut self, o: &H2Counts) {
+        self.connections += o.connections;
+        self.goaways += o.goaways;
+        self.connection_errors += o.connection_errors;
+        self.resets += o.resets;
+        self.retried += o.retried;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+    }
+}
+
 /// One thread's measurements. Recording is allocation-free except once per second.
 pub(crate) struct Recorder {
     /// Latency from the intended send time (open loop) or the issue time (closed loop).
@@ -175,6 +208,8 @@ pub(crate) struct Recorder {
     pub late: [u64; 10],
     pub late_latency_us: [u64; 10],
     pub errors: ErrorCounts,
+    /// `--h2` only: connection events.
+    pub h2: H2Counts,
     /// Complete responses, whatever their status, late ones included.
     pub responses: u64,
     pub body_bytes: u64,
@@ -203,6 +238,7 @@ impl Recorder {
             late: [0; 10],
             late_latency_us: [0; 10],
             errors: ErrorCounts::default(),
+            h2: H2Counts::default(),
             responses: 0,
             body_bytes: 0,
             wire_bytes: 0,
@@ -271,6 +307,13 @@ impl Recorder {
             self.connect_error = Some(super::errors::describe_io(e));
         }
         class
+    }
+
+    /// Keeps the description of the first HTTP/2 connection error or reset.
+    pub fn note_h2(&mut self, e: &dyn std::fmt::Display) {
+        if self.h2.first_error.is_none() {
+            self.h2.first_error = Some(e.to_string());
+        }
     }
 
     /// Counts `n` scheduled requests that were never sent.
@@ -342,6 +385,7 @@ impl Recorder {
             }
         }
         self.errors.merge(&o.errors);
+        self.h2.merge(&o.h2);
         self.responses += o.responses;
         self.body_bytes += o.body_bytes;
         self.wire_bytes += o.wire_bytes;

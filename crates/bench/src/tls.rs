@@ -71,6 +71,7 @@ pub(crate) enum Handshake {
 
 /// What one target needs to open TLS connections: the shared configuration and the name
 /// the URL gave (sent as SNI when it is a DNS name, and verified against the certificate).
+#[derive(Clone)]
 pub(crate) struct Endpoint {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
@@ -126,8 +127,8 @@ fn version_name(v: rustls::ProtocolVersion) -> String {
     format!("{v:?}").replace('_', ".")
 }
 
-/// The client configuration for a run: ring, TLS 1.2 and 1.3, ALPN `http/1.1`.
-pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, ConfigError> {
+/// The client configuration for a run: ring, TLS 1.2 and 1.3, ALPN `http/1.1` (or `h2`).
+pub(crate) fn client_config(opts: &TlsOptions, protocol: super::Protocol) -> Result<Arc<ClientConfig>, ConfigError> {
     let provider = Arc::new(provider(&opts.ciphers)?);
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
@@ -154,7 +155,9 @@ pub(crate) fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, Conf
                 .with_no_client_auth()
         }
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // `--h2` offers h2 alone: a server that cannot speak it fails the handshake or picks
+    // nothing, and the run says so instead of measuring HTTP/1.1.
+    config.alpn_protocols = vec![protocol.name().as_bytes().to_vec()];
     config.resumption = match opts.resume {
         Resume::On => Resumption::default(),
         Resume::Off => Resumption::disabled(),
@@ -260,7 +263,7 @@ mod tests {
             [("cert.pem", None), ("empty.pem", Some("no usable certificate")), ("missing.pem", Some("No such file"))];
         for (name, want_err) in cases {
             let opts = TlsOptions { verify: Verify::CaFile(dir.path().join(name)), ..TlsOptions::default() };
-            match (client_config(&opts), want_err) {
+            match (client_config(&opts, crate::Protocol::Http1), want_err) {
                 (Ok(c), None) => assert_eq!(c.alpn_protocols, vec![b"http/1.1".to_vec()], "{name}"),
                 (Err(e), Some(want)) => assert!(e.0.contains("--cacert") && e.0.contains(want), "{name}: {e}"),
                 (got, _) => panic!("{name}: {:?}", got.map(|_| "a config")),
@@ -287,7 +290,7 @@ mod tests {
         }
         let tls12 =
             TlsOptions { ciphers: vec!["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()], ..TlsOptions::default() };
-        assert!(client_config(&TlsOptions { verify: Verify::Insecure, ..tls12 }).is_ok());
+        assert!(client_config(&TlsOptions { verify: Verify::Insecure, ..tls12 }, crate::Protocol::Http1).is_ok());
     }
 
     #[test]
@@ -300,7 +303,9 @@ mod tests {
 
     #[test]
     fn server_names_table() {
-        let config = client_config(&TlsOptions { verify: Verify::Insecure, ..TlsOptions::default() }).unwrap();
+        let config =
+            client_config(&TlsOptions { verify: Verify::Insecure, ..TlsOptions::default() }, crate::Protocol::Http1)
+                .unwrap();
         for (host, ok) in [("localhost", true), ("127.0.0.1", true), ("::1", true), ("bad host", false)] {
             assert_eq!(Endpoint::new(&config, host).is_ok(), ok, "{host}");
         }
