@@ -62,7 +62,7 @@ pub(crate) fn plots(exp: &Experiment, a: &Active<'_>, quick: bool, records: &Has
         if lines.is_empty() {
             continue;
         }
-        let place = crate::table::Sample {
+        let place = crate::sample::Sample {
             server: String::new(),
             workload: workload.clone(),
             client: client.clone(),

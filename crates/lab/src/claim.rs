@@ -3,7 +3,6 @@
 
 use crate::experiment::Dim;
 use crate::metric::Metric;
-use crate::table::Sample;
 use serde::Deserialize;
 
 /// One claim of a seed study: what it says, where the seed says it, and how it is checked.
@@ -332,24 +331,6 @@ pub(crate) struct Select {
 }
 
 impl Select {
-    pub fn matches(&self, s: &Sample) -> bool {
-        let c = s.client.c;
-        let rate = s.client.rate;
-        self.server.as_ref().map_or(true, |x| *x == s.server)
-            && self.server_in.as_ref().map_or(true, |x| x.contains(&s.server))
-            && self.workload.as_ref().map_or(true, |x| *x == s.workload)
-            && self.workload_in.as_ref().map_or(true, |x| x.contains(&s.workload))
-            && self.c.map_or(true, |x| x == c)
-            && self.c_min.map_or(true, |x| c >= x)
-            && self.c_max.map_or(true, |x| c <= x)
-            && self.n.map_or(true, |x| Some(x) == s.client.n)
-            && self.rate.map_or(true, |x| Some(x) == rate)
-            && self.rate_min.map_or(true, |x| rate.is_some_and(|r| r >= x))
-            && self.rate_max.map_or(true, |x| rate.is_some_and(|r| r <= x))
-    }
-}
-
-impl Select {
     /// Whether a seed row may be one of the selected points (a field the row does not
     /// give matches anything).
     pub fn matches_seed(&self, r: &crate::experiment::SeedRow) -> bool {
@@ -380,35 +361,6 @@ impl Select {
     }
 }
 
-/// The twin of `s` on the `b` side: the sample whose coordinates are `s`'s, except those
-/// `b` names. Naming a client count frees the request count too (seeds scale requests
-/// with clients); naming a server but no workload falls back to the server's only
-/// workload when it has its own (CGI's script against the handler's path). What `b`
-/// cannot name always matches: the share of capacity a rate is (each server's own), the
-/// open-loop model, keep-alive and TLS resumption.
-pub(crate) fn twin<'a, T: AsRef<Sample>>(s: &Sample, b: &Select, samples: &'a [T]) -> Option<&'a Sample> {
-    let fits = |t: &Sample, strict_workload: bool| {
-        b.matches(t)
-            && (b.server.is_some() || t.server == s.server)
-            && (b.workload.is_some() || !strict_workload || t.workload == s.workload)
-            && (b.c.is_some() || t.client.c == s.client.c)
-            && (b.c.is_some() || b.n.is_some() || t.client.n == s.client.n)
-            && (b.rate.is_some() || t.client.rate == s.client.rate)
-            && t.client.capacity == s.client.capacity
-            && t.client.model == s.client.model
-            && t.client.keepalive == s.client.keepalive
-            && t.client.resume == s.client.resume
-    };
-    let all = || samples.iter().map(AsRef::as_ref).filter(|t| !t.runs.is_empty());
-    all().find(|t| fits(t, true)).or_else(|| all().find(|t| fits(t, false)))
-}
-
-impl AsRef<Sample> for Sample {
-    fn as_ref(&self) -> &Sample {
-        self
-    }
-}
-
 fn ten_percent() -> f64 {
     0.1
 }
@@ -430,31 +382,6 @@ pub(crate) fn seed_coord(row: &crate::experiment::SeedRow, over: Dim) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::ClientSpec;
-
-    /// A twin has the sample's share of capacity: "2 CPUs" at 2× its capacity pairs with
-    /// "1 CPU" at 2× its own, never with the first share the other server has (regression:
-    /// 011's "two server CPUs" paired every share with the 1-CPU 0.5× point).
-    #[test]
-    fn twins_pair_at_the_same_share_of_capacity() {
-        let at = |server: &str, share: f64| {
-            let client =
-                ClientSpec { n: None, duration: Some("3s".into()), capacity: Some(share), ..ClientSpec::closed(1, 0) };
-            let runs = vec![crate::metric::Measurement::default()];
-            Sample { server: server.into(), workload: "cgi page".into(), client, runs }
-        };
-        let shares = [0.5, 1.0, 2.0, 3.0];
-        let samples: Vec<Sample> =
-            ["cgi on 1 CPU", "cgi on 2 CPUs"].iter().flat_map(|s| shares.map(|x| at(s, x))).collect();
-        let b = Select { server: Some("cgi on 1 CPU".into()), ..Select::default() };
-        for share in shares {
-            let got = twin(&at("cgi on 2 CPUs", share), &b, &samples).map(|t| (t.server.as_str(), t.client.capacity));
-            assert_eq!(got, Some(("cgi on 1 CPU", Some(share))), "the twin of the 2-CPU point at {share}×");
-        }
-        // No point at that share on the other side: no twin, not another share's.
-        let b_only: Vec<Sample> = vec![at("cgi on 1 CPU", 0.5)];
-        assert!(twin(&at("cgi on 2 CPUs", 2.0), &b, &b_only).is_none());
-    }
 
     /// The band a size accepts: the effect within the tolerance on a log scale, a trend's
     /// last value within a factor.

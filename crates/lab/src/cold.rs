@@ -13,24 +13,15 @@
 //! (posix_fadvise(2)), which any user may ask for a file it can open (on the server host
 //! when it is this one).
 
+use crate::experiment::Cold;
 use crate::hosts::Hosts;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Stdio;
 
 /// The kernel's switch for dropping clean caches (proc(5)).
 const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
-/// How a sweep's points are made cold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Cold {
-    /// The whole machine's clean caches dropped (root).
-    Machine,
-    /// The document root's files evicted from the page cache.
-    Files,
-}
-
+/// What a cold point does before its batch ([`Cold`] is the experiment file's `cold`).
 impl Cold {
     /// Why this run cannot make its caches cold this way, if it cannot.
     pub fn unavailable(self, hosts: &Hosts) -> Option<&'static str> {

@@ -25,7 +25,7 @@ pub(crate) struct Experiment {
     #[serde(default)]
     pub sweeps: Vec<Sweep>,
     /// The robustness experiment's table (`006-robustness`), run by [`crate::robustness`].
-    pub robustness: Option<crate::robustness::Spec>,
+    pub robustness: Option<crate::robustness_spec::Spec>,
     /// The seed's claims, each checked against one sweep ([`crate::verdict`]).
     #[serde(default)]
     pub claims: Vec<crate::claim::Claim>,
@@ -95,7 +95,7 @@ pub(crate) struct Sweep {
     /// Measure each point as one batch from cold caches (`cold.rs`): `"machine"`
     /// drops the kernel's caches (root; else the sweep is skipped with a note), `"files"`
     /// evicts the document root's files from the page cache.
-    pub cold: Option<crate::cold::Cold>,
+    pub cold: Option<Cold>,
     /// Each point's load comes from fresh `spidey bench` processes, one per connection,
     /// started for it and gone after it, as seed 002's client processes were (plain HTTP).
     #[serde(default)]
@@ -419,7 +419,7 @@ impl Experiment {
         for sweep in &self.sweeps {
             sweep.rtt().map_err(|e| anyhow::anyhow!("sweep {}: rtt: {e}", sweep.name))?;
             anyhow::ensure!(sweep.repeats >= 5, "sweep {}: a full run needs at least 5 repeats", sweep.name);
-            let quick = sweep.quick.repeats.unwrap_or(crate::plan::QUICK_REPEATS);
+            let quick = sweep.quick.repeats.unwrap_or(QUICK_REPEATS);
             anyhow::ensure!(quick >= 3, "sweep {}: a quick run needs at least 3 repeats", sweep.name);
             let names = sweep.workloads.iter().chain(sweep.quick.workloads.iter().flatten());
             for w in names {
@@ -483,6 +483,19 @@ impl Experiment {
         }
         Ok(())
     }
+}
+
+/// Repeats of each point in a quick run (a sweep's `quick.repeats` may ask for more).
+pub(crate) const QUICK_REPEATS: u32 = 3;
+
+/// How a sweep's points are made cold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Cold {
+    /// The whole machine's clean caches dropped (root).
+    Machine,
+    /// The document root's files evicted from the page cache.
+    Files,
 }
 
 #[cfg(test)]

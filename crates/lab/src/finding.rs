@@ -3,9 +3,9 @@
 use crate::claim::Select;
 use crate::experiment::{Dim, FindingSpec};
 use crate::metric::{Better, Metric};
+use crate::sample::{phrase, Sample};
 use crate::shape;
 use crate::stats::{self, Call, Interval};
-use crate::table::{phrase, Sample};
 use std::collections::BTreeMap;
 
 /// The sentence a finding spec yields for these samples.
@@ -190,7 +190,7 @@ fn dim_name(d: Dim) -> &'static str {
 mod tests {
     use super::*;
     use crate::experiment::ClientSpec;
-    use crate::metric::Measurement;
+    use crate::measurement::Measurement;
 
     /// A sample with three repeats spread ±2% around `mean_us`, in an order of its own per
     /// server (rounds pair up by repeat: the same order would make the noise of two servers

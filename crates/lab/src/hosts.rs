@@ -13,12 +13,13 @@
 
 use crate::delay_line::{DelayLine, LinkSpec};
 use crate::docroot::DocRoot;
+use crate::via::Via;
 use crate::{remote_server, root_copy};
 use anyhow::Context;
 use spidey_bench::{merge, share, BenchConfig, BenchResult, Stop};
 use spidey_config::ConfigError;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
@@ -117,77 +118,6 @@ pub(crate) fn describe_network(a: &HostArgs, link: Option<&DelayLine>) -> String
     }
 }
 
-/// A command prefix, split on whitespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Via(Vec<String>);
-
-impl Via {
-    pub(crate) fn parse(flag: &str, s: &str) -> Result<Via, ConfigError> {
-        let words: Vec<String> = s.split_whitespace().map(String::from).collect();
-        if words.is_empty() {
-            return Err(ConfigError(format!("{flag} needs a command prefix such as 'ssh user@host'")));
-        }
-        Ok(Via(words))
-    }
-
-    /// `program` run through the prefix.
-    pub(crate) fn command(&self, program: &str) -> Command {
-        let mut c = Command::new(&self.0[0]);
-        c.args(&self.0[1..]).arg(program);
-        c
-    }
-
-    pub(crate) fn name(&self) -> String {
-        self.0.join(" ")
-    }
-
-    /// Whether the prefix is `ssh`, which joins the words after it into one command line
-    /// for the shell on the other host.
-    pub(crate) fn is_ssh(&self) -> bool {
-        Path::new(&self.0[0]).file_name().is_some_and(|n| n == "ssh")
-    }
-
-    /// `program` with `args` run through the prefix, each word arriving as it is: quoted
-    /// for the shell on the other host behind `ssh`, passed as they are otherwise.
-    pub(crate) fn command_with(&self, program: &str, args: &[String]) -> Command {
-        if !self.is_ssh() {
-            let mut c = self.command(program);
-            c.args(args);
-            return c;
-        }
-        let mut c = self.command(&shell_quote(program));
-        c.args(args.iter().map(|a| shell_quote(a)));
-        c
-    }
-
-    /// The prefix without a terminal, for a byte stream through stdin and stdout: an `ssh`
-    /// prefix loses its `-t` and `-tt` and gets `-T` (a terminal would echo and translate
-    /// the bytes); any other prefix is unchanged.
-    pub(crate) fn untty(&self) -> Via {
-        if !self.is_ssh() {
-            return self.clone();
-        }
-        let mut words = vec![self.0[0].clone(), "-T".into()];
-        words.extend(
-            self.0[1..]
-                .iter()
-                .filter(|w| !(w.len() > 1 && w.starts_with('-') && w[1..].bytes().all(|b| b == b't')))
-                .cloned(),
-        );
-        Via(words)
-    }
-}
-
-/// `word` as one word for a POSIX shell: as it is when it holds only characters no shell
-/// treats specially, else in single quotes (each `'` written `'\''`).
-fn shell_quote(word: &str) -> String {
-    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./:=@%+,-".contains(&b);
-    if !word.is_empty() && word.bytes().all(plain) {
-        return word.to_string();
-    }
-    format!("'{}'", word.replace('\'', "'\\''"))
-}
-
 /// Where the lab's server and load run.
 #[derive(Debug, Clone)]
 pub(crate) struct Hosts {
@@ -271,7 +201,7 @@ impl Hosts {
     /// batch and gone after it (seed 002's "10 client processes were spawned to send N
     /// requests then exit"): through the first client host's prefix, or here (`env`).
     pub fn with_fresh_clients(&self, n: usize) -> Hosts {
-        let via = self.clients.first().cloned().unwrap_or_else(|| Via(vec!["env".into()]));
+        let via = self.clients.first().cloned().unwrap_or_else(Via::local);
         Hosts { clients: vec![via; n.max(1)], ..self.clone() }
     }
 

@@ -9,7 +9,6 @@
 use crate::experiment::{ClientSpec, Experiment, ServerSpec};
 use crate::plan;
 use crate::results::Record;
-use crate::robustness;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -91,7 +90,7 @@ fn load_seconds(server: &ServerSpec, c: &ClientSpec) -> f64 {
 
 /// The robustness table's points and seconds: a server start per point, the crowd's
 /// settling time under an attack, the legitimate client's (or the mixed load's) duration.
-fn robustness_estimate(spec: &robustness::Spec, quick: bool) -> (usize, f64) {
+fn robustness_estimate(spec: &crate::robustness_spec::Spec, quick: bool) -> (usize, f64) {
     let spec = spec.for_run(quick);
     let secs = |d: &str| spidey_config::duration(d).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let crowds = spec.crowd_sizes(quick).len();

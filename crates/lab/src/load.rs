@@ -5,7 +5,7 @@
 
 use crate::experiment::{ClientSpec, Model};
 use crate::hosts::Hosts;
-use crate::metric::Measurement;
+use crate::measurement::Measurement;
 use spidey_bench::LATE_AFTER;
 use spidey_bench::{
     merge, run_bench, run_bench_with, BenchConfig, BenchResult, OpenModel, Resume, Stop, Target, TlsOptions, Verify,

@@ -32,7 +32,7 @@ pub(crate) struct ServerRun {
     /// The round trip its sweep runs across (`Sweep::rtt`), if any.
     pub rtt: Option<std::time::Duration>,
     /// How its sweep's caches are made cold before each point (`Sweep::cold`), if they are.
-    pub cold: Option<crate::cold::Cold>,
+    pub cold: Option<crate::experiment::Cold>,
     /// Its load comes from fresh client processes (`Sweep::fresh_clients`).
     pub fresh_clients: bool,
     /// Each point is one batch (`Sweep::one_batch`, and always with `cold` or
@@ -70,12 +70,9 @@ fn apply(sweep: &Sweep, quick: bool) -> Active<'_> {
         (Some(v), true) => v.clone(),
         _ => sweep.clients.clone(),
     };
-    let repeats = if quick { q.repeats.unwrap_or(QUICK_REPEATS) } else { sweep.repeats };
+    let repeats = if quick { q.repeats.unwrap_or(crate::experiment::QUICK_REPEATS) } else { sweep.repeats };
     Active { sweep, servers, workloads: pick(&q.workloads), clients, repeats }
 }
-
-/// Repeats of each point in a quick run (a sweep's `quick.repeats` may ask for more).
-pub(crate) const QUICK_REPEATS: u32 = 3;
 
 /// The server runs of one experiment, in order: per sweep, per repeat, servers rotated.
 pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {

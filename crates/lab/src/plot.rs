@@ -6,7 +6,8 @@
 
 use crate::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
 use crate::experiment::{PlotSpec, Sweep};
-use crate::table::{dim_header, Sample};
+use crate::sample::Sample;
+use crate::table::dim_header;
 use plotters::prelude::*;
 
 /// One line of a chart.

@@ -6,7 +6,7 @@
 //! `PREFIX sh -c 'echo $$; exec "$0" "$@"' SPIDEY ARGS…`: the shell there prints its pid
 //! and becomes the server, and the lab stops it with `PREFIX kill -TERM PID`.
 
-use crate::hosts::Via;
+use crate::via::Via;
 use std::process::{Command, Stdio};
 
 /// The shell script that prints its pid and becomes the program after it.

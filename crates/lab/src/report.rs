@@ -11,7 +11,7 @@ use crate::render::{self, slug, Block, Table};
 use crate::results::{Outcome, Record};
 use crate::sizes::{self, fill};
 use crate::summary::{self, Category};
-use crate::{cdf, finding, plot, runner, table, unmeasured, verdict, versus};
+use crate::{cdf, finding, plot, runner, sample, table, unmeasured, verdict, versus};
 use std::collections::{BTreeSet, HashMap};
 
 /// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
@@ -206,7 +206,7 @@ fn appendix(
             other = crate::cpu::OTHER_BUSY_LIMIT_PCT,
             floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
             extra = runner::EXTRA_TRIES,
-            clean = table::MIN_CLEAN_REPEATS,
+            clean = sample::MIN_CLEAN_REPEATS,
             keep = if keep_disturbed { " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)" } else { "" },
             steal = crate::cpu::STEAL_LIMIT_PCT,
             repeats = if quick { "3" } else { "5 (or more)" }
@@ -253,7 +253,7 @@ fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) 
         Block::Para(format!("{}. Question: {}", seed_line(&exp.seed), exp.question)),
     ];
     for a in plan::active(exp, quick) {
-        let samples = table::samples(&exp.id, &a, quick, records);
+        let samples = sample::samples(&exp.id, &a, quick, records);
         let ran = sizes::measured(&a, &samples);
         doc.push(Block::Heading(3, fill(&a.sweep.title, &ran)));
         doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
@@ -305,8 +305,8 @@ pub(crate) fn verdict_rows(
     let mut rows = Vec::new();
     for exp in exps {
         let active = plan::active(exp, quick);
-        let sweeps: Vec<(&plan::Active<'_>, Vec<table::Sample>)> =
-            active.iter().map(|a| (a, table::samples(&exp.id, a, quick, records))).collect();
+        let sweeps: Vec<(&plan::Active<'_>, Vec<sample::Sample>)> =
+            active.iter().map(|a| (a, sample::samples(&exp.id, a, quick, records))).collect();
         for claim in &exp.claims {
             let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
             let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
@@ -328,7 +328,7 @@ fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Re
         let active = plan::active(exp, quick);
         for claim in &exp.claims {
             out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| {
-                let samples = table::samples(&exp.id, a, quick, records);
+                let samples = sample::samples(&exp.id, a, quick, records);
                 slug(&fill(&a.sweep.title, &sizes::measured(a, &samples)))
             }));
         }
@@ -341,7 +341,8 @@ fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Re
 /// verdict: on a busy machine most of a quick run can end "inconclusive (insufficient clean
 /// repeats …)" for this reason.)
 pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String> {
-    let measured: Vec<&crate::metric::Measurement> = records.values().filter_map(|r| r.measurement.as_ref()).collect();
+    let measured: Vec<&crate::measurement::Measurement> =
+        records.values().filter_map(|r| r.measurement.as_ref()).collect();
     let excluded = measured.iter().filter(|m| m.excluded).count();
     (excluded > 0).then(|| {
         format!(

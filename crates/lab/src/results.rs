@@ -2,7 +2,7 @@
 //! interrupted run keeps its data and `--resume` skips the points already measured.
 
 use crate::experiment::ClientSpec;
-use crate::metric::Measurement;
+use crate::measurement::Measurement;
 use crate::out_dir::OutDir;
 use crate::plan::Point;
 use anyhow::Context;

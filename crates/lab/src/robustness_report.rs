@@ -6,7 +6,8 @@ use crate::chart::{svg_chart, Axis, Frame, Legend, Ticks, PALETTE};
 use crate::out_dir::OutDir;
 use crate::render;
 use crate::report::Section;
-use crate::robustness::{attack_label, AttackName, Point, AVAILABLE, P99_LIMIT};
+use crate::robustness::{attack_label, Point, AVAILABLE, P99_LIMIT};
+use crate::robustness_spec::AttackName;
 use plotters::prelude::*;
 use std::fmt::Write;
 

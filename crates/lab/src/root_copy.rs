@@ -13,7 +13,7 @@
 //! with `PREFIX rm -rf COPY` when the experiment ends. The copy runs without a terminal
 //! ([`Via::untty`]). The server host needs `cat`, `mktemp`, `tar` and `rm`, as any Unix has.
 
-use crate::hosts::Via;
+use crate::via::Via;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -15,7 +15,7 @@ use crate::docroot::DocRoot;
 use crate::experiment::{ClientSpec, Experiment, ServerSpec};
 use crate::hosts::Hosts;
 use crate::load::{measure, measure_for_with, Load};
-use crate::metric::Measurement;
+use crate::measurement::Measurement;
 use crate::plan::{self, Point, ServerRun};
 use crate::results::{Journal, Outcome, Record};
 use crate::server::{self, Started};
@@ -319,7 +319,7 @@ mod tests {
     use crate::cpu::PointCpu;
     use crate::experiment::ClientSpec;
     use crate::metric::Metric;
-    use crate::table::Sample;
+    use crate::sample::Sample;
 
     /// A fake measurement: `rps`, on a machine disturbed or not.
     fn run(rps: f64, disturbed: bool) -> Measurement {

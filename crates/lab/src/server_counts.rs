@@ -4,7 +4,6 @@
 //! the point, by status class, and the body bytes it sent. Peers have no such endpoint,
 //! so their points carry none.
 
-use crate::metric::Measurement;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -21,31 +20,6 @@ pub(crate) struct ServerCounts {
     pub responses: BTreeMap<String, u64>,
     /// Response body bytes, as the access log counts them.
     pub body_bytes: u64,
-}
-
-/// A table cell for a point's repeats: the answers the client counted against those the
-/// server counted (by class) and its body bytes, summed over the repeats; `–` for the
-/// server's side when a repeat has no server count (a peer).
-pub(crate) fn cell(runs: &[Measurement]) -> String {
-    if runs.is_empty() {
-        return "–".into();
-    }
-    let client: u64 = runs.iter().map(|m| m.responses).sum();
-    let Some(server) = runs.iter().map(|m| m.server.as_ref()).collect::<Option<Vec<_>>>() else {
-        return format!("{client} / –");
-    };
-    let mut classes: BTreeMap<&str, u64> = BTreeMap::new();
-    for counts in &server {
-        for (class, n) in &counts.responses {
-            *classes.entry(class).or_default() += n;
-        }
-    }
-    let total: u64 = classes.values().sum();
-    let bytes: u64 = server.iter().map(|c| c.body_bytes).sum();
-    let by_class: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
-    let (scale, unit) = if bytes >= 1_000_000 { (1e6, "MB") } else { (1e3, "KB") };
-    let size = format!("{} {unit}", crate::metric::format(bytes as f64 / scale));
-    format!("{client} / {total} ({}; {size})", by_class.join(", "))
 }
 
 /// One scrape: the counters, and the size of the scrape's own body, which the server
@@ -126,26 +100,6 @@ mod tests {
         let got = between(&before, &after);
         assert_eq!(got.responses, BTreeMap::from([("2xx".to_string(), 97), ("5xx".to_string(), 3)]));
         assert_eq!((got.responses.values().sum::<u64>(), got.body_bytes), (100, 97_600));
-    }
-
-    #[test]
-    fn cells_put_the_server_beside_the_client() {
-        let counts = |ok, bad| ServerCounts {
-            responses: BTreeMap::from([("2xx".to_string(), ok), ("5xx".to_string(), bad)]),
-            body_bytes: 1_000_000,
-        };
-        let run = |responses, server| Measurement { responses, server, ..Default::default() };
-        let cases: [(Vec<Measurement>, &str); 3] = [
-            (
-                vec![run(99, Some(counts(97, 3))), run(100, Some(counts(100, 0)))],
-                "199 / 200 (2xx 197, 5xx 3; 2.000 MB)",
-            ),
-            (vec![run(50, None)], "50 / –"),
-            (vec![], "–"),
-        ];
-        for (runs, want) in cases {
-            assert_eq!(cell(&runs), want);
-        }
     }
 
     #[test]

@@ -4,13 +4,12 @@
 //! first coordinate past an onset. Used by `trend` claims (`verdict.rs`) and by computed
 //! trend findings (`finding.rs`).
 
-use crate::claim::{seed_coord, Select, Shape};
+use crate::claim::{seed_coord, Select};
 use crate::experiment::Dim;
 use crate::metric::{self, Metric};
 use crate::plan::Active;
+use crate::sample::{phrase, Sample};
 use crate::stats::{Call, Interval};
-use crate::table::{phrase, Sample};
-use crate::verdict::Outcome;
 
 /// (x, interval) along `over` for the points `at` selects, in order.
 pub(crate) fn series(samples: &[Sample], at: &Select, m: Metric, over: Dim) -> Vec<(f64, Interval)> {
@@ -104,36 +103,12 @@ pub(crate) fn shape(series: &[(f64, Interval)], over: Dim, linear: Option<f64>, 
     ShapeReport { text, ups, downs, overall, peak, linearity }
 }
 
-pub(crate) fn judge(r: &ShapeReport, expect: Shape, linear_min: Option<f64>) -> Outcome {
-    let linear_ok = match (linear_min, r.linearity) {
-        (Some(min), Some(l)) => l >= min,
-        _ => true,
-    };
-    match expect {
-        Shape::Rising | Shape::Falling => {
-            let (good, bad, against) = match expect {
-                Shape::Rising => (Call::Win, Call::Loss, r.downs),
-                _ => (Call::Loss, Call::Win, r.ups),
-            };
-            match r.overall {
-                // A rise that peaks inside and falls back is not a rise.
-                _ if expect == Shape::Rising && r.peak => Outcome::NotReproduced,
-                o if o == good && against == 0 && linear_ok => Outcome::Reproduced,
-                o if o == good && against == 0 => Outcome::NotReproduced,
-                o if o == bad => Outcome::NotReproduced,
-                _ => Outcome::Inconclusive,
-            }
-        }
-        Shape::Peak if r.peak => Outcome::Reproduced,
-        Shape::Peak if r.overall == Call::Win && r.downs == 0 => Outcome::NotReproduced,
-        Shape::Peak => Outcome::Inconclusive,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claim::Shape;
     use crate::stats;
+    use crate::verdict::{judge, Outcome};
 
     fn exact(v: f64) -> Interval {
         Interval::exact(v)

@@ -9,7 +9,7 @@
 
 use crate::experiment::ClientSpec;
 use crate::plan::Active;
-use crate::table::Sample;
+use crate::sample::Sample;
 
 /// `text` with the placeholders above replaced by the sizes of `a`'s points.
 pub(crate) fn fill(text: &str, a: &Active<'_>) -> String {
@@ -136,7 +136,7 @@ mod tests {
             server: "thread".into(),
             workload: "mix".into(),
             client: c.clone(),
-            runs: if measured { vec![crate::metric::Measurement::default()] } else { Vec::new() },
+            runs: if measured { vec![crate::measurement::Measurement::default()] } else { Vec::new() },
         };
         let all: Vec<Sample> = a.clients.iter().map(|c| sample(c, true)).collect();
         let two: Vec<Sample> = a.clients.iter().map(|c| sample(c, c.n.unwrap_or(0) <= 100)).collect();

@@ -92,7 +92,7 @@ impl Call {
 
 /// The median of `xs` with its order-statistic interval.
 pub(crate) fn median_interval(xs: &[f64]) -> Interval {
-    let median = crate::metric::median(xs.to_vec());
+    let median = median(xs.to_vec());
     if xs.len() < MIN_RUNS {
         return Interval::unknown(median);
     }
@@ -143,6 +143,29 @@ pub(crate) fn coverage(n: usize, j: usize) -> f64 {
         pmf *= (n - i) as f64 / (i + 1) as f64;
     }
     (1.0 - 2.0 * tail).max(0.0)
+}
+
+/// The median of some values (NaN when empty).
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    }
+}
+
+/// `median [lo–hi, coverage]`, or the median alone when there is no interval.
+pub(crate) fn with_interval(i: Interval) -> String {
+    if i.known() {
+        format!("{} {}", crate::metric::format(i.median), i.brackets(crate::metric::format))
+    } else {
+        crate::metric::format(i.median)
+    }
 }
 
 #[cfg(test)]

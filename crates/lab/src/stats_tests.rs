@@ -135,3 +135,10 @@ fn calls_table() {
         assert_eq!(ratio_interval(&keyed(a), &keyed(b), div).call(), want, "{a:?} vs {b:?}");
     }
 }
+
+#[test]
+fn median_table() {
+    assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert!(median(vec![]).is_nan());
+}

@@ -2,187 +2,14 @@
 //! the seed's shape: the point's dimensions, then each metric here beside the seed's value
 //! (split to fit a laptop screen).
 
-use crate::experiment::{ClientSpec, Dim, SeedRow};
-use crate::metric::{self, Measurement, Metric};
-use crate::plan::{point_id, Active};
+use crate::experiment::{Dim, SeedRow};
+use crate::measurement::Measurement;
+use crate::metric::{self, Metric};
+use crate::plan::Active;
 use crate::render::{Table, MAX_COLUMNS};
-use crate::results::{Outcome, Record};
-use crate::stats::{self, Interval};
-use std::collections::HashMap;
-
-/// The fewest clean repeats a point needs for a verdict.
-pub(crate) const MIN_CLEAN_REPEATS: usize = stats::MIN_RUNS;
-
-/// One server × workload × client of a sweep, with every repeat measured so far.
-#[derive(Debug, Clone)]
-pub(crate) struct Sample {
-    pub server: String,
-    pub workload: String,
-    pub client: ClientSpec,
-    pub runs: Vec<Measurement>,
-}
-
-impl Sample {
-    /// The median over repeats; NaN when nothing was measured.
-    pub fn value(&self, m: Metric) -> f64 {
-        metric::median(self.values(m))
-    }
-
-    /// The metric in each clean repeat (those not `excluded` as disturbed).
-    pub fn values(&self, m: Metric) -> Vec<f64> {
-        self.keyed(m).into_iter().map(|(_, v)| v).collect()
-    }
-
-    /// The metric in each clean repeat, keyed by repeat (runs without one by their
-    /// position), so two samples' repeats pair up by round.
-    pub fn keyed(&self, m: Metric) -> Vec<(u32, f64)> {
-        self.runs
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| !r.excluded)
-            .map(|(i, r)| (r.repeat.unwrap_or(i as u32), m.value(r)))
-            .filter(|(_, v)| !v.is_nan())
-            .collect()
-    }
-
-    /// The metric per repeat number, `NaN` where the repeat is missing, excluded or has
-    /// no value: index `r` is repeat `r`, so two samples line up by round.
-    pub fn by_repeat(&self, m: Metric) -> Vec<f64> {
-        let keyed = self.keyed(m);
-        let len = self.runs.iter().enumerate().map(|(i, r)| r.repeat.unwrap_or(i as u32) as usize + 1).max();
-        let mut out = vec![f64::NAN; len.unwrap_or(0)];
-        for (r, v) in keyed {
-            out[r as usize] = v;
-        }
-        out
-    }
-
-    /// How busy the load generator and how idle the server were over the clean repeats:
-    /// the median of each share over the repeats that have both (records without their
-    /// CPU counts use `fallback`); None when no repeat has.
-    pub fn saturation(&self, fallback: crate::cpu::Shares) -> Option<crate::cpu::Saturation> {
-        let each: Vec<crate::cpu::Saturation> =
-            self.runs.iter().filter(|r| !r.excluded).filter_map(|r| r.cpu.saturation(fallback)).collect();
-        (!each.is_empty()).then(|| crate::cpu::Saturation {
-            client_busy_pct: metric::median(each.iter().map(|x| x.client_busy_pct).collect()),
-            server_idle_pct: metric::median(each.iter().map(|x| x.server_idle_pct).collect()),
-        })
-    }
-
-    /// Why this point gets no verdict though it was measured: fewer than
-    /// [`MIN_CLEAN_REPEATS`] clean repeats (the others stayed disturbed through their tries,
-    /// or failed). None when it has enough, or when nothing was measured at all.
-    pub fn no_verdict(&self) -> Option<String> {
-        let clean = self.runs.iter().filter(|r| !r.excluded).count();
-        if self.runs.is_empty() || clean >= MIN_CLEAN_REPEATS {
-            return None;
-        }
-        let excluded = self.runs.len() - clean;
-        Some(format!(
-            "insufficient clean repeats: {clean} of {} measured ({excluded} stayed disturbed), {MIN_CLEAN_REPEATS} needed",
-            self.runs.len()
-        ))
-    }
-
-    /// The "Disturbed repeats" cell: `1/5; 2 re-measured; 1 excluded`, and `no verdict`
-    /// when too few clean repeats remain.
-    pub fn disturbance(&self) -> String {
-        if self.runs.is_empty() {
-            return "–".into();
-        }
-        let disturbed = self.runs.iter().filter(|r| r.cpu.disturbed).count();
-        let retried: u32 = self.runs.iter().map(|r| r.tries.saturating_sub(1)).sum();
-        let excluded = self.runs.iter().filter(|r| r.excluded).count();
-        let mut cell = format!("{disturbed}/{}", self.runs.len());
-        if retried > 0 {
-            cell += &format!("; {retried} re-measured");
-        }
-        if excluded > 0 {
-            cell += &format!("; {excluded} excluded");
-        }
-        if self.no_verdict().is_some() {
-            cell += "; too few clean: no verdict";
-        }
-        cell
-    }
-
-    /// The median over repeats with its order-statistic interval ([`stats`]).
-    pub fn interval(&self, m: Metric) -> Interval {
-        stats::median_interval(&self.values(m))
-    }
-
-    /// The point's coordinate along a dimension, as a number (NaN for names).
-    pub fn coord(&self, dim: Dim) -> f64 {
-        let c = &self.client;
-        match dim {
-            Dim::Connections | Dim::Clients => f64::from(self.client.c),
-            Dim::Requests => self.client.n.map(|n| n as f64).unwrap_or(f64::NAN),
-            Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
-            Dim::Share => self.client.capacity.unwrap_or(f64::NAN),
-            Dim::Connection => CONNECTION_USES.iter().position(|u| u.0 == (c.keepalive, c.resume)).unwrap_or(0) as f64,
-            Dim::Server | Dim::Workload => f64::NAN,
-        }
-    }
-
-    /// Where the point is, in words: its client settings.
-    pub fn place(&self) -> String {
-        let c = &self.client;
-        let mut parts = vec![phrase(Dim::Connections, f64::from(c.c))];
-        if let Some(n) = c.n {
-            parts.push(phrase(Dim::Requests, n as f64));
-        }
-        if let Some(r) = c.rate {
-            parts.push(phrase(Dim::Rate, r));
-        }
-        if let Some(x) = c.capacity {
-            parts.push(phrase(Dim::Share, x));
-        }
-        parts.join(", ")
-    }
-
-    /// The point's coordinate along a dimension, as the table shows it.
-    pub fn label(&self, dim: Dim) -> String {
-        match dim {
-            Dim::Server => self.server.clone(),
-            Dim::Workload => self.workload.clone(),
-            Dim::Connections => self.client.c.to_string(),
-            Dim::Requests => self.client.n.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
-            Dim::Rate => self.client.rate.map(|r| format!("{r}")).unwrap_or_else(|| "–".into()),
-            Dim::Share => self.client.capacity.map(|x| format!("{x}×")).unwrap_or_else(|| "–".into()),
-            Dim::Clients => match self.client.n {
-                Some(n) => format!("{} × {}", self.client.c, n / u64::from(self.client.c.max(1))),
-                None => self.client.c.to_string(),
-            },
-            Dim::Connection => phrase(Dim::Connection, self.coord(Dim::Connection)),
-        }
-    }
-}
-
-/// The samples of a sweep in table order (workload, client, server), measured or not.
-pub(crate) fn samples(exp_id: &str, a: &Active<'_>, quick: bool, records: &HashMap<String, Record>) -> Vec<Sample> {
-    let mut out = Vec::new();
-    for workload in &a.workloads {
-        for client in &a.clients {
-            for server in a.servers.iter().filter(|s| s.runs(workload)) {
-                let runs = (0..a.repeats)
-                    .filter_map(|r| {
-                        let id = point_id(quick, exp_id, &a.sweep.name, &server.label, workload, client, r);
-                        let record = records.get(&id).filter(|x| x.outcome == Outcome::Measured)?;
-                        let m = record.measurement.clone()?;
-                        Some(Measurement { repeat: Some(r), ..m })
-                    })
-                    .collect();
-                out.push(Sample {
-                    server: server.label.clone(),
-                    workload: workload.clone(),
-                    client: client.clone(),
-                    runs,
-                });
-            }
-        }
-    }
-    out
-}
+use crate::sample::{seed_matches, twin, Sample};
+use crate::stats::with_interval;
+use std::collections::BTreeMap;
 
 /// The sweep's tables: the main one (the point's dimensions, then each metric here beside
 /// the seed's, then the baseline ratios) and the detail one (the dimensions, then the
@@ -224,7 +51,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
         }
         if let Some(b) = &spec.baseline {
             let m = spec.columns[b.column].metric;
-            let base = crate::claim::twin(s, &b.at, samples);
+            let base = twin(s, &b.at, samples);
             let here = base.map(|t| s.value(m) / t.value(m)).filter(|_| !s.runs.is_empty());
             row.push(here.map(ratio).unwrap_or_else(|| "–".into()));
             if has_seed {
@@ -243,7 +70,7 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
             detail.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(m)) });
         }
         detail.push(s.disturbance());
-        detail.push(crate::server_counts::cell(&s.runs));
+        detail.push(server_cell(&s.runs));
         details.push(detail);
     }
     let mut detail_headers = dims;
@@ -308,23 +135,6 @@ fn ratio(v: f64) -> String {
     }
 }
 
-/// `median [lo–hi, coverage]`, or the median alone when there is no interval.
-pub(crate) fn with_interval(i: Interval) -> String {
-    if i.known() {
-        format!("{} {}", metric::format(i.median), i.brackets(metric::format))
-    } else {
-        metric::format(i.median)
-    }
-}
-
-pub(crate) fn seed_matches(r: &SeedRow, s: &Sample) -> bool {
-    r.server.as_ref().map_or(true, |x| *x == s.server)
-        && r.workload.as_ref().map_or(true, |x| *x == s.workload)
-        && r.c.map_or(true, |x| x == s.client.c)
-        && r.n.map_or(true, |x| Some(x) == s.client.n)
-        && r.rate.map_or(true, |x| Some(x) == s.client.rate)
-}
-
 pub(crate) fn dim_header(d: Dim) -> &'static str {
     match d {
         Dim::Server => "Server",
@@ -338,30 +148,55 @@ pub(crate) fn dim_header(d: Dim) -> &'static str {
     }
 }
 
-/// The connection uses along [`Dim::Connection`], in order: (keep-alive, resume), words.
-/// Plain HTTP ignores resumption: its two `new per request` rows are the same load.
-const CONNECTION_USES: [((bool, bool), &str); 4] = [
-    ((true, true), "keep-alive"),
-    ((false, true), "new per request (TLS: resumed)"),
-    ((false, false), "new per request (TLS: full handshake)"),
-    ((true, false), "keep-alive (TLS: no resumption)"),
-];
-
-/// How a coordinate reads in a sentence: "4 connections", "N = 1000", "500 req/s".
-pub(crate) fn phrase(d: Dim, x: f64) -> String {
-    match d {
-        Dim::Connections | Dim::Clients => format!("{x} connection{}", if x == 1.0 { "" } else { "s" }),
-        Dim::Requests => format!("N = {x}"),
-        Dim::Rate => format!("{x} req/s"),
-        Dim::Share => format!("{x}× capacity"),
-        Dim::Connection => CONNECTION_USES.get(x as usize).map_or("?", |u| u.1).to_string(),
-        Dim::Server | Dim::Workload => format!("{x}"),
+/// A table cell for a point's repeats: the answers the client counted against those the
+/// server counted (by class) and its body bytes, summed over the repeats; `–` for the
+/// server's side when a repeat has no server count (a peer).
+fn server_cell(runs: &[Measurement]) -> String {
+    if runs.is_empty() {
+        return "–".into();
     }
+    let client: u64 = runs.iter().map(|m| m.responses).sum();
+    let Some(server) = runs.iter().map(|m| m.server.as_ref()).collect::<Option<Vec<_>>>() else {
+        return format!("{client} / –");
+    };
+    let mut classes: BTreeMap<&str, u64> = BTreeMap::new();
+    for counts in &server {
+        for (class, n) in &counts.responses {
+            *classes.entry(class).or_default() += n;
+        }
+    }
+    let total: u64 = classes.values().sum();
+    let bytes: u64 = server.iter().map(|c| c.body_bytes).sum();
+    let by_class: Vec<String> = classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let (scale, unit) = if bytes >= 1_000_000 { (1e6, "MB") } else { (1e3, "KB") };
+    let size = format!("{} {unit}", crate::metric::format(bytes as f64 / scale));
+    format!("{client} / {total} ({}; {size})", by_class.join(", "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server_counts::ServerCounts;
+
+    #[test]
+    fn cells_put_the_server_beside_the_client() {
+        let counts = |ok, bad| ServerCounts {
+            responses: BTreeMap::from([("2xx".to_string(), ok), ("5xx".to_string(), bad)]),
+            body_bytes: 1_000_000,
+        };
+        let run = |responses, server| Measurement { responses, server, ..Default::default() };
+        let cases: [(Vec<Measurement>, &str); 3] = [
+            (
+                vec![run(99, Some(counts(97, 3))), run(100, Some(counts(100, 0)))],
+                "199 / 200 (2xx 197, 5xx 3; 2.000 MB)",
+            ),
+            (vec![run(50, None)], "50 / –"),
+            (vec![], "–"),
+        ];
+        for (runs, want) in cases {
+            assert_eq!(server_cell(&runs), want);
+        }
+    }
 
     /// A wide table is split, each part repeating the point's columns and keeping a
     /// metric's "here" beside its "seed".

@@ -28,15 +28,15 @@
 //!   are shown, with the figures, and not counted as evidence ([`client_bound`]). Claims
 //!   on the server's CPU per request or the load generator's own use are exempt.
 
-use crate::claim::{twin, Claim, Kind, Select, Size};
+use crate::claim::{Claim, Kind, Select, Shape, Size};
 use crate::cpu::{Saturation, Shares};
 use crate::finding::advantage;
 use crate::metric::{self, Better, Metric};
 use crate::plan::Active;
 use crate::rule::{self, number, times, Group, Pooled};
-use crate::shape::{judge, seed_series, series, shape};
+use crate::sample::{seed_matches, twin, Sample, MIN_CLEAN_REPEATS};
+use crate::shape::{seed_series, series, shape, ShapeReport};
 use crate::stats::{Call, Interval};
-use crate::table::{seed_matches, Sample, MIN_CLEAN_REPEATS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -298,7 +298,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
             let worst = |vals: Vec<f64>| vals.into_iter().filter(|v| v.is_finite()).fold(f64::NAN, f64::max);
             let seed_max = worst(chosen.iter().filter_map(|s| seed(s, *metric)).collect());
             let here_max = ints.iter().copied().max_by(|x, y| x.median.total_cmp(&y.median));
-            let here = here_max.map(|i| format!("max {}", crate::table::with_interval(i))).unwrap_or_default();
+            let here = here_max.map(|i| format!("max {}", crate::stats::with_interval(i))).unwrap_or_default();
             (format!("max {}", metric::format(seed_max)), here, outcome, None)
         }
         Kind::Best { metric, server, among, at, .. } => {
@@ -379,7 +379,7 @@ pub(crate) fn client_bound(points: &[Vec<Option<Saturation>>]) -> Option<(usize,
     if points.is_empty() || 2 * n <= points.len() {
         return None;
     }
-    let median = |f: fn(&Saturation) -> f64| metric::median(bound.iter().map(f).collect());
+    let median = |f: fn(&Saturation) -> f64| crate::stats::median(bound.iter().map(f).collect());
     let saturation =
         Saturation { client_busy_pct: median(|s| s.client_busy_pct), server_idle_pct: median(|s| s.server_idle_pct) };
     Some((n, points.len(), saturation))
@@ -455,7 +455,7 @@ fn trend_size(
     };
     if size.last.is_some() {
         let i = last.interval(m);
-        return size_call(size, i.lo, i.hi, &crate::table::with_interval(i));
+        return size_call(size, i.lo, i.hi, &crate::stats::with_interval(i));
     }
     let p = rule::pooled(&[rule::one(vec![rule::contrast(&last.by_repeat(m), &first.by_repeat(m), true)])]);
     size_call(size, p.lo, p.hi, &p.text())
@@ -692,11 +692,38 @@ fn best<'s>(
     Best { seed_text, here, pooled, outcome, thin, points: groups }
 }
 
+/// The outcome of a `trend` claim from what its series does (`shape.rs`).
+pub(crate) fn judge(r: &ShapeReport, expect: Shape, linear_min: Option<f64>) -> Outcome {
+    let linear_ok = match (linear_min, r.linearity) {
+        (Some(min), Some(l)) => l >= min,
+        _ => true,
+    };
+    match expect {
+        Shape::Rising | Shape::Falling => {
+            let (good, bad, against) = match expect {
+                Shape::Rising => (Call::Win, Call::Loss, r.downs),
+                _ => (Call::Loss, Call::Win, r.ups),
+            };
+            match r.overall {
+                // A rise that peaks inside and falls back is not a rise.
+                _ if expect == Shape::Rising && r.peak => Outcome::NotReproduced,
+                o if o == good && against == 0 && linear_ok => Outcome::Reproduced,
+                o if o == good && against == 0 => Outcome::NotReproduced,
+                o if o == bad => Outcome::NotReproduced,
+                _ => Outcome::Inconclusive,
+            }
+        }
+        Shape::Peak if r.peak => Outcome::Reproduced,
+        Shape::Peak if r.overall == Call::Win && r.downs == 0 => Outcome::NotReproduced,
+        Shape::Peak => Outcome::Inconclusive,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::experiment::ClientSpec;
-    use crate::metric::Measurement;
+    use crate::measurement::Measurement;
 
     fn sample(server: &str, c: u32, rps: &[f64]) -> Sample {
         let runs = rps.iter().map(|r| Measurement { rps: *r, responses: 100, ..Default::default() }).collect();

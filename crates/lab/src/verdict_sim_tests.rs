@@ -9,8 +9,8 @@
 
 use crate::claim::Claim;
 use crate::experiment::ClientSpec;
-use crate::metric::Measurement;
-use crate::table::Sample;
+use crate::measurement::Measurement;
+use crate::sample::Sample;
 use crate::verdict::{check, Outcome, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,9 @@
 
 use crate::experiment::{Dim, Versus};
 use crate::finding::ratio_text;
+use crate::sample::Sample;
 use crate::stats;
-use crate::table::{with_interval, Sample};
+use crate::stats::with_interval;
 
 /// Headers and rows: server, workload, connection use, then per metric: X, X{suffix}, the ratio;
 /// then the disturbed repeats of both.
@@ -56,8 +57,9 @@ fn row(v: &Versus, plain: &Sample, with: &Sample) -> Vec<String> {
 mod tests {
     use super::build;
     use crate::experiment::Versus;
-    use crate::metric::{Measurement, Metric};
-    use crate::table::Sample;
+    use crate::measurement::Measurement;
+    use crate::metric::Metric;
+    use crate::sample::Sample;
 
     fn sample(server: &str, rps: &[f64]) -> Sample {
         let client = crate::experiment::ClientSpec::closed(4, 100);
