@@ -31,6 +31,7 @@
 use crate::experiment::claim::{Claim, Kind, Select, Shape, Size};
 use crate::experiment::metric::{self, Better, Metric};
 use crate::experiment::plan::Active;
+use crate::experiment::Dim;
 use crate::judge::finding::advantage;
 use crate::judge::rule::{self, number, times, Group, Pooled};
 use crate::judge::sample::{seed_matches, twin, Sample, MIN_CLEAN_REPEATS};
@@ -162,6 +163,10 @@ impl Verdict {
 /// Checks `claim` against its sweep (`None` when the sweep did not run); `cores` is the
 /// CPU count of the run's machine, for records that did not store who had which CPUs
 /// ([`Shares::on`]; 0 when unknown: such records have no saturation figure).
+///
+/// Each kind of claim is judged by its own function ([`beats`], [`level`],
+/// [`larger_gain`], [`trend`], [`at_most`], [`best`]); what every kind shares follows: the
+/// size call, the points left out, too few clean repeats, and the client-bound rule.
 pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, cores: usize) -> Verdict {
     let mut v = Verdict {
         claim: claim.text.clone(),
@@ -191,124 +196,25 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
         v.seed_brief = v.seed.clone();
         return v;
     };
-    let mut seed_brief = None;
-    // The points of a pooled claim with too few clean repeats to enter it.
-    let mut thin: Vec<(String, usize)> = Vec::new();
-    // The claim's points, each the samples compared together, for the client-bound rule.
-    let points: Vec<Vec<&Sample>>;
     let seed = |s: &Sample, m: Metric| seed_value(a, s, m);
-    let (seed_text, here, outcome, pooled) = match &claim.kind {
+    let sw = Sweep { active: a, samples, seed: &seed };
+    let j = match &claim.kind {
         Kind::Beats { metric, a: sa, b, at, seed_ratio, within } => {
-            let pairs = pairs(*metric, sa, b, at, samples, &seed);
-            points = sides(&pairs);
-            let seed_text = seed_ratio.map(times).unwrap_or_else(|| seed_ratios(&pairs));
-            seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
-            let p = pool(*metric, &pairs, 1.0);
-            thin = thin_points(&pairs);
-            let outcome = pooled_outcome(&p, *within);
-            (seed_text, pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
+            beats(*metric, [sa, b, at], *seed_ratio, *within, &sw)
         }
-        Kind::Level { metric, a: sa, b, at, within, .. } => {
-            let pairs = pairs(*metric, sa, b, at, samples, &seed);
-            points = sides(&pairs);
-            let p = pool(*metric, &pairs, 1.0);
-            thin = thin_points(&pairs);
-            seed_brief = Some(seed_range(&pairs));
-            let (hi, lo) = (1.0 + within, 1.0 / (1.0 + within));
-            let both_sides = pairs.iter().any(|x| x.median > hi) && pairs.iter().any(|x| x.median < lo);
-            let outcome = match () {
-                _ if p.repeats == 0 => Outcome::NotMeasured,
-                _ if p.within(*within) && !both_sides => Outcome::Reproduced,
-                _ if p.beyond(*within) => Outcome::NotReproduced,
-                _ => Outcome::Inconclusive,
-            };
-            (seed_ratios(&pairs), pooled_text(&p, &pairs, Some(*within)), outcome, Some(p))
-        }
-        Kind::LargerGain { metric, a: sa, b, at, than } => {
-            let gain = pairs(*metric, sa, b, at, samples, &seed);
-            let base = pairs(*metric, sa, b, than, samples, &seed);
-            points = [sides(&gain), sides(&base)].concat();
-            let (pg, pb) = (pool(*metric, &gain, 1.0), pool(*metric, &base, 1.0));
-            let groups = [group(*metric, &gain, 1.0), group(*metric, &base, -1.0)];
-            let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&groups) };
-            thin = [thin_points(&gain), thin_points(&base)].concat();
-            let outcome = pooled_outcome(&p, 0.05);
-            let geo = |ps: &[Pair]| {
-                let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
-                (v.len() == ps.len() && !v.is_empty())
-                    .then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
-            };
-            let seed_text = match (geo(&gain), geo(&base)) {
-                (Some(g), Some(b)) => format!("{} (gain {} against {})", times(g / b), times(g), times(b)),
-                _ => "–".into(),
-            };
-            let here = format!(
-                "{} (gain {} over {} points against {} over {})",
-                p.text(),
-                pg.text(),
-                gain.len(),
-                pb.text(),
-                base.len()
-            );
-            (seed_text, here, outcome, Some(p))
-        }
+        Kind::Level { metric, a: sa, b, at, within, .. } => level(*metric, [sa, b, at], *within, &sw),
+        Kind::LargerGain { metric, a: sa, b, at, than } => larger_gain(*metric, [sa, b, at, than], &sw),
         Kind::Trend { metric, over, at, expect, linear_min, onset_above } => {
-            let here_series = series(samples, at, *metric, *over);
-            points = samples
-                .iter()
-                .filter(|s| !s.runs.is_empty() && at.matches(s) && s.coord(*over).is_finite())
-                .map(|s| vec![s])
-                .collect();
-            let seed_series = seed_series(a, at, *metric, *over);
-            let here = shape(&here_series, *over, *linear_min, *onset_above);
-            let seed = shape(&seed_series, *over, *linear_min, *onset_above);
-            let mut outcome =
-                if here_series.len() < 2 { Outcome::NotMeasured } else { judge(&here, *expect, *linear_min) };
-            // The onset is part of the claim ("errors rise from 2000 req/s"): ours must lie
-            // within a factor of 1.5 of the seed's.
-            // Where the seed's series passes the onset and every interval here stays at or
-            // below it, nothing started: not reproduced, however flat the series.
-            let first =
-                |s: &[(f64, Interval)]| onset_above.and_then(|l| s.iter().find(|p| p.1.median > l)).map(|p| p.0);
-            let never = onset_above.is_some_and(|l| here_series.iter().all(|p| p.1.known() && p.1.hi <= l));
-            if let Some(seed_x) = first(&seed_series) {
-                let late = |x: f64| x / seed_x > 1.5 || seed_x / x > 1.5;
-                let off = outcome == Outcome::Reproduced && first(&here_series).map_or(true, late);
-                if off || (never && !here_series.is_empty()) {
-                    outcome = Outcome::NotReproduced;
-                }
-            }
             if let Some(size) = &claim.size {
                 (v.size, v.size_text) = trend_size(size, samples, at, *metric, *over);
             }
-            (seed.text, here.text, outcome, None)
+            trend(*metric, *over, at, *expect, *linear_min, *onset_above, &sw)
         }
-        Kind::AtMost { metric, at, limit, .. } => {
-            let chosen: Vec<&Sample> = samples.iter().filter(|s| !s.runs.is_empty() && at.matches(s)).collect();
-            points = chosen.iter().map(|s| vec![*s]).collect();
-            let ints: Vec<Interval> = chosen.iter().map(|s| s.interval(*metric)).collect();
-            let above = ints.iter().filter(|i| i.known() && i.lo > *limit).count();
-            let below = ints.iter().filter(|i| i.known() && i.hi <= *limit).count();
-            let outcome = match (ints.len(), above, below) {
-                (0, ..) => Outcome::NotMeasured,
-                (_, a, _) if a > 0 => Outcome::NotReproduced,
-                (n, _, b) if b == n => Outcome::Reproduced,
-                _ => Outcome::Inconclusive,
-            };
-            let worst = |vals: Vec<f64>| vals.into_iter().filter(|v| v.is_finite()).fold(f64::NAN, f64::max);
-            let seed_max = worst(chosen.iter().filter_map(|s| seed(s, *metric)).collect());
-            let here_max = ints.iter().copied().max_by(|x, y| x.median.total_cmp(&y.median));
-            let here = here_max.map(|i| format!("max {}", crate::judge::stats::with_interval(i))).unwrap_or_default();
-            (format!("max {}", metric::format(seed_max)), here, outcome, None)
-        }
-        Kind::Best { metric, server, among, at, .. } => {
-            let b = best(*metric, server, among, at, samples, &seed);
-            thin = b.thin;
-            points = b.points;
-            (b.seed_text, b.here, b.outcome, Some(b.pooled))
-        }
+        Kind::AtMost { metric, at, limit, .. } => at_most(*metric, at, *limit, &sw),
+        Kind::Best { metric, server, among, at, .. } => best(*metric, server, among, at, samples, &seed),
         Kind::NotTestable { .. } => unreachable!("returned above"),
     };
+    let Judged { seed_text, seed_brief, here, outcome, pooled, thin, points } = j;
     if let (Some(size), Some(p)) = (&claim.size, pooled) {
         (v.size, v.size_text) = size_call(size, p.lo, p.hi, &p.text());
     }
@@ -317,14 +223,186 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
     v.seed = seed_text;
     v.here = here;
     v.outcome = outcome;
-    // Points of a decided pooled claim left out for too few clean repeats: named.
+    left_out(&mut v, pooled, &thin);
+    too_few_clean(&mut v, claim, pooled, &thin, samples);
+    if_client_bound(&mut v, claim, a, &points, cores);
+    v
+}
+
+/// A claim's sweep, as the functions of each kind read it: the plan that ran, its samples,
+/// and the seed's value at a sample.
+struct Sweep<'a, 's> {
+    active: &'a Active<'a>,
+    samples: &'s [Sample],
+    seed: &'a dyn Fn(&Sample, Metric) -> Option<f64>,
+}
+
+/// What one kind of claim made of its points, before the checks every kind shares.
+struct Judged<'s> {
+    seed_text: String,
+    /// The seed's side in the brief table, when it is not `seed_text`.
+    seed_brief: Option<String>,
+    here: String,
+    outcome: Outcome,
+    /// The pooled test of a comparison claim.
+    pooled: Option<Pooled>,
+    /// The points of a pooled claim with too few clean repeats to enter it.
+    thin: Vec<(String, usize)>,
+    /// The claim's points, each the samples compared together, for the client-bound rule.
+    points: Vec<Vec<&'s Sample>>,
+}
+
+/// `beats`: `a` better than its twin `b`, pooled over the points `at` selects.
+fn beats<'s>(
+    metric: Metric,
+    [sa, b, at]: [&Select; 3],
+    seed_ratio: Option<f64>,
+    within: f64,
+    sw: &Sweep<'_, 's>,
+) -> Judged<'s> {
+    let pairs = pairs(metric, sa, b, at, sw.samples, sw.seed);
+    let seed_text = seed_ratio.map(times).unwrap_or_else(|| seed_ratios(&pairs));
+    let seed_brief = seed_ratio.is_none().then(|| seed_range(&pairs));
+    let p = pool(metric, &pairs, 1.0);
+    let outcome = pooled_outcome(&p, within);
+    let here = pooled_text(&p, &pairs, Some(within));
+    Judged { seed_text, seed_brief, here, outcome, pooled: Some(p), thin: thin_points(&pairs), points: sides(&pairs) }
+}
+
+/// `level`: `a` and its twin `b` within a band of each other.
+fn level<'s>(metric: Metric, [sa, b, at]: [&Select; 3], within: f64, sw: &Sweep<'_, 's>) -> Judged<'s> {
+    let pairs = pairs(metric, sa, b, at, sw.samples, sw.seed);
+    let p = pool(metric, &pairs, 1.0);
+    let (hi, lo) = (1.0 + within, 1.0 / (1.0 + within));
+    let both_sides = pairs.iter().any(|x| x.median > hi) && pairs.iter().any(|x| x.median < lo);
+    let outcome = match () {
+        _ if p.repeats == 0 => Outcome::NotMeasured,
+        _ if p.within(within) && !both_sides => Outcome::Reproduced,
+        _ if p.beyond(within) => Outcome::NotReproduced,
+        _ => Outcome::Inconclusive,
+    };
+    Judged {
+        seed_text: seed_ratios(&pairs),
+        seed_brief: Some(seed_range(&pairs)),
+        here: pooled_text(&p, &pairs, Some(within)),
+        outcome,
+        pooled: Some(p),
+        thin: thin_points(&pairs),
+        points: sides(&pairs),
+    }
+}
+
+/// `larger_gain`: `a`'s gain over `b` larger at `at` than at `than`.
+fn larger_gain<'s>(metric: Metric, [sa, b, at, than]: [&Select; 4], sw: &Sweep<'_, 's>) -> Judged<'s> {
+    let gain = pairs(metric, sa, b, at, sw.samples, sw.seed);
+    let base = pairs(metric, sa, b, than, sw.samples, sw.seed);
+    let (pg, pb) = (pool(metric, &gain, 1.0), pool(metric, &base, 1.0));
+    let groups = [group(metric, &gain, 1.0), group(metric, &base, -1.0)];
+    let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&groups) };
+    let outcome = pooled_outcome(&p, 0.05);
+    let geo = |ps: &[Pair]| {
+        let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
+        (v.len() == ps.len() && !v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+    };
+    let seed_text = match (geo(&gain), geo(&base)) {
+        (Some(g), Some(b)) => format!("{} (gain {} against {})", times(g / b), times(g), times(b)),
+        _ => "–".into(),
+    };
+    let here = format!(
+        "{} (gain {} over {} points against {} over {})",
+        p.text(),
+        pg.text(),
+        gain.len(),
+        pb.text(),
+        base.len()
+    );
+    Judged {
+        seed_text,
+        seed_brief: None,
+        here,
+        outcome,
+        pooled: Some(p),
+        thin: [thin_points(&gain), thin_points(&base)].concat(),
+        points: [sides(&gain), sides(&base)].concat(),
+    }
+}
+
+/// `trend`: what the series along `over` does (`shape.rs`), and where it passes an onset.
+fn trend<'s>(
+    metric: Metric,
+    over: Dim,
+    at: &Select,
+    expect: Shape,
+    linear_min: Option<f64>,
+    onset_above: Option<f64>,
+    sw: &Sweep<'_, 's>,
+) -> Judged<'s> {
+    let here_series = series(sw.samples, at, metric, over);
+    let points = sw
+        .samples
+        .iter()
+        .filter(|s| !s.runs.is_empty() && at.matches(s) && s.coord(over).is_finite())
+        .map(|s| vec![s])
+        .collect();
+    let seed_series = seed_series(sw.active, at, metric, over);
+    let here = shape(&here_series, over, linear_min, onset_above);
+    let seed = shape(&seed_series, over, linear_min, onset_above);
+    let mut outcome = if here_series.len() < 2 { Outcome::NotMeasured } else { judge(&here, expect, linear_min) };
+    // The onset is part of the claim ("errors rise from 2000 req/s"): ours must lie
+    // within a factor of 1.5 of the seed's.
+    // Where the seed's series passes the onset and every interval here stays at or
+    // below it, nothing started: not reproduced, however flat the series.
+    let first = |s: &[(f64, Interval)]| onset_above.and_then(|l| s.iter().find(|p| p.1.median > l)).map(|p| p.0);
+    let never = onset_above.is_some_and(|l| here_series.iter().all(|p| p.1.known() && p.1.hi <= l));
+    if let Some(seed_x) = first(&seed_series) {
+        let late = |x: f64| x / seed_x > 1.5 || seed_x / x > 1.5;
+        let off = outcome == Outcome::Reproduced && first(&here_series).map_or(true, late);
+        if off || (never && !here_series.is_empty()) {
+            outcome = Outcome::NotReproduced;
+        }
+    }
+    Judged { seed_text: seed.text, seed_brief: None, here: here.text, outcome, pooled: None, thin: Vec::new(), points }
+}
+
+/// `at_most`: every selected point's interval at or below `limit`.
+fn at_most<'s>(metric: Metric, at: &Select, limit: f64, sw: &Sweep<'_, 's>) -> Judged<'s> {
+    let chosen: Vec<&Sample> = sw.samples.iter().filter(|s| !s.runs.is_empty() && at.matches(s)).collect();
+    let ints: Vec<Interval> = chosen.iter().map(|s| s.interval(metric)).collect();
+    let above = ints.iter().filter(|i| i.known() && i.lo > limit).count();
+    let below = ints.iter().filter(|i| i.known() && i.hi <= limit).count();
+    let outcome = match (ints.len(), above, below) {
+        (0, ..) => Outcome::NotMeasured,
+        (_, a, _) if a > 0 => Outcome::NotReproduced,
+        (n, _, b) if b == n => Outcome::Reproduced,
+        _ => Outcome::Inconclusive,
+    };
+    let worst = |vals: Vec<f64>| vals.into_iter().filter(|v| v.is_finite()).fold(f64::NAN, f64::max);
+    let seed_max = worst(chosen.iter().filter_map(|s| (sw.seed)(s, metric)).collect());
+    let here_max = ints.iter().copied().max_by(|x, y| x.median.total_cmp(&y.median));
+    let here = here_max.map(|i| format!("max {}", crate::judge::stats::with_interval(i))).unwrap_or_default();
+    Judged {
+        seed_text: format!("max {}", metric::format(seed_max)),
+        seed_brief: None,
+        here,
+        outcome,
+        pooled: None,
+        thin: Vec::new(),
+        points: chosen.iter().map(|s| vec![*s]).collect(),
+    }
+}
+
+/// Points of a decided pooled claim left out for too few clean repeats: named.
+fn left_out(v: &mut Verdict, pooled: Option<Pooled>, thin: &[(String, usize)]) {
     if pooled.is_some_and(|p| p.repeats >= MIN_CLEAN_REPEATS) && !thin.is_empty() {
         let list = thin.iter().map(|(place, n)| format!("{place}: {n}")).collect::<Vec<_>>().join("; ");
         let note = format!(" (left out, fewer than {MIN_CLEAN_REPEATS} clean repeats in common: {list})");
         v.here += &note;
         v.here_brief += &note;
     }
-    // Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
+}
+
+/// Too few clean repeats (the rest stayed disturbed, or failed): no verdict, and why.
+fn too_few_clean(v: &mut Verdict, claim: &Claim, pooled: Option<Pooled>, thin: &[(String, usize)], samples: &[Sample]) {
     let most = thin.iter().map(|t| t.1).chain(pooled.map(|p| p.repeats)).max().unwrap_or(0);
     // A pooled claim whose points were measured is never "not measured", even with no
     // clean repeat in common.
@@ -347,7 +425,10 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
             v.size = SizeCall::Unknown;
         }
     }
-    // A claim decided on the load generator's saturation: its numbers shown, not counted.
+}
+
+/// A claim decided on the load generator's saturation: its numbers shown, not counted.
+fn if_client_bound(v: &mut Verdict, claim: &Claim, a: &Active<'_>, points: &[Vec<&Sample>], cores: usize) {
     let exempt = matches!(claim.metric(), Some(Metric::CpuUs | Metric::ClientBusyPct));
     let decided = !matches!(v.outcome, Outcome::NotMeasured | Outcome::NotTestable);
     if !exempt && decided && v.by_construction.is_none() {
@@ -365,7 +446,6 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
             v.client_bound = Some(bound);
         }
     }
-    v
 }
 
 /// Whether a claim measured its load generator: more than half of its `points` (each the
@@ -561,18 +641,6 @@ fn seed_ratios(pairs: &[Pair]) -> String {
     }
 }
 
-/// What a `best` claim found: the text, the pooled comparison it is decided on, its
-/// outcome, the points too thin to count, and each point's samples (the claimed server's
-/// and its rivals').
-struct Best<'s> {
-    seed_text: String,
-    here: String,
-    pooled: Pooled,
-    outcome: Outcome,
-    thin: Vec<(String, usize)>,
-    points: Vec<Vec<&'s Sample>>,
-}
-
 /// The claimed server against each other server, pooled over the points where both ran,
 /// each comparison's interval widened for the family (Bonferroni over the `k` others: each
 /// misses on a side with probability 0.025 / k). Reproduced when every other's interval
@@ -588,7 +656,7 @@ fn best<'s>(
     at: &Select,
     samples: &'s [Sample],
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
-) -> Best<'s> {
+) -> Judged<'s> {
     let in_race = |s: &&Sample| !s.runs.is_empty() && at.matches(s) && (among.is_empty() || among.contains(&s.server));
     let mine: Vec<&Sample> = samples.iter().filter(in_race).filter(|s| s.server == server).collect();
     let mut others: Vec<&str> = Vec::new();
@@ -660,10 +728,11 @@ fn best<'s>(
         .copied();
     let Some((closest, pooled, used)) = decisive.filter(|_| points > 0) else {
         let none = rule::pooled(&[]);
-        return Best {
+        return Judged {
             seed_text,
+            seed_brief: None,
             here: "not measured".into(),
-            pooled: none,
+            pooled: Some(none),
             outcome: Outcome::NotMeasured,
             thin,
             points: groups,
@@ -689,7 +758,7 @@ fn best<'s>(
         pooled.repeats,
         medians.into_iter().map(|x| x.1).collect::<Vec<_>>().join("; ")
     );
-    Best { seed_text, here, pooled, outcome, thin, points: groups }
+    Judged { seed_text, seed_brief: None, here, pooled: Some(pooled), outcome, thin, points: groups }
 }
 
 /// The outcome of a `trend` claim from what its series does (`shape.rs`).
