@@ -1,65 +1,40 @@
 //! `spidey lab`: reproduces the seed studies on this machine and reports them.
 //!
-//! An experiment file (`experiments/*.toml`, built into the binary, [`experiment`]) is expanded into points
-//! ([`plan`]); for each server configuration the [`runner`] generates a document root
-//! ([`docroot`]), starts the server as a child ([`server`]), measures each point through
-//! the load seam ([`load`]) and appends it to `results.jsonl` ([`results`]) at once, so
-//! `--resume` continues an interrupted run. The [`report`] turns the journal into tables
-//! in the seeds' shapes ([`table`]), plots ([`plot`]), computed findings ([`finding`]) and
-//! the machine's description ([`machine`]).
+//! The crate is four stages, one folder each, every one importing only from the stages
+//! above it (`layout_tests.rs` checks that no two modules import each other):
+//!
+//! - [`experiment`]: the schema. An experiment file (`experiments/*.toml`, built into the
+//!   binary) with its claims, expanded into points ([`experiment::plan`]).
+//! - [`run`]: measuring. For each server configuration the [`run::runner`] generates a
+//!   document root ([`run::docroot`]), starts the server as a child ([`run::server`]),
+//!   measures each point through the load seam ([`run::load`]) and appends it to
+//!   `results.jsonl` ([`run::results`]) at once, so `--resume` continues an interrupted run.
+//! - [`judge`]: the numbers gathered per point ([`judge::sample`]), their intervals
+//!   ([`judge::stats`]), computed findings and a verdict per claim ([`judge::verdict`]).
+//! - [`report`]: the journal turned into tables in the seeds' shapes, plots, the findings
+//!   and verdicts, and the machine's description, as Markdown and HTML.
 
-mod adversary;
-mod capacity;
-mod cdf;
-mod chart;
-mod claim;
-mod cold;
-mod cpu;
-mod delay_line;
-mod docroot;
 mod experiment;
-mod finding;
-mod hosts;
-mod listing;
-mod load;
-mod machine;
-mod metric;
-mod out_dir;
-mod plan;
-mod plot;
-mod remote_server;
-mod render;
+mod judge;
 mod report;
-mod results;
-mod robustness;
-mod robustness_report;
-mod root_copy;
-mod rule;
-mod runner;
-mod server;
-mod server_counts;
-mod shape;
-mod sizes;
-mod sources;
-mod stats;
-mod summary;
-mod table;
-mod tls;
-mod unmeasured;
-mod verdict;
-mod versus;
-mod why;
+mod run;
+
+#[cfg(test)]
+mod layout_tests;
 
 use anyhow::Context;
-use experiment::Experiment;
+use experiment::{plan, sources, Experiment};
 use indicatif::{ProgressBar, ProgressStyle};
-use out_dir::OutDir;
+use judge::verdict;
+use report::{machine, robustness_report, summary, unmeasured, why};
+use run::out_dir::OutDir;
+use run::{cpu, docroot, hosts, listing, results, robustness, runner};
 use spidey_config::ConfigError;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-pub use delay_line::{run as delay_line, DelayLineArgs};
-pub use hosts::HostArgs;
+pub use run::delay_line::{run as delay_line, DelayLineArgs};
+pub use run::hosts::HostArgs;
 
 /// `spidey lab --help`'s examples; a test runs the ones that measure nothing and parses
 /// the rest.

@@ -1,0 +1,537 @@
+//! The report: one document model ([`crate::report::render`]) rendered twice, as `report.md`
+//! (plots as SVG files beside it) and as a self-contained `report.html`. It opens with a
+//! summary of the verdicts and the verdict table, then each experiment's tables, findings
+//! and plots, then the robustness experiment, and ends with the method and the machine.
+//!
+//! This folder is the last of the crate's stages: it reads the experiment, run and judge
+//! stages, and none of them reads it.
+
+pub(crate) mod cdf;
+pub(crate) mod chart;
+pub(crate) mod machine;
+pub(crate) mod plot;
+pub(crate) mod render;
+pub(crate) mod robustness_report;
+pub(crate) mod sizes;
+pub(crate) mod summary;
+pub(crate) mod table;
+pub(crate) mod unmeasured;
+pub(crate) mod versus;
+pub(crate) mod why;
+
+use crate::experiment::plan;
+use crate::experiment::Experiment;
+use crate::judge::finding;
+use crate::judge::sample;
+use crate::judge::verdict;
+use crate::run::out_dir::OutDir;
+use crate::run::results::{Outcome, Record};
+use crate::run::runner;
+use machine::Machine;
+use render::{slug, Block, Table};
+use sizes::fill;
+use std::collections::{BTreeSet, HashMap};
+use summary::Category;
+
+/// A section written elsewhere (the robustness experiment's), as Markdown with its SVGs.
+pub(crate) struct Section {
+    pub markdown: String,
+    /// (file name in the output directory, SVG document).
+    pub svgs: Vec<(String, String)>,
+}
+
+/// Writes `report.md`, `report.html` and `plots/*.svg` into `out`.
+pub(crate) fn write(
+    out: &OutDir,
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+    extra: Option<Section>,
+) -> anyhow::Result<()> {
+    let plots = out.subdir(render::PLOTS)?;
+    // The SVGs of an earlier report go, so none outlives its data.
+    plots.remove_by_extension("svg")?;
+    let doc = document(exps, quick, records, machine, keep_disturbed, extra);
+    for block in &doc {
+        if let Block::Plot { name, svg, .. } = block {
+            plots.write(name, svg)?;
+        }
+    }
+    out.write("report.md", render::markdown(&doc))?;
+    out.write("report.html", render::html(&doc))
+}
+
+fn document(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+    extra: Option<Section>,
+) -> Vec<Block> {
+    let mut doc = vec![Block::Heading(1, "Spidey lab report".into())];
+    doc.extend(opening(exps, quick, records, machine.cores));
+    let mut extra = extra.map(|s| Block::Markdown { text: demote(&s.markdown), svgs: s.svgs });
+    for exp in exps {
+        doc.extend(experiment(exp, quick, records));
+        // The robustness experiment's own section goes under its heading.
+        if exp.robustness.is_some() {
+            doc.extend(extra.take());
+        }
+    }
+    doc.extend(extra);
+    doc.extend(appendix(exps, quick, records, machine, keep_disturbed));
+    doc
+}
+
+/// Markdown with each heading one level down, to sit under an experiment's heading.
+fn demote(md: &str) -> String {
+    md.lines().map(|l| if l.starts_with('#') { format!("#{l}\n") } else { format!("{l}\n") }).collect()
+}
+
+/// The heading of an experiment's section (the verdict table links to it).
+fn experiment_heading(exp: &Experiment) -> String {
+    format!("{}: {}", exp.id, exp.title)
+}
+
+/// The summary paragraph and the verdict table, each claim linked to its experiment.
+fn opening(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, cores: usize) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records, cores);
+    if rows.is_empty() {
+        return vec![Block::Para(format!(
+            "A {}: no seed claims are checked in it.",
+            if quick { "quick run" } else { "run" }
+        ))];
+    }
+    // The summary counts the claims the tables list (a quick run's folded ones apart).
+    let verdicts: Vec<&verdict::Verdict> = rows.iter().map(|(_, v)| v).filter(|v| listed(v, quick)).collect();
+    let anchor =
+        |id: &str| exps.iter().find(|e| e.id.split('-').next() == Some(id)).map(|e| slug(&experiment_heading(e)));
+    let link = |id: &str| anchor(id).map_or_else(|| id.to_string(), |a| format!("[{id}](#{a})"));
+    let by_seed: Vec<(String, &verdict::Verdict)> =
+        rows.iter().filter(|(_, v)| listed(v, quick)).map(|(id, v)| (id.clone(), v)).collect();
+    // A quick run lists the claims it measured; the rest are folded into a line per
+    // experiment (a full run lists every claim).
+    let folded = if quick { unmeasured::fold(exps, &rows, quick, records) } else { Vec::new() };
+    let mut doc = vec![
+        Block::Para(format!(
+            "{} {} {}{}",
+            summary::text(&verdicts, quick),
+            summary::per_seed(&by_seed, link),
+            summary::READ_ON,
+            unmeasured::summary(&folded, records).map_or_else(String::new, |s| format!(" {s}"))
+        )),
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+    ];
+    let sections = claim_sections(exps, quick, records);
+    let shown: Vec<(&(String, verdict::Verdict), Option<String>)> =
+        rows.iter().zip(sections).filter(|((_, v), _)| listed(v, quick)).collect();
+    let cells: Vec<Vec<String>> = shown
+        .iter()
+        .map(|((id, v), section)| {
+            let seed = link(id);
+            let line = v.source.split(' ').next().unwrap_or_default();
+            // The claim's words link to the sweep it is measured in.
+            let words = match section {
+                Some(anchor) => format!("[{}](#{anchor})", v.claim),
+                None => v.claim.clone(),
+            };
+            let claim = format!("{} ({line})", claim_cell(v).replacen(&v.claim, &words, 1));
+            vec![seed, claim, v.seed_brief.clone(), v.here_brief.clone(), v.label()]
+        })
+        .collect();
+    doc.push(Block::Table(Table {
+        headers: [
+            "Seed",
+            "Claim (the seed's file:line)",
+            "Seed's number",
+            "Here (pooled ratio [95% interval])",
+            "Verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: cells,
+        classes: Some((4, classes(shown.iter().map(|((_, v), _)| v)))),
+    }));
+    if !folded.is_empty() {
+        doc.push(Block::Para("Not measured in this quick run, experiment by experiment:".into()));
+        doc.push(Block::Bullets(folded.iter().map(unmeasured::Folded::line).collect()));
+    }
+    doc.push(Block::Para(
+        "The seed's words, each point's numbers and the stated sizes are in the appendix's full table; how a verdict is reached is in the appendix too.".into(),
+    ));
+    doc.extend(contradictions(&rows));
+    let why = crate::report::why::blocks(exps, &rows, cores);
+    if !why.is_empty() {
+        doc.push(Block::Heading(2, "Why the results differ from the seeds".into()));
+        doc.extend(why);
+    }
+    doc
+}
+
+/// Whether the report's tables list a claim: a quick run's claims without the measurements
+/// for a verdict are folded
+/// into a line per experiment ([`unmeasured`]) instead.
+fn listed(v: &verdict::Verdict, quick: bool) -> bool {
+    !(quick && unmeasured::unmeasured(v))
+}
+
+/// The claim as the verdict table states it.
+fn claim_cell(v: &verdict::Verdict) -> String {
+    let mut claim = v.claim.clone();
+    if let Some(why) = &v.by_construction {
+        claim += &format!(" (true by construction: {why})");
+    }
+    if v.contradicts.is_some() {
+        claim += " (the seed contradicts itself here: see below)";
+    }
+    claim
+}
+
+/// Each verdict's CSS class, for the verdict column.
+fn classes<'a>(verdicts: impl Iterator<Item = &'a verdict::Verdict>) -> Vec<&'static str> {
+    verdicts.map(|v| Category::of(v).class()).collect()
+}
+
+fn contradictions(rows: &[(String, verdict::Verdict)]) -> Vec<Block> {
+    let items: Vec<String> = rows
+        .iter()
+        .filter_map(|(id, v)| v.contradicts.as_ref().map(|c| format!("{id}: “{}” ({}): {c}", v.claim, v.source)))
+        .collect();
+    if items.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        Block::Para("The seeds' internal contradictions (both statements are checked above):".into()),
+        Block::Bullets(items),
+    ]
+}
+
+/// How the numbers were made and how verdicts are reached, and the machine.
+fn appendix(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    machine: &Machine,
+    keep_disturbed: bool,
+) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, "Appendix: method".into()),
+        Block::Para(format!(
+            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time (s)\" column is one batch's (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of the CPUs it could keep busy (a thread per CPU of its own: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
+            kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
+            other = crate::run::cpu::OTHER_BUSY_LIMIT_PCT,
+            floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
+            extra = runner::EXTRA_TRIES,
+            clean = sample::MIN_CLEAN_REPEATS,
+            keep = if keep_disturbed { " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)" } else { "" },
+            steal = crate::run::cpu::STEAL_LIMIT_PCT,
+            repeats = if quick { "3" } else { "5 (or more)" }
+        )),
+        Block::Para(rule()),
+    ];
+    let rows: Vec<(String, verdict::Verdict)> =
+        verdict_rows(exps, quick, records, machine.cores).into_iter().filter(|(_, v)| listed(v, quick)).collect();
+    if !rows.is_empty() {
+        doc.push(Block::Heading(2, "Appendix: the verdicts in full".into()));
+        let mut table = full_table(&rows);
+        table.classes = Some((6, classes(rows.iter().map(|(_, v)| v))));
+        doc.push(Block::Table(table));
+    }
+    doc.push(Block::Heading(2, "Appendix: machine".into()));
+    doc.push(Block::Table(machine.table()));
+    doc
+}
+
+/// How a verdict is reached: [`RULE`], then when a claim is client-bound.
+fn rule() -> String {
+    format!(
+        "{RULE} \"client-bound\": more than half of the claim's points had a side whose load generator used at least {busy}% of the CPUs it could keep busy (its threads, at most its CPUs) while the server left at least {idle}% of its CPUs idle (counting the load generator's time on CPUs they share as used): such a point measured the load generator, not the server. Its numbers are shown (\"numbers: …\") with the load generator's busy share and the server's idle share (medians over those points), and it is not counted as evidence; claims on the server's CPU per request are exempt.",
+        busy = crate::run::cpu::CLIENT_BUSY_PCT,
+        idle = crate::run::cpu::SERVER_IDLE_PCT
+    )
+}
+
+/// How a verdict is reached, but for the client-bound rule ([`rule`]).
+const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`); a repeat left out as disturbed takes out its own point in that repeat, not the repeat's other points, and a point with fewer than 3 clean repeats in common is left out and named. \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. A claim that one server is the best is tested against each other server, each interval widened for the family (Bonferroni over the others: each at 1 − 0.05/k for k others): reproduced when every one lies above 1, not reproduced when one lies below, so with all servers equal it is called either way at most 2.5% of the time (simulated with 3 and 4 others). Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
+
+/// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
+/// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
+fn seed_line(seed: &str) -> String {
+    match seed.strip_prefix("seeds/") {
+        Some(rest) => format!("Seed {rest}"),
+        None => format!("Seed: {seed}"),
+    }
+}
+
+fn experiment(exp: &Experiment, quick: bool, records: &HashMap<String, Record>) -> Vec<Block> {
+    let mut doc = vec![
+        Block::Heading(2, experiment_heading(exp)),
+        Block::Para(format!("{}. Question: {}", seed_line(&exp.seed), exp.question)),
+    ];
+    for a in plan::active(exp, quick) {
+        let samples = sample::samples(&exp.id, &a, quick, records);
+        let ran = sizes::measured(&a, &samples);
+        doc.push(Block::Heading(3, fill(&a.sweep.title, &ran)));
+        doc.extend(table::build(&a, &samples).into_iter().map(Block::Table));
+        if let Some(v) = &a.sweep.table.versus {
+            doc.push(Block::Para(format!(
+                "Each server `X{suffix}` beside `X`, at the same workload and client: medians with their intervals, and {name}: the ratio per round (repeat r of one against repeat r of the other), the median of those ratios and its order-statistic interval, labelled with its coverage.",
+                suffix = v.suffix,
+                name = v.name
+            )));
+            let (headers, rows) = versus::build(v, &samples);
+            let groups: Vec<usize> = v.metrics.iter().map(|_| 3).chain([1]).collect();
+            doc.extend(table::fit(Table::new(headers, rows), 3, &groups).into_iter().map(Block::Table));
+        }
+        if let Some(note) = &a.sweep.seed_note {
+            doc.push(Block::Para(format!("About the seed's numbers: {}", fill(note, &ran))));
+        }
+        let findings: Vec<String> =
+            a.sweep.findings.iter().map(|f| format!("Finding: {}", finding::compute(f, &samples))).collect();
+        if !findings.is_empty() {
+            doc.push(Block::Bullets(findings));
+        }
+        for (i, spec) in a.sweep.plots.iter().enumerate() {
+            let title = fill(&spec.title, &ran);
+            if let Some(svg) = plot::svg(spec, &title, &samples, a.sweep) {
+                let name = format!("{}-{}-{}.svg", exp.id, a.sweep.name, i + 1);
+                doc.push(Block::Plot { name, title, svg });
+            }
+        }
+        for (i, c) in cdf::plots(exp, &a, quick, records).into_iter().enumerate() {
+            let name = format!("{}-{}-cdf-{}.svg", exp.id, a.sweep.name, i + 1);
+            doc.push(Block::Plot { name, title: c.title, svg: c.svg });
+        }
+        let notes = notes(&exp.id, &a.sweep.name, quick, records);
+        if !notes.is_empty() {
+            doc.push(Block::Bullets(notes));
+        }
+    }
+    doc
+}
+
+/// The verdict table: every claim of every experiment, checked against its sweep; `cores`
+/// is the CPU count of the machine the records were measured on ([`verdict::check`]).
+pub(crate) fn verdict_rows(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    cores: usize,
+) -> Vec<(String, verdict::Verdict)> {
+    let mut rows = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        let sweeps: Vec<(&plan::Active<'_>, Vec<sample::Sample>)> =
+            active.iter().map(|a| (a, sample::samples(&exp.id, a, quick, records))).collect();
+        for claim in &exp.claims {
+            let sweep = sweeps.iter().find(|(a, _)| a.sweep.name == claim.sweep()).map(|(a, s)| (*a, s.as_slice()));
+            let id = exp.id.split('-').next().unwrap_or(&exp.id).to_string();
+            let mut v = verdict::check(claim, sweep, cores);
+            if let Some((a, s)) = sweep {
+                v.claim = fill(&v.claim, &sizes::measured(a, s));
+            }
+            rows.push((id, v));
+        }
+    }
+    rows
+}
+
+/// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
+/// the sweep does not run in this kind of run).
+fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for exp in exps {
+        let active = plan::active(exp, quick);
+        for claim in &exp.claims {
+            out.push(active.iter().find(|a| a.sweep.name == claim.sweep()).map(|a| {
+                let samples = sample::samples(&exp.id, a, quick, records);
+                slug(&fill(&a.sweep.title, &sizes::measured(a, &samples)))
+            }));
+        }
+    }
+    out
+}
+
+/// What a user must be told when repeats were left out as disturbed: how many of how many,
+/// why, and what to do; `None` when none was. (A point whose repeats are left out gets no
+/// verdict: on a busy machine most of a quick run can end "inconclusive (insufficient clean
+/// repeats …)" for this reason.)
+pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String> {
+    let measured: Vec<&crate::run::measurement::Measurement> =
+        records.values().filter_map(|r| r.measurement.as_ref()).collect();
+    let excluded = measured.iter().filter(|m| m.excluded).count();
+    (excluded > 0).then(|| {
+        format!(
+            "{excluded} of {} measured repeats were left out as disturbed: other processes kept more than {}% of the \
+             machine's CPU busy (or the hypervisor stole more than {}%) through every try, and a point left with too \
+             few clean repeats is left out of its claims, and a claim left with none gets no verdict (\"inconclusive \
+             (insufficient clean repeats …)\"). Run again on a quieter machine, or with \
+             --keep-disturbed to keep every repeat (marked in the report).",
+            measured.len(),
+            crate::run::cpu::OTHER_BUSY_LIMIT_PCT,
+            crate::run::cpu::STEAL_LIMIT_PCT
+        )
+    })
+}
+
+/// The verdict section as Markdown, the method first: what `spidey lab --verdicts` prints;
+/// `cores` as in [`verdict_rows`].
+pub(crate) fn verdicts_markdown(
+    exps: &[Experiment],
+    quick: bool,
+    records: &HashMap<String, Record>,
+    cores: usize,
+) -> String {
+    render::markdown(&verdicts(exps, quick, records, cores))
+}
+
+fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>, cores: usize) -> Vec<Block> {
+    let rows = verdict_rows(exps, quick, records, cores);
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for (_, v) in rows.iter().filter(|(_, v)| v.is_evidence()) {
+        match counts.iter_mut().find(|(l, _)| *l == v.label()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((v.label(), 1)),
+        }
+    }
+    let evidence: usize = counts.iter().map(|c| c.1).sum();
+    let constructed = rows.iter().filter(|(_, v)| v.by_construction.is_some()).count();
+    let untestable = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotTestable).count();
+    let unmeasured = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotMeasured).count();
+    let bound = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::ClientBound).count();
+    let summary = format!(
+        "{} claims. As evidence, {evidence}: {}. Not counted: {bound} client-bound, {constructed} true by construction, {untestable} not testable here, {unmeasured} not measured.",
+        rows.len(),
+        counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
+    );
+    let summary = match summary::cannot_drive(bound) {
+        Some(note) => format!("{summary} {note}"),
+        None => summary,
+    };
+    let summary = match excluded_note(records) {
+        Some(note) => format!("{summary} {note}"),
+        None => summary,
+    };
+    let mut doc = vec![
+        Block::Heading(2, "Verdicts on the seeds' claims".into()),
+        Block::Para(rule()),
+        Block::Table(full_table(&rows)),
+        Block::Para(summary),
+    ];
+    doc.extend(contradictions(&rows));
+    doc
+}
+
+/// The verdict table with every column: the seed's words, and each point's numbers.
+fn full_table(rows: &[(String, verdict::Verdict)]) -> Table {
+    let headers = [
+        "Seed",
+        "Claim",
+        "Where the seed says it",
+        "Seed's number",
+        "Here (pooled ratio [95% interval]; per point, ratio of medians)",
+        "Stated size",
+        "Verdict",
+    ];
+    let cells = rows
+        .iter()
+        .map(|(id, v)| {
+            vec![
+                id.clone(),
+                claim_cell(v),
+                v.source.clone(),
+                v.seed.clone(),
+                v.here.clone(),
+                v.size_text.clone(),
+                v.label(),
+            ]
+        })
+        .collect();
+    Table::new(headers.map(String::from).to_vec(), cells)
+}
+
+/// Why points are missing: skipped servers and failures, each reason once (the notes of
+/// the results file, as data).
+fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>) -> Vec<String> {
+    let reasons: BTreeSet<String> = records
+        .values()
+        .filter(|r| r.experiment == exp && r.sweep == sweep && r.outcome != Outcome::Measured)
+        .filter(|r| r.id.starts_with("quick/") == quick)
+        .filter_map(|r| {
+            let kind = if r.outcome == Outcome::Skipped { "Skipped" } else { "Failed" };
+            r.note.as_ref().map(|n| format!("{kind}: {}", render::literal(n)))
+        })
+        .collect();
+    reasons.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::Experiment;
+    use std::path::Path;
+
+    #[test]
+    fn seeds_are_named_as_the_docs_name_them() {
+        let cases = [
+            ("seeds/000 (Spidey in C, thor.py)", "Seed 000 (Spidey in C, thor.py)"),
+            ("none (Spidey's own question)", "Seed: none (Spidey's own question)"),
+            ("seed 000, explained", "Seed: seed 000, explained"),
+        ];
+        for (seed, want) in cases {
+            assert_eq!(super::seed_line(seed), want);
+        }
+    }
+
+    /// Regression (issue 43): in the committed full run, 002's "two and three processes beat
+    /// one" read "level" while its one-thread load generator ran 95-99% busy and the server
+    /// idled a quarter of its CPU; it is client-bound, with the figures, and not evidence.
+    #[test]
+    fn the_committed_runs_saturated_client_claims_are_client_bound() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let run = repo.join("docs/runs/lab-full-4119505");
+        let records = crate::run::results::read(&run.join("results.jsonl.gz")).unwrap();
+        let sources = crate::experiment::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let cores = crate::report::machine::Machine::of_results(&run).cores;
+        let rows = super::verdict_rows(&exps, false, &records, cores);
+        let (_, v) =
+            rows.iter().find(|(id, v)| id == "002" && v.claim.starts_with("two and three processes beat one")).unwrap();
+        let b = v.client_bound.as_ref().expect("client-bound");
+        assert_eq!(
+            (v.outcome, v.is_evidence(), b.numbers),
+            (crate::judge::verdict::Outcome::ClientBound, false, crate::judge::verdict::Outcome::Level)
+        );
+        assert!((95.0..=99.5).contains(&b.saturation.client_busy_pct), "{b:?}");
+        assert!((20.0..=30.0).contains(&b.saturation.server_idle_pct), "{b:?}");
+        assert_eq!((b.points, b.of), (10, 10));
+        // With the machine unknown, the older records have no figure: the numbers stand.
+        let rows = super::verdict_rows(&exps, false, &records, 0);
+        assert!(rows.iter().all(|(_, v)| v.outcome != crate::judge::verdict::Outcome::ClientBound));
+    }
+
+    /// The committed verdict table is the generator's output on the committed full run, not
+    /// typed: regenerate it with
+    /// `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`.
+    #[test]
+    fn committed_verdict_table_is_generated_from_the_committed_full_run() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let records = crate::run::results::read(&repo.join("docs/runs/lab-full-4119505/results.jsonl.gz")).unwrap();
+        assert!(records.len() >= 2600, "the full run's points: {}", records.len());
+        let sources = crate::experiment::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let cores = crate::report::machine::Machine::of_results(&repo.join("docs/runs/lab-full-4119505")).cores;
+        assert_eq!(cores, 2, "the full run's machine.json");
+        let got = super::verdicts_markdown(&exps, false, &records, cores);
+        let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
+        assert!(
+            got == want,
+            "docs/lab-verdicts.md is stale: regenerate it with `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz > docs/lab-verdicts.md`"
+        );
+    }
+}
