@@ -16,7 +16,11 @@
 #                   the real HTTP/2 server (its http_v2 module) spidey bench --h2 is counted
 #                   against, h2c and TLS with ALPN h2 (tests/bench_h2.rs; skipped, saying so,
 #                   without it)
-#   (nghttp2-client's h2load is not a test's: bench/bench-vs-h2load.sh installs it)
+#   nghttp2-client  h2load, the HTTP/2 load generator that checks Spidey's streams are
+#                   multiplexed in every mode, h2c and TLS (tests/h2.rs)
+#   httpwg-cli      (from crates.io, `cargo install httpwg-cli@0.2.5 --locked`, not Debian)
+#                   the 107 RFC 9113 conformance cases (tests/h2.rs, required here:
+#                   SPIDEY_REQUIRE_HTTPWG=1 below)
 #   openssl         makes a --basic-auth hash as the README says (tests/features_access.rs)
 #   (curl and python3 are also the independent TLS clients of tests/tls.rs)
 #   coreutils, util-linux, procps   mkfifo, prlimit, ps
@@ -42,7 +46,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(curl php-cgi python3 python3-hpack python3-h2 python3-pip perl gcc liburing-dev nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
+packages=(curl php-cgi python3 python3-hpack python3-h2 python3-pip nghttp2-client perl gcc liburing-dev nginx-light openssl apache2-utils coreutils util-linux procps iproute2 iputils-ping openssh-server openssh-client chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -76,8 +80,15 @@ if ! python3 -c 'import hdrh.histogram' 2>/dev/null; then
     || echo "test: could not install the Python hdrhistogram package; its test will say it skipped"
 fi
 
-# tests/browser.rs fails rather than skips when chromium is missing (it was installed above).
+if ! command -v httpwg >/dev/null && [ ! -x "$HOME/.cargo/bin/httpwg" ]; then
+  echo "test: installing httpwg-cli 0.2.5 (cargo install httpwg-cli@0.2.5 --locked)"
+  cargo install --quiet httpwg-cli@0.2.5 --locked
+fi
+
+# tests/browser.rs fails rather than skips when chromium is missing (it was installed above),
+# and tests/h2.rs when httpwg-cli is.
 export SPIDEY_REQUIRE_CHROMIUM=1
+export SPIDEY_REQUIRE_HTTPWG=1
 # Four tests at a time in each binary, not one per core: most of a test's time is spent
 # waiting on a server's deadline (slow clients, idle timeouts), not computing. Tests that
 # share a machine-wide resource take a lock of their own (the delay line, the browser).

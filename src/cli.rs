@@ -18,7 +18,7 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve a directory over HTTP/1.1.
+    /// Serve a directory over HTTP/1.1 (and HTTP/2 with --http2).
     Serve(spidey_server::args::ServeArgs),
     /// Load an HTTP server and measure throughput and latency (like wrk; --rate like wrk2).
     Bench(spidey_bench::BenchArgs),

@@ -23,6 +23,7 @@ const SERVE: Layout = &[
             ("mode", "The concurrency architecture", true),
             ("workers", "Workers of pool, prefork, event, uring, hybrid: N or MIN-MAX", true),
             ("max-conns", "The most connections open at once", true),
+            ("http2", "Serve HTTP/2 too: ALPN h2 (TLS), prior knowledge (h2c)", true),
             ("pool-threads", "hybrid: the threads of its pool [default: 4 per core]", false),
             ("backlog", "The listen queue length", false),
         ],
@@ -93,7 +94,7 @@ const SERVE: Layout = &[
         &[
             ("tls-cert", "Serve HTTPS with this certificate chain (PEM)", true),
             ("tls-key", "The private key of --tls-cert (PEM)", true),
-            ("redirect-http", "Also redirect plain HTTP on PORT to HTTPS", true),
+            ("redirect-http", "Also redirect plain HTTP on PORT to HTTPS", false),
         ],
     ),
     (

@@ -2,8 +2,10 @@
 //! handshake from what ALPN agreed, and on any connection from its first bytes, as h2o's
 //! `http1.c` looks for HTTP/2's connection preface before it parses a request.
 //!
-//! Spidey speaks HTTP/1.1 only. A client that opens with HTTP/2's preface (prior
-//! knowledge, RFC 9113 §3.3) gets HTTP/2's own refusal, which it can read: the server's
+//! A server that serves HTTP/2 (`spidey serve --http2`) speaks it on a connection whose
+//! handshake agreed on ALPN `h2`, and on one that opens with HTTP/2's preface (prior
+//! knowledge, RFC 9113 §3.3); everything else is HTTP/1. A server that does not gives a
+//! client opening with the preface HTTP/2's own refusal, which it can read: the server's
 //! preface (an empty SETTINGS frame) and a GOAWAY with `HTTP_1_1_REQUIRED` (RFC 9113
 //! §7), not an HTTP/1.1 status line it would take for a broken frame.
 
@@ -14,6 +16,7 @@ use std::sync::LazyLock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
     Http1,
+    Http2,
 }
 
 /// What [`choose`] says.
@@ -23,7 +26,7 @@ pub enum Choice {
     NeedMore,
     /// Speak this protocol for the rest of the connection.
     Speak(Protocol),
-    /// The client speaks HTTP/2: send [`HTTP2_REFUSAL`] and close.
+    /// The client speaks HTTP/2 and this server does not: send [`HTTP2_REFUSAL`] and close.
     RefuseHttp2,
 }
 
@@ -44,14 +47,17 @@ pub static HTTP2_REFUSAL: LazyLock<Vec<u8>> = LazyLock::new(|| {
 });
 
 /// The protocol of a connection whose TLS handshake agreed on `alpn` (`None`: plaintext,
-/// or no ALPN) and whose first bytes so far are `first`.
+/// or no ALPN) and whose first bytes so far are `first`; `http2`: the server serves
+/// HTTP/2.
 ///
-/// ALPN `h2` is refused (Spidey does not offer it, so only a client that ignores what was
-/// agreed gets there); otherwise the bytes decide, byte by byte: a prefix of the preface
-/// waits for more, the whole preface is HTTP/2, and anything else is HTTP/1.
-pub fn choose(alpn: Option<&[u8]>, first: &[u8]) -> Choice {
+/// ALPN `h2` is HTTP/2 before any byte (refused if the server does not serve it: only a
+/// client that ignores what was agreed gets there); otherwise the bytes decide, byte by
+/// byte: a prefix of the preface waits for more, the whole preface is HTTP/2, and
+/// anything else is HTTP/1.
+pub fn choose(alpn: Option<&[u8]>, first: &[u8], http2: bool) -> Choice {
+    let h2 = if http2 { Choice::Speak(Protocol::Http2) } else { Choice::RefuseHttp2 };
     if alpn == Some(b"h2") {
-        return Choice::RefuseHttp2;
+        return h2;
     }
     let n = first.len().min(HTTP2_PREFACE.len());
     if first[..n] != HTTP2_PREFACE[..n] {
@@ -59,7 +65,7 @@ pub fn choose(alpn: Option<&[u8]>, first: &[u8]) -> Choice {
     } else if n < HTTP2_PREFACE.len() {
         Choice::NeedMore
     } else {
-        Choice::RefuseHttp2
+        h2
     }
 }
 
@@ -70,7 +76,7 @@ mod tests {
     #[test]
     fn the_first_bytes_choose_the_protocol() {
         use Choice::{NeedMore, RefuseHttp2, Speak};
-        let h1 = Speak(Protocol::Http1);
+        let (h1, h2) = (Speak(Protocol::Http1), Speak(Protocol::Http2));
         // (what the client did, ALPN agreed, the first bytes so far, the choice)
         type Case = (&'static str, Option<&'static [u8]>, &'static [u8], Choice);
         #[rustfmt::skip]
@@ -90,7 +96,10 @@ mod tests {
             ("an unknown ALPN name", Some(b"\0\xff"), b"GET /", h1),
         ];
         for (name, alpn, first, want) in cases {
-            assert_eq!(choose(*alpn, first), *want, "{name}");
+            assert_eq!(choose(*alpn, first, false), *want, "{name}, HTTP/1 only");
+            // A server that serves HTTP/2 speaks it where the other refuses.
+            let served = if *want == RefuseHttp2 { h2 } else { *want };
+            assert_eq!(choose(*alpn, first, true), served, "{name}, with HTTP/2");
         }
     }
 

@@ -85,6 +85,8 @@ pub enum Parsed<T> {
 pub enum Version {
     Http10,
     Http11,
+    /// HTTP/2 (RFC 9113): a request built from its decoded field block, not parsed here.
+    Http2,
 }
 
 /// The request method (RFC 9110 §9). Unregistered tokens are `Other`.
@@ -103,7 +105,8 @@ pub enum Method<'b> {
 }
 
 impl<'b> Method<'b> {
-    fn from_token(token: &'b str) -> Self {
+    /// The method named by `token` (case-sensitive, RFC 9110 §9.1).
+    pub fn from_token(token: &'b str) -> Self {
         match token {
             "GET" => Method::Get,
             "HEAD" => Method::Head,

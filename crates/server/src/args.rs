@@ -156,8 +156,15 @@ pub struct ServeArgs {
     /// How long in-flight responses may run after SIGINT or SIGTERM.
     #[arg(long, default_value = "10s", value_parser = duration)]
     pub grace: Duration,
+    /// Serve HTTP/2 beside HTTP/1.1 on every connection that asks for it: over TLS by ALPN
+    /// (`h2` offered before `http/1.1`), in clear text by prior knowledge (a connection
+    /// that opens with HTTP/2's preface, RFC 9113 §3.3; no `Upgrade: h2c`). Without it,
+    /// such a client is refused with GOAWAY HTTP_1_1_REQUIRED.
+    #[arg(long)]
+    pub http2: bool,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first);
-    /// needs --tls-key. TLS 1.3 and 1.2, ALPN http/1.1, session tickets. SIGHUP reloads
+    /// needs --tls-key. TLS 1.3 and 1.2, ALPN http/1.1 (and h2 with --http2), session
+    /// tickets. SIGHUP reloads
     /// both files (a pair that does not load is refused and the old one kept).
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,

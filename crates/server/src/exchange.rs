@@ -179,6 +179,39 @@ impl Exchanger {
         Step::Respond(answer)
     }
 
+    /// Answers `req`, a request its protocol decoded on its own (HTTP/2's field block)
+    /// with its whole body in `body`: the answer [`Exchanger::step`] gives the same request
+    /// parsed from HTTP/1.1 bytes, logged and counted the same way. Nothing is consumed
+    /// from any buffer (`consumed` is 0) and no `--delay` is set.
+    pub fn answer_request<'h>(
+        &'h mut self,
+        server: &'h Server,
+        req: &Request<'_, '_>,
+        body: &[u8],
+        peer: SocketAddr,
+    ) -> Answer<'h> {
+        let path = DecodedPath::of(req);
+        let mut answer = self.answer(server, req, path, 0, body, peer, false, Redirect::Allowed);
+        answer.consumed = 0;
+        answer
+    }
+
+    /// The answer to a request its protocol could decode but this server cannot take
+    /// (`line` stands for it in the log): `status` with `why`, the stream or connection
+    /// ending after it.
+    pub fn refuse_request<'h>(
+        &'h mut self,
+        server: &'h Server,
+        status: StatusCode,
+        why: &str,
+        line: &[u8],
+        peer: SocketAddr,
+    ) -> Answer<'h> {
+        let mut answer = self.refuse(server, Response::error(status, why), line, peer);
+        answer.consumed = 0;
+        answer
+    }
+
     /// The answer to a script's local redirect (`Location: /path` alone): the internal GET
     /// that [`CgiResponse::redirect_request`] made. The target may not redirect again.
     pub fn local_redirect<'h>(

@@ -21,6 +21,7 @@ pub mod content;
 mod exchange;
 pub mod flags;
 mod h1;
+mod h2;
 mod head;
 #[cfg(test)]
 mod layout_tests;

@@ -187,7 +187,7 @@ fn server(args: &ServeArgs, features: ServeFeatures) -> anyhow::Result<Server> {
         .map_err(|e| ConfigError(format!("cannot serve {}: {e}", args.root.display())))?;
     let timeouts = Timeouts { head: args.head_timeout, idle: args.idle_timeout, send: args.send_timeout };
     let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(crate::modes::tls::server_config(cert, key)?),
+        (Some(cert), Some(key)) => Some(crate::modes::tls::server_config(cert, key, args.http2)?),
         (None, None) => None,
         (Some(_), None) => return Err(ConfigError("--tls-cert needs --tls-key".into()).into()),
         (None, Some(_)) => return Err(ConfigError("--tls-key needs --tls-cert".into()).into()),
@@ -200,6 +200,7 @@ fn server(args: &ServeArgs, features: ServeFeatures) -> anyhow::Result<Server> {
         max_requests: args.max_requests,
         quiet: args.quiet,
         tls,
+        http2: args.http2,
     })
 }
 

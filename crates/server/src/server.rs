@@ -30,6 +30,8 @@ pub struct Server {
     pub quiet: bool,
     /// HTTPS (`--tls-cert`, `--tls-key`): every connection speaks TLS (`modes/tls.rs`).
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// HTTP/2 is served (`--http2`): chosen by ALPN or the preface (`h2.rs`).
+    pub http2: bool,
 }
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -47,6 +49,7 @@ impl Server {
             max_requests: 1000,
             quiet: true,
             tls: None,
+            http2: false,
         })
     }
 }

@@ -344,6 +344,21 @@ impl Conn {
         }
     }
 
+    /// Moves the pending output to the end of `into` and counts it written, as
+    /// [`Conn::consumed`] does: for a caller that writes through a buffer of its own. When
+    /// `into` is empty the two buffers are swapped, so nothing is copied.
+    pub fn take_output(&mut self, into: &mut Vec<u8>) {
+        if into.is_empty() && self.written == 0 {
+            std::mem::swap(&mut self.out, into);
+            self.out.clear();
+            self.consumed(0);
+        } else {
+            let n = self.pending_output().len();
+            into.extend_from_slice(self.pending_output());
+            self.consumed(n);
+        }
+    }
+
     /// Writes pending output to `w` until it is all written or `w` would block; returns
     /// how many octets went.
     pub fn write_to(&mut self, w: &mut impl io::Write) -> io::Result<usize> {
@@ -364,13 +379,16 @@ impl Conn {
     }
 
     /// Whether the connection is over and its output written: the socket may be closed.
-    /// After a GOAWAY with an error, at once; after a graceful one either way, once no
-    /// stream is open.
+    /// After this side's GOAWAY with an error, at once; after its graceful one, once no
+    /// stream is open. The client's GOAWAY closes nothing: the client closes.
     pub fn is_closed(&self) -> bool {
         let ended = match self.phase {
             Phase::Closed => true,
             Phase::Draining => self.streams.is_empty(),
-            _ => self.peer_goaway && self.streams.is_empty(),
+            // The client's GOAWAY says it opens no more streams, not that it has stopped
+            // talking: it closes the connection when it is done (a PING is still
+            // answered, RFC 9113 §6.8), and the caller's idle timeout bounds the wait.
+            _ => false,
         };
         ended && !self.wants_write()
     }

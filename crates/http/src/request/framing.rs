@@ -65,7 +65,7 @@ pub(super) fn keep_alive(headers: &[httparse::Header<'_>], version: Version) -> 
     }
     match version {
         _ if close => false,
-        Version::Http11 => true,
+        Version::Http11 | Version::Http2 => true,
         Version::Http10 => keep,
     }
 }

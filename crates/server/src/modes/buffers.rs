@@ -25,7 +25,10 @@ impl Buffers {
     /// ([`RECV_ROOM`]), so a partial head (the parser answers 431 beyond `max_head`) always
     /// leaves room for a whole receive once compacted.
     pub(crate) fn new(server: &Server) -> Buffers {
-        Buffers { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head + RECV_ROOM }
+        // HTTP/2 leaves a frame's start in the buffer until the rest arrives: room for
+        // the largest frame this side accepts (16 KiB and its header) comes first.
+        let frame = spidey_http::h2::DEFAULT_MAX_FRAME_SIZE as usize + 9;
+        Buffers { ins: Vec::new(), outs: Vec::new(), size: server.limits.max_head.max(frame) + RECV_ROOM }
     }
 
     pub(super) fn take_in(&mut self) -> Vec<u8> {

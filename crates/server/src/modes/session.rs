@@ -28,6 +28,7 @@ use super::socket::{Direct, Socket};
 use super::transport::Transport;
 use crate::exchange::{Answer, Body, Exchanger, Head, Offloading, Step};
 use crate::h1;
+use crate::h2::{Fill, H2};
 use crate::server::Server;
 use spidey_http::choice::{self, Choice, Protocol};
 use std::net::SocketAddr;
@@ -118,8 +119,20 @@ pub(crate) struct Session {
     /// (`--tls-cert`), chosen once when it was accepted ([`Session::open`]).
     transport: Transport,
     /// The protocol it speaks, chosen once from ALPN and its first bytes
-    /// ([`choice::choose`]); `None` until they decide.
-    protocol: Option<Protocol>,
+    /// ([`choice::choose`]).
+    protocol: Speaking,
+}
+
+/// The protocol a connection speaks.
+#[derive(Debug)]
+enum Speaking {
+    /// Not chosen yet: its first bytes (or the TLS handshake) have not decided.
+    Undecided,
+    /// HTTP/1.1 (and 1.0): one exchange at a time, the state in the session's own fields.
+    Http1,
+    /// HTTP/2 (`--http2`): streams multiplexed by [`H2`], whose frames the session's out
+    /// bytes carry.
+    Http2(Box<H2>),
 }
 
 impl Session {
@@ -136,7 +149,7 @@ impl Session {
             hold: Hold::None,
             lingering: false,
             transport: Transport::Clear,
-            protocol: None,
+            protocol: Speaking::Undecided,
         }
     }
 
@@ -151,7 +164,8 @@ impl Session {
     /// Bytes the transport holds count too: TLS ciphertext rustls wants written (a
     /// handshake flight, tickets); and out bytes lent to a ring send.
     pub(crate) fn is_sending(&self) -> bool {
-        !self.out.is_empty() || self.body.is_some() || self.transport.pending()
+        let h2_work = matches!(&self.protocol, Speaking::Http2(h2) if h2.has_work());
+        !self.out.is_empty() || self.body.is_some() || self.transport.pending() || h2_work
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is
@@ -171,8 +185,18 @@ impl Session {
         if self.is_sending() || !self.keep_alive || !self.has_partial_request() || self.hold == Hold::Offloaded {
             return Answered::No;
         }
-        if self.protocol.is_none() && !self.choose_protocol(buffers) {
+        if matches!(self.protocol, Speaking::Undecided) && !self.choose_protocol(server, buffers) {
             return if self.is_sending() { Answered::Ready } else { Answered::No };
+        }
+        if let Speaking::Http2(h2) = &mut self.protocol {
+            let used = h2.receive(&self.inbuf[self.start..self.end], ex, server, self.peer, closing);
+            self.start += used;
+            self.release_inbuf_if_empty(buffers);
+            // Ready also while a script runs with nothing to send yet: the driver's send
+            // path is what waits on the script (`Sent::WaitScript`).
+            let fill = self.stage_h2(ex, server, buffers);
+            let ready = !self.out.is_empty() || !self.keep_alive || fill == Fill::WaitScript;
+            return if ready { Answered::Ready } else { Answered::No };
         }
         let must_close = closing || self.served + 1 >= server.max_requests;
         let bytes = &self.inbuf[self.start..self.end];
@@ -191,11 +215,15 @@ impl Session {
     /// Chooses the connection's protocol from ALPN and its first bytes; returns whether it
     /// speaks one here. False: wait for more bytes, or (HTTP/2) the refusal is framed and
     /// the connection closes after it, what it sent dropped unread.
-    fn choose_protocol(&mut self, buffers: &mut Buffers) -> bool {
-        match choice::choose(self.transport.alpn(), &self.inbuf[self.start..self.end]) {
+    fn choose_protocol(&mut self, server: &Server, buffers: &mut Buffers) -> bool {
+        match choice::choose(self.transport.alpn(), &self.inbuf[self.start..self.end], server.http2) {
             Choice::NeedMore => false,
-            Choice::Speak(protocol) => {
-                self.protocol = Some(protocol);
+            Choice::Speak(Protocol::Http1) => {
+                self.protocol = Speaking::Http1;
+                true
+            }
+            Choice::Speak(Protocol::Http2) => {
+                self.protocol = Speaking::Http2(Box::new(H2::new()));
                 true
             }
             Choice::RefuseHttp2 => {
@@ -261,7 +289,17 @@ impl Session {
     }
 
     /// Frames the 408 for a head that did not arrive in time; the connection then closes.
+    /// Over HTTP/2 (a frame begun and not finished in time) the connection ends with
+    /// GOAWAY instead: there is no request to answer.
     pub(crate) fn answer_timeout(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) {
+        if let Speaking::Http2(h2) = &mut self.protocol {
+            h2.go_away();
+            self.start = self.end;
+            self.keep_alive = false;
+            self.release_inbuf_if_empty(buffers);
+            self.stage_h2(ex, server, buffers);
+            return;
+        }
         let answer = ex.timeout(server, &self.inbuf[self.start..self.end], self.peer);
         self.start = self.end;
         self.keep_alive = false;
@@ -285,6 +323,23 @@ impl Session {
     /// Stages bytes already in the connection's protocol (HTTP/2's refusal).
     fn stage_bytes(&mut self, bytes: &[u8], buffers: &mut Buffers) {
         self.out_buf(buffers).extend_from_slice(bytes);
+    }
+
+    /// Moves HTTP/2's bodies on ([`H2::fill`]) and its frames into the out bytes (the
+    /// out bytes must be drained: call only when nothing is being sent); the connection
+    /// closes once HTTP/2's is over.
+    fn stage_h2(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) -> Fill {
+        let Speaking::Http2(h2) = &mut self.protocol else { return Fill::Moved };
+        let fill = h2.fill(ex, server, self.peer);
+        let over = h2.is_over();
+        self.reset_out();
+        self.out_buf(buffers);
+        let (Speaking::Http2(h2), Some(out)) = (&mut self.protocol, self.out.buf_mut()) else { return fill };
+        h2.take_output(out);
+        if over {
+            self.keep_alive = false;
+        }
+        fill
     }
 
     /// The out buffer to append to, taken from the [`Buffers`] if the session holds none.
@@ -319,7 +374,10 @@ impl Session {
         buffers: &mut Buffers,
     ) -> Sent {
         loop {
-            let after = match (self.keep_alive, self.start < self.end) {
+            // HTTP/2's output comes in batches, more of them after this one: never the
+            // last bytes before the connection waits for its client.
+            let h2 = matches!(self.protocol, Speaking::Http2(_));
+            let after = match (self.keep_alive, self.start < self.end || h2) {
                 (false, _) => After::Close,
                 (true, true) => After::Answer,
                 (true, false) => After::Wait,
@@ -328,6 +386,16 @@ impl Session {
             match self.transport.carry(socket, response) {
                 Sent::Done => {}
                 other => return other,
+            }
+            if let Speaking::Http2(_) = self.protocol {
+                let fill = self.stage_h2(ex, server, buffers);
+                if !self.out.is_empty() {
+                    continue;
+                }
+                return match fill {
+                    Fill::WaitScript => Sent::WaitScript,
+                    Fill::Moved => Sent::Done,
+                };
             }
             if !self.is_cgi() {
                 return Sent::Done;
@@ -361,13 +429,17 @@ impl Session {
     /// connection must linger instead of closing now. Closing a socket with unread input
     /// sends a reset, and a reset drops whatever of the response the kernel has not sent
     /// yet (RFC 9112 §9.6). So when client bytes are left over (buffered here, or `unread`
-    /// in the socket as the driver knows), the socket `fd` is half-closed (shutdown(SHUT_WR):
+    /// in the socket as the driver knows, or the connection speaks HTTP/2), the socket `fd` is half-closed (shutdown(SHUT_WR):
     /// the response leaves, then the FIN) and this returns true: the driver reads and drops
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, buffers: &mut Buffers) -> bool {
         self.transport.close_notify(&mut Direct(fd));
-        if !unread && !self.has_partial_request() {
+        // An HTTP/2 client may be in the middle of sending frames when its connection
+        // ends (a GOAWAY for a flood): what it has not sent yet would arrive after the
+        // close and reset the connection, GOAWAY and all, so HTTP/2 always lingers.
+        let h2 = matches!(self.protocol, Speaking::Http2(_));
+        if !unread && !self.has_partial_request() && !h2 {
             return false;
         }
         if rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_err() {

@@ -42,11 +42,12 @@ const TICKET_BOUND: usize = 1024;
 const SESSION_CACHE: usize = 4096;
 
 /// Loads `--tls-cert` and `--tls-key` (PEM) and makes the server's TLS configuration:
-/// TLS 1.3 and 1.2 with ring's cipher suites, ALPN `http/1.1`, stateless session tickets
+/// TLS 1.3 and 1.2 with ring's cipher suites, ALPN `http/1.1` (after `h2` when `http2`),
+/// stateless session tickets
 /// (rustls's rotating ticketer) and a per-process session-ID cache. Every mistake is one
 /// line naming the file: unreadable, no certificate, no key, or a key that is not the
 /// certificate's. The pair is this process's [`Certificate`], which SIGHUP reloads.
-pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ConfigError> {
+pub(crate) fn server_config(cert: &Path, key: &Path, http2: bool) -> Result<Arc<ServerConfig>, ConfigError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let certificate = Arc::new(Certificate {
         current: RwLock::new(Arc::new(load_pair(cert, key, &provider)?)),
@@ -61,7 +62,10 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>
         .with_no_client_auth()
         .with_cert_resolver(Arc::clone(&certificate) as Arc<dyn ResolvesServerCert>);
     let _ = CERTIFICATE.set(certificate); // made once per process, at startup
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = match http2 {
+        true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        false => vec![b"http/1.1".to_vec()],
+    };
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(|e| ConfigError(format!("TLS tickets: {e}")))?;
     // ring's ticketer refuses to decrypt a ticket longer than the longest it has made

@@ -50,6 +50,19 @@ impl Conn {
         Ok(())
     }
 
+    /// How many body octets [`Conn::send_data`] would take on `stream` now: the smaller
+    /// of the two flow-control windows and the output room (0 for a stream not held, or
+    /// one not yet past its head).
+    pub fn data_room(&self, stream: StreamId) -> usize {
+        let room = self.config.max_output.saturating_sub(self.pending_output().len());
+        match self.streams.get(&stream) {
+            Some(s) if s.state.reply() == Some(Reply::Body) => {
+                self.send_window.min(s.send_window).clamp(0, room as i64) as usize
+            }
+            _ => 0,
+        }
+    }
+
     /// Sends as much of `data` on `stream` as both flow-control windows and the output
     /// room allow, in DATA frames of at most the client's SETTINGS_MAX_FRAME_SIZE, and
     /// returns how much that was. END_STREAM goes on the last frame if `end_stream` and

@@ -618,13 +618,15 @@ fn going_away() {
     conn.consumed(conn.pending_output().len());
     assert!(conn.is_closed());
 
-    // The client's GOAWAY: closed once its streams are done.
+    // The client's GOAWAY: its streams are answered, and a PING after them too; the
+    // client closes the connection, not this side.
     let mut conn = open(Config::default());
     go(&mut conn, &[get(1), raw(GOAWAY, 0, 0, &[0; 8])].concat());
-    assert!(!conn.is_closed());
     conn.send_head(1, 204, &[], true).unwrap();
     conn.consumed(conn.pending_output().len());
-    assert!(conn.is_closed());
+    let (out, _) = go(&mut conn, &ping());
+    assert_eq!(out, ["PING_ACK"]);
+    assert!(!conn.is_closed());
 
     // With an error: every stream dropped at once.
     let mut conn = open(Config::default());

@@ -53,7 +53,11 @@ pub(crate) fn build(
     let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(24 + req.fields.len());
     let mut set = |name: &str, value: OsString| env.push((name.into(), value));
     let server_name = req.host.map(host_name).filter(|h| !h.is_empty()).unwrap_or("localhost");
-    let protocol = if req.version == Version::Http10 { "HTTP/1.0" } else { "HTTP/1.1" };
+    let protocol = match req.version {
+        Version::Http10 => "HTTP/1.0",
+        Version::Http11 => "HTTP/1.1",
+        Version::Http2 => "HTTP/2.0",
+    };
     set("GATEWAY_INTERFACE", "CGI/1.1".into());
     set("SERVER_PROTOCOL", protocol.into());
     set("SERVER_SOFTWARE", SOFTWARE.into());

@@ -79,6 +79,9 @@ impl Session {
     /// script's exit), its stdin if body bytes are still to be written (wait writable), and
     /// its deadline (then pump: it answers 504).
     pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
+        if let super::Speaking::Http2(h2) = &self.protocol {
+            return h2.script_fds();
+        }
         match &self.body {
             Some(Outgoing::Cgi(cgi, _)) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
             _ => None,

@@ -1,0 +1,550 @@
+//! HTTP/2's side of a connection: the protocol crate's sans-IO [`Conn`] (frames, HPACK,
+//! stream states, flow control) driven over the exchange, as `h1.rs` is HTTP/1.1's.
+//!
+//! [`H2::receive`] hands the connection the octets that arrived and acts on its events: a
+//! request whose head (and body, if it has one) is whole becomes a [`Request`] the
+//! exchange answers like any other ([`Exchanger::answer_request`]); the answer's head is
+//! encoded as HEADERS at once, and its body becomes one [`Outflow`] of the stream.
+//! [`H2::fill`] moves the bodies on as far as both flow-control windows and the output
+//! cap allow: bytes in memory without a copy into anything but the frame, a file by
+//! `pread(2)` of just what the windows take (HTTP/2 frames every DATA payload, so
+//! sendfile(2) cannot carry it), a CGI script's output as DATA as it comes. The frames
+//! queue in the connection's one output buffer, which the session takes
+//! ([`H2::take_output`]) and its transport writes.
+//!
+//! Streams are answered in the order their requests end; every stream with a body going
+//! out gets its share of each fill, in turn. What a driver learns: output to write, a
+//! script to wait on ([`Fill::WaitScript`]), or nothing until the client sends more
+//! (a window update, a request).
+//!
+//! Request bodies are gathered whole before the request is answered, up to
+//! `--max-body` (beyond it: 413, the rest of the body dropped). A script's stdin is then
+//! fed that body. What is not done here: server push, the `--delay` hold, `hybrid`'s pool
+//! (its loops answer HTTP/2 streams themselves), `--max-requests` (a connection is bounded
+//! by its streams' limits instead).
+
+use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, PartWriter};
+use crate::server::Server;
+use crate::software::SOFTWARE;
+use spidey_http::h2::{Config, Conn, ErrorCode, Event, RequestHead, StreamId};
+use spidey_http::{BodyFraming, Field, Fields, Method, Request, StatusCode, Target, Version};
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::net::SocketAddr;
+use std::os::fd::BorrowedFd;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The most body octets read from a file for one DATA batch of one stream.
+const FILE_CHUNK: usize = 64 * 1024;
+
+/// One HTTP/2 connection's protocol state on the server side.
+#[derive(Debug)]
+pub(crate) struct H2 {
+    conn: Conn,
+    /// Requests whose body is still arriving.
+    incoming: HashMap<StreamId, Incoming>,
+    /// Responses whose body is still going out, in the order they were answered.
+    outflows: VecDeque<(StreamId, Outflow)>,
+    /// A file's bytes on their way into DATA frames.
+    scratch: Vec<u8>,
+}
+
+/// A request waiting for the rest of its body.
+#[derive(Debug)]
+struct Incoming {
+    head: RequestHead,
+    body: Vec<u8>,
+    /// The body outgrew `--max-body` and was answered with 413: the rest is dropped.
+    refused: bool,
+}
+
+/// A response body on its way out.
+#[derive(Debug)]
+enum Outflow {
+    /// Bytes in memory (`pos` of them sent).
+    Bytes(Vec<u8>, usize),
+    /// Bytes shared with the open-file cache: what is left to send.
+    Shared(Arc<[u8]>, std::ops::Range<usize>),
+    /// `left` bytes of `file` from `offset`.
+    File { file: Arc<File>, offset: u64, left: u64 },
+    /// A script's output, framed by [`H2Parts`] as it comes.
+    Cgi(Box<CgiResponse>, H2Parts),
+}
+
+/// What [`H2::fill`] left for the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fill {
+    /// Every body that can move has moved: write the output, then wait for the client.
+    Moved,
+    /// A script's output is awaited ([`H2::script_fds`]).
+    WaitScript,
+}
+
+impl H2 {
+    /// A connection whose SETTINGS are queued already: the server's preface (§3.4).
+    pub(crate) fn new() -> H2 {
+        H2 {
+            conn: Conn::new(Config::default()),
+            incoming: HashMap::new(),
+            outflows: VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Reads what it can of `input` (the client's octets) and answers every request that
+    /// is whole; returns how many octets it took (the rest, a frame's start, comes again
+    /// with what arrives next). `closing`: the server is shutting down, and the client is
+    /// told with GOAWAY that no new stream will be served.
+    pub(crate) fn receive(
+        &mut self,
+        input: &[u8],
+        ex: &mut Exchanger,
+        server: &Server,
+        peer: SocketAddr,
+        closing: bool,
+    ) -> usize {
+        if closing {
+            self.conn.go_away(ErrorCode::NO_ERROR);
+        }
+        // A connection error queues its GOAWAY and ends the connection: `is_over` says so.
+        let used = self.conn.receive(input).unwrap_or(input.len());
+        while let Some(event) = self.conn.next_event() {
+            self.act(event, ex, server, peer);
+        }
+        used
+    }
+
+    /// Acts on one of the client's events.
+    fn act(&mut self, event: Event, ex: &mut Exchanger, server: &Server, peer: SocketAddr) {
+        match event {
+            Event::Request { stream, head, end_stream: true } => self.answer(stream, &head, &[], ex, server, peer),
+            Event::Request { stream, head, end_stream: false } => {
+                let refused = head.content_length.is_some_and(|n| n > server.max_body);
+                if refused {
+                    self.refuse_large(stream, &head, ex, server, peer);
+                }
+                self.incoming.insert(stream, Incoming { head, body: Vec::new(), refused });
+            }
+            Event::Data { stream, bytes, end_stream } => {
+                self.conn.release(stream, bytes.len());
+                let Some(inc) = self.incoming.get_mut(&stream) else { return };
+                if !inc.refused && (inc.body.len() + bytes.len()) as u64 > server.max_body {
+                    inc.refused = true;
+                    let head = inc.head.clone();
+                    self.refuse_large(stream, &head, ex, server, peer);
+                } else if !inc.refused {
+                    inc.body.extend_from_slice(&bytes);
+                }
+                if end_stream {
+                    self.body_ended(stream, ex, server, peer);
+                }
+            }
+            Event::Trailers { stream, .. } => self.body_ended(stream, ex, server, peer),
+            Event::Reset { stream, .. } => {
+                self.incoming.remove(&stream);
+                self.outflows.retain(|(id, _)| *id != stream); // a script is killed on drop
+            }
+            Event::GoAway { .. } | Event::WindowOpened { .. } => {}
+        }
+    }
+
+    /// A request's body ended: answered now, unless it was refused already.
+    fn body_ended(&mut self, stream: StreamId, ex: &mut Exchanger, server: &Server, peer: SocketAddr) {
+        if let Some(inc) = self.incoming.remove(&stream) {
+            if !inc.refused {
+                self.answer(stream, &inc.head, &inc.body, ex, server, peer);
+            }
+        }
+    }
+
+    /// 413 for a body over `--max-body`.
+    fn refuse_large(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead,
+        ex: &mut Exchanger,
+        server: &Server,
+        peer: SocketAddr,
+    ) {
+        let line = log_line(head);
+        let why = "The request body is larger than this server accepts.";
+        let answer = ex.refuse_request(server, StatusCode::PAYLOAD_TOO_LARGE, why, &line, peer);
+        self.start(stream, answer, &[]);
+    }
+
+    /// Answers the request `head` with its whole `body` on `stream`.
+    fn answer(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead,
+        body: &[u8],
+        ex: &mut Exchanger,
+        server: &Server,
+        peer: SocketAddr,
+    ) {
+        let line = log_line(head);
+        let (Ok(method), Some(Ok(path))) =
+            (std::str::from_utf8(&head.method), head.path.as_deref().map(std::str::from_utf8))
+        else {
+            let why = "The request has no path this server can serve (CONNECT, or not UTF-8).";
+            let answer = ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer);
+            return self.start(stream, answer, &[]);
+        };
+        let Ok(target) = Target::parse(path) else {
+            let answer =
+                ex.refuse_request(server, StatusCode::BAD_REQUEST, "The path is not a request target.", &line, peer);
+            return self.start(stream, answer, &[]);
+        };
+        let cookie = join_cookies(&head.fields);
+        let mut fields: Vec<Field<'_>> = head
+            .fields
+            .iter()
+            .filter(|(n, _)| n != b"cookie")
+            .filter_map(|(n, v)| Some(Field { name: std::str::from_utf8(n).ok()?, value: v }))
+            .collect();
+        if let Some(cookie) = &cookie {
+            fields.push(Field { name: "cookie", value: cookie });
+        }
+        let authority = head.authority.as_deref().and_then(|a| std::str::from_utf8(a).ok());
+        if let (Some(a), false) = (authority, fields.iter().any(|f| f.name == "host")) {
+            fields.push(Field { name: "host", value: a.as_bytes() });
+        }
+        let host = authority
+            .or_else(|| fields.iter().find(|f| f.name == "host").and_then(|f| std::str::from_utf8(f.value).ok()));
+        let sent_body = !body.is_empty() || head.content_length.is_some();
+        let req = Request {
+            method: Method::from_token(method),
+            raw_target: path,
+            target,
+            version: Version::Http2,
+            fields: Fields::listed(&fields),
+            body: if sent_body { BodyFraming::Length(body.len() as u64) } else { BodyFraming::None },
+            keep_alive: true,
+            host,
+            request_line: &line,
+        };
+        let answer = ex.answer_request(server, &req, body, peer);
+        self.start(stream, answer, body);
+    }
+
+    /// Sends `answer`'s head on `stream` and queues its body; a script's stdin will be
+    /// fed `request_body`.
+    fn start(&mut self, stream: StreamId, answer: Answer<'_>, request_body: &[u8]) {
+        let outflow = match answer.body {
+            Body::Empty => None,
+            Body::Bytes(b) => Some(Outflow::Bytes(b, 0)),
+            Body::Shared(bytes, range) => Some(Outflow::Shared(bytes, range)),
+            Body::File { file, offset, len } => Some(Outflow::File { file, offset, left: len }),
+            Body::Cgi(cgi) => {
+                let parts = H2Parts { request_body: request_body.to_vec(), ..H2Parts::default() };
+                Some(Outflow::Cgi(cgi, parts))
+            }
+        };
+        if let Some(head) = &answer.head {
+            let end = outflow.is_none();
+            if send_head(&mut self.conn, stream, head, end).is_err() {
+                return; // the stream is gone: its body with it
+            }
+        }
+        if let Some(outflow) = outflow {
+            self.outflows.push_back((stream, outflow));
+        }
+    }
+
+    /// Moves every response body on as far as flow control and the output cap allow,
+    /// pumping scripts whose earlier output has gone; see [`Fill`].
+    pub(crate) fn fill(&mut self, ex: &mut Exchanger, server: &Server, peer: SocketAddr) -> Fill {
+        let mut waiting = false;
+        let mut i = 0;
+        while i < self.outflows.len() {
+            let (stream, outflow) = &mut self.outflows[i];
+            let stream = *stream;
+            let step = match outflow {
+                Outflow::Bytes(b, pos) => send_slice(&mut self.conn, stream, &b[..], pos),
+                Outflow::Shared(bytes, range) => {
+                    let mut pos = range.start;
+                    let step = send_slice(&mut self.conn, stream, &bytes[..range.end], &mut pos);
+                    range.start = pos;
+                    step
+                }
+                Outflow::File { file, offset, left } => {
+                    send_file(&mut self.conn, stream, file, offset, left, &mut self.scratch)
+                }
+                Outflow::Cgi(cgi, parts) => match pump(&mut self.conn, stream, cgi, parts) {
+                    Pumped::Step(step) => step,
+                    Pumped::Redirect(path) => {
+                        let request = cgi.redirect_request(&path);
+                        self.outflows.remove(i); // kills the script; reaped without blocking
+                        let answer = ex.local_redirect(server, &request, peer);
+                        self.start(stream, answer, &[]);
+                        continue; // the target's body, if any, is last in the queue
+                    }
+                },
+            };
+            match step {
+                Step::Done => {
+                    self.outflows.remove(i);
+                }
+                Step::Script => {
+                    waiting = true;
+                    i += 1;
+                }
+                Step::Blocked => i += 1,
+            }
+        }
+        if waiting {
+            Fill::WaitScript
+        } else {
+            Fill::Moved
+        }
+    }
+
+    /// Moves the queued frames to the end of `out` (without a copy when `out` is empty).
+    pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) {
+        self.conn.take_output(out);
+    }
+
+    /// Whether the connection is over: a GOAWAY with an error was queued, or a graceful
+    /// one (either side's) and no stream is left. Its output is the session's to write.
+    pub(crate) fn is_over(&self) -> bool {
+        self.conn.is_closed()
+    }
+
+    /// Whether a body can move now: [`H2::fill`] would queue output or pump a script.
+    pub(crate) fn has_work(&self) -> bool {
+        self.outflows.iter().any(|(stream, outflow)| {
+            matches!(outflow, Outflow::Cgi(..)) || self.conn.data_room(*stream) > 0 || outflow_is_empty(outflow)
+        })
+    }
+
+    /// Ends the connection: GOAWAY with NO_ERROR (the head deadline passed inside a frame).
+    pub(crate) fn go_away(&mut self) {
+        self.conn.go_away(ErrorCode::NO_ERROR);
+    }
+
+    /// The first running script's pipes and deadline, to wait on.
+    pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
+        self.outflows.iter().find_map(|(_, outflow)| match outflow {
+            Outflow::Cgi(cgi, _) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
+            _ => None,
+        })
+    }
+}
+
+/// Whether nothing of the body is left but its end (a stream whose window is 0 can still
+/// be ended with an empty DATA frame).
+fn outflow_is_empty(outflow: &Outflow) -> bool {
+    match outflow {
+        Outflow::Bytes(b, pos) => *pos == b.len(),
+        Outflow::Shared(_, range) => range.is_empty(),
+        Outflow::File { left, .. } => *left == 0,
+        Outflow::Cgi(..) => false,
+    }
+}
+
+/// How far one body moved in one fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// All of it went (or the stream is gone).
+    Done,
+    /// Flow control or the output cap holds the rest.
+    Blocked,
+    /// A script's output is awaited.
+    Script,
+}
+
+/// Sends what the windows take of `bytes[*pos..]`, the last frame ending the stream.
+fn send_slice(conn: &mut Conn, stream: StreamId, bytes: &[u8], pos: &mut usize) -> Step {
+    match conn.send_data(stream, &bytes[*pos..], true) {
+        Ok(n) => {
+            *pos += n;
+            if *pos == bytes.len() {
+                Step::Done
+            } else {
+                Step::Blocked
+            }
+        }
+        Err(_) => Step::Done,
+    }
+}
+
+/// Reads from `file` what the windows take (at most [`FILE_CHUNK`] at a time) and sends
+/// it; a read error resets the stream.
+fn send_file(
+    conn: &mut Conn,
+    stream: StreamId,
+    file: &File,
+    offset: &mut u64,
+    left: &mut u64,
+    scratch: &mut Vec<u8>,
+) -> Step {
+    loop {
+        let room = conn.data_room(stream).min(FILE_CHUNK);
+        let want = (*left).min(room as u64) as usize;
+        if want == 0 && *left > 0 {
+            return Step::Blocked;
+        }
+        scratch.resize(want, 0);
+        let got = match file.read_at(&mut scratch[..want], *offset) {
+            Ok(n) if n == want => n,
+            // Shorter than its length (the file shrank) or unreadable: the stream cannot
+            // be finished honestly.
+            _ => {
+                conn.send_reset(stream, ErrorCode::INTERNAL_ERROR);
+                return Step::Done;
+            }
+        };
+        let last = got as u64 == *left;
+        match conn.send_data(stream, &scratch[..got], last) {
+            Ok(n) => {
+                *offset += n as u64;
+                *left -= n as u64;
+                if *left == 0 {
+                    return Step::Done;
+                }
+                if n < got {
+                    return Step::Blocked;
+                }
+            }
+            Err(_) => return Step::Done,
+        }
+    }
+}
+
+/// What pumping a script did.
+enum Pumped {
+    Step(Step),
+    /// A local redirect: the script's output is dropped and the target answered instead.
+    Redirect(String),
+}
+
+/// Sends what the script wrote earlier, then pumps it once that has gone.
+fn pump(conn: &mut Conn, stream: StreamId, cgi: &mut CgiResponse, parts: &mut H2Parts) -> Pumped {
+    loop {
+        if !parts.flush(conn, stream) {
+            return Pumped::Step(if parts.gone { Step::Done } else { Step::Blocked });
+        }
+        if parts.ended {
+            return Pumped::Step(Step::Done);
+        }
+        let step = cgi.pump(&mut H2PartWriter { conn, stream, parts });
+        match step {
+            CgiStep::Done => {
+                parts.ended = true;
+                parts.end_pending = !parts.head_ended;
+            }
+            // The request body was whole before the script ran: all of it is fed.
+            CgiStep::NeedBody => {
+                let fed = cgi.feed_body(&parts.request_body);
+                parts.request_body.drain(..fed);
+                if fed == 0 && parts.pending.is_empty() {
+                    return Pumped::Step(Step::Script);
+                }
+            }
+            CgiStep::Wait if parts.pending.is_empty() && !parts.end_pending => return Pumped::Step(Step::Script),
+            CgiStep::Wait => {}
+            CgiStep::LocalRedirect(path) => return Pumped::Redirect(path),
+        }
+    }
+}
+
+/// The HTTP/2 framing state of a script's answer between pumps: body bytes the windows
+/// did not take yet, and whether the stream's end is still to be sent.
+#[derive(Debug, Default)]
+struct H2Parts {
+    pending: Vec<u8>,
+    /// The head went with END_STREAM (no body follows).
+    head_ended: bool,
+    /// The script's answer is whole: END_STREAM goes with the last of `pending`.
+    end_pending: bool,
+    ended: bool,
+    /// The stream is gone (reset): nothing more is sent.
+    gone: bool,
+    request_body: Vec<u8>,
+}
+
+impl H2Parts {
+    /// Sends what is pending (and the end, once the answer is whole); returns whether
+    /// all of it went.
+    fn flush(&mut self, conn: &mut Conn, stream: StreamId) -> bool {
+        if self.gone {
+            return false;
+        }
+        if self.pending.is_empty() && !self.end_pending {
+            return true;
+        }
+        match conn.send_data(stream, &self.pending, self.end_pending) {
+            Ok(n) if n == self.pending.len() => {
+                self.pending.clear();
+                self.end_pending = false;
+                true
+            }
+            Ok(n) => {
+                self.pending.drain(..n);
+                false
+            }
+            Err(_) => {
+                self.gone = true;
+                false
+            }
+        }
+    }
+}
+
+/// [`H2Parts`] with the connection it writes to, for one pump.
+struct H2PartWriter<'a> {
+    conn: &'a mut Conn,
+    stream: StreamId,
+    parts: &'a mut H2Parts,
+}
+
+impl PartWriter for H2PartWriter<'_> {
+    /// The body is whole before the script starts: no client waits for a 100.
+    fn interim_continue(&mut self) {}
+
+    fn head(&mut self, head: &Head<'_>, _keep_alive: bool, body: bool) -> bool {
+        self.parts.head_ended = !body;
+        if send_head(self.conn, self.stream, head, !body).is_err() {
+            self.parts.gone = true;
+        }
+        true
+    }
+
+    fn data(&mut self, bytes: &[u8]) {
+        self.parts.pending.extend_from_slice(bytes);
+    }
+
+    fn end(&mut self) {}
+}
+
+/// Encodes `head` as HEADERS on `stream`: `server`, `date`, `content-length` when known,
+/// then the response's own fields (the connection drops those HTTP/2 forbids).
+fn send_head(conn: &mut Conn, stream: StreamId, head: &Head<'_>, end_stream: bool) -> Result<(), ()> {
+    let length = match head.length {
+        Length::Known(n) => Some(n.to_string()),
+        Length::Streamed | Length::Unstated => None,
+    };
+    let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(8);
+    fields.push((b"server", SOFTWARE.as_bytes()));
+    fields.push((b"date", head.date.as_bytes()));
+    if let Some(n) = &length {
+        fields.push((b"content-length", n.as_bytes()));
+    }
+    fields.extend(head.fields().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+    conn.send_head(stream, head.status.0, &fields, end_stream).map_err(|_| ())
+}
+
+/// The request as the access log shows it: `GET /path HTTP/2.0`.
+fn log_line(head: &RequestHead) -> Vec<u8> {
+    let target = head.path.as_deref().or(head.authority.as_deref()).unwrap_or(b"");
+    [&head.method[..], b" ", target, b" HTTP/2.0"].concat()
+}
+
+/// The `cookie` crumbs joined into one value, as RFC 9113 §8.2.3 says to for HTTP/1 code.
+fn join_cookies(fields: &[(Vec<u8>, Vec<u8>)]) -> Option<Vec<u8>> {
+    let mut crumbs = fields.iter().filter(|(n, _)| n == b"cookie").map(|(_, v)| v.as_slice()).peekable();
+    crumbs.peek()?;
+    Some(crumbs.collect::<Vec<_>>().join(&b"; "[..]))
+}

@@ -1,0 +1,246 @@
+//! HTTP/2 (`--http2`) in every mode, plain (prior knowledge) and over TLS (ALPN `h2`),
+//! with real clients: curl, h2load, a raw-frame Python client (`h2/client.py`) for the
+//! known attacks, and httpwg-cli's 107 RFC 9113 cases.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A site: `index.html`, a 1 MiB file, a listing, and a CGI script that echoes its body.
+fn site() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("index.html"), b"<p>hello</p>\n").unwrap();
+    let big: Vec<u8> = (0..1 << 20).map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    std::fs::create_dir(root.join("list")).unwrap();
+    std::fs::write(root.join("list").join("<a&b>.txt"), b"x").unwrap();
+    std::fs::create_dir(root.join("cgi-bin")).unwrap();
+    let script = root.join("cgi-bin").join("echo");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\nX-Proto: %s\\r\\n\\r\\n' \"$SERVER_PROTOCOL\"\n\
+         echo \"$REQUEST_METHOD $CONTENT_LENGTH\"\ncat\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// `curl` over HTTP/2: ALPN over TLS, prior knowledge in clear text.
+fn curl_h2(s: &Spidey) -> Command {
+    let mut c = s.curl();
+    c.arg(if s.tls { "--http2" } else { "--http2-prior-knowledge" });
+    c.args(["-s", "--max-time", "20"]);
+    c
+}
+
+/// Runs `c` and returns stdout; panics if curl failed.
+fn output(mut c: Command) -> String {
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{c:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What HTTP/1.1 serves is served over HTTP/2: files whole and in ranges, validators,
+/// HEAD, listings, errors, and a CGI script's answer, each checked against curl's view.
+fn curl_sees_the_same_site(mode: &str) {
+    let dir = site();
+    let mut s = Spidey::start(mode, dir.path(), &["--http2", "--cgi"]);
+    let etag = {
+        let mut c = curl_h2(&s);
+        c.args(["-o", "/dev/null", "-w", "%header{etag}", &s.url("/index.html")]);
+        output(c)
+    };
+    assert!(etag.starts_with('"'), "an ETag over HTTP/2: {etag:?}");
+    // (what, extra curl arguments, path, curl's -w line: version, status, size, and a field)
+    type Case = (&'static str, Vec<String>, &'static str, String);
+    let cases: Vec<Case> = vec![
+        ("a page", vec![], "/index.html", "2 200 13 text/html; charset=utf-8".into()),
+        ("1 MiB", vec![], "/big.bin", "2 200 1048576 ".into()),
+        ("a range", vec!["-r".into(), "100-199".into()], "/big.bin", "2 206 100 ".into()),
+        ("HEAD", vec!["-I".into()], "/big.bin", "2 200 0 ".into()),
+        ("not modified", vec!["-H".into(), format!("If-None-Match: {etag}")], "/index.html", "2 304 0 ".into()),
+        ("a listing", vec![], "/list/", "2 200 ".into()),
+        ("not found", vec![], "/nope", "2 404 ".into()),
+        ("a script", vec!["-d".into(), "a=1&b=2".into()], "/cgi-bin/echo", "2 200 14 text/plain".into()),
+    ];
+    for (what, args, path, want) in &cases {
+        let mut c = curl_h2(&s);
+        c.args(args).args(["-o", "/dev/null", "-w", "%{http_version} %{http_code} %{size_download} %{content_type}"]);
+        let got = output({
+            c.arg(s.url(path));
+            c
+        });
+        assert!(got.starts_with(want.as_str()), "{mode} {what}: {got:?}, want {want:?}");
+    }
+    let body = output({
+        let mut c = curl_h2(&s);
+        c.args(["-d", "a=1&b=2", "-D", "-", &s.url("/cgi-bin/echo")]);
+        c
+    });
+    assert!(body.contains("x-proto: HTTP/2.0"), "{mode}: the script sees HTTP/2.0: {body}");
+    assert!(body.ends_with("POST 7\na=1&b=2"), "{mode}: the script read the body: {body}");
+    let mut c = curl_h2(&s);
+    let file = dir.path().join("got.bin");
+    c.args(["-o"]).arg(&file).arg(s.url("/big.bin"));
+    output(c);
+    assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(dir.path().join("big.bin")).unwrap(), "{mode}");
+    let log = s.log_lines(cases.len() + 3);
+    assert!(log.iter().any(|l| l.contains("\"GET /index.html HTTP/2.0\" 200 13")), "{mode}: {log:#?}");
+    assert!(log.iter().any(|l| l.contains("\"POST /cgi-bin/echo HTTP/2.0\" 200")), "{mode}: {log:#?}");
+}
+
+/// h2load's streams, 32 at a time on each of 4 connections, all answered.
+fn h2load_multiplexes(mode: &str) {
+    let dir = site();
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q"]);
+    for (path, n) in [("/index.html", "4000"), ("/big.bin", "64")] {
+        let out = Command::new("h2load")
+            .args(["-n", n, "-c", "4", "-m", "32", "-t", "1", &s.url(path)])
+            .output()
+            .expect("h2load (nghttp2-client) runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let want = format!("requests: {n} total, {n} started, {n} done, {n} succeeded, 0 failed");
+        assert!(text.contains(&want), "{mode} {path}: {text}");
+        assert!(text.contains(&format!("status codes: {n} 2xx")), "{mode} {path}: {text}");
+        if s.tls {
+            assert!(text.contains("Application protocol: h2"), "{mode}: ALPN chose h2: {text}");
+        }
+    }
+}
+
+/// Runs `h2/client.py` against `s`: what the server did with `case`.
+fn client(s: &Spidey, case: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/client.py");
+    let tls = if s.tls { "1" } else { "0" };
+    let ca = if s.tls { tls::ca_file().to_str().unwrap().to_string() } else { "-".into() };
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .args([&s.port.to_string(), tls, &ca, case])
+        .output()
+        .expect("/usr/bin/python3 runs");
+    assert!(out.status.success(), "{case}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Each known attack on HTTP/2 servers ends as its limit says (SECURITY.md), and the
+/// server goes on serving: a plain GET on a new connection right after each.
+fn attacks_meet_their_limits(mode: &str) {
+    let dir = site();
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--idle-timeout", "2s"]);
+    // (attack, what the server must do: a prefix of client.py's line)
+    #[rustfmt::skip]
+    let cases: &[(&str, &str)] = &[
+        ("rapid-reset", "goaway 11"),          // ENHANCE_YOUR_CALM after 100 early resets
+        ("made-you-reset", "goaway 11"),       // the resets it is made to send count too
+        ("continuation-flood", "goaway 11"),   // at most 32 CONTINUATION frames per block
+        ("hpack-bomb", "goaway 9"),            // COMPRESSION_ERROR past 16 KiB of fields
+        ("settings-flood", "goaway 11"),       // at most 64 acknowledgements unwritten
+        ("ping-flood", "goaway 11"),
+        ("empty-data-flood", "goaway 11"),     // at most 64 empty DATA frames in a row
+        ("priority-flood", "served 200 13"),   // PRIORITY is accepted and ignored
+        ("too-many-streams", "refused "),      // REFUSED_STREAM over 100 open streams
+        ("zero-window", "closed"),             // a reader that never reads: the idle timeout
+    ];
+    for (attack, want) in cases {
+        let start = Instant::now();
+        let got = client(&s, attack);
+        assert!(got.starts_with(want), "{mode} {attack}: {got:?}, want {want:?}");
+        assert!(start.elapsed() < Duration::from_secs(15), "{mode} {attack}: took {:?}", start.elapsed());
+        assert_eq!(client(&s, "get"), "served 200 13", "{mode}: served after {attack}");
+    }
+    assert!(client(&s, "too-many-streams").ends_with(" served 200 13"), "{mode}");
+    assert_eq!(client(&s, "big"), "served 200 1048576", "{mode}");
+}
+
+/// Without `--http2`, HTTP/2 is not spoken: over TLS ALPN agrees on http/1.1, and the
+/// preface in clear text gets GOAWAY HTTP_1_1_REQUIRED (13).
+fn without_the_flag_http1_only(mode: &str) {
+    let dir = site();
+    let s = Spidey::start(mode, dir.path(), &["-q"]);
+    let mut c = curl_h2(&s);
+    c.args(["-o", "/dev/null", "-w", "%{http_version} %{http_code}", &s.url("/index.html")]);
+    if s.tls {
+        assert_eq!(output(c), "1.1 200", "{mode}: ALPN h2 is not offered");
+    } else {
+        assert_eq!(client(&s, "get"), "goaway 13", "{mode}");
+    }
+}
+
+for_each_mode!(curl_sees_the_same_site, h2load_multiplexes, attacks_meet_their_limits, without_the_flag_http1_only);
+
+/// A handler that answers anything with 200 and 13 bytes: httpwg-cli's cases POST to `/`
+/// and want 200 (a file answers POST with 405), with a body of at least 5 bytes (one case
+/// shrinks the window to 3 and waits for the rest) that fits the first window (the
+/// client never opens it).
+const OK_HANDLER: &str = r#"#include "spidey_handler.h"
+uint32_t spidey_handler_abi_version(void) { return SPIDEY_HANDLER_ABI_VERSION; }
+int spidey_handle(const struct spidey_request *req, const struct spidey_response *res)
+{
+    (void)req;
+    res->set_status(res->ctx, 200);
+    return res->write(res->ctx, (const unsigned char *)"ok, answered\n", 13);
+}
+"#;
+
+/// httpwg-cli (installed by scripts/test.sh): all 107 RFC 9113 cases, over h2c.
+fn httpwg_passes_every_case(mode: &str) {
+    if plaintext_only("httpwg-cli speaks h2c only") {
+        return;
+    }
+    let Ok(bin) = which("httpwg") else {
+        assert!(std::env::var_os("SPIDEY_REQUIRE_HTTPWG").is_none(), "httpwg-cli is not installed");
+        eprintln!("skipped: httpwg-cli is not installed (cargo install httpwg-cli@0.2.5 --locked)");
+        return;
+    };
+    let dir = site();
+    let handler = format!("/={}", c_handler("ok", OK_HANDLER).display());
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--handler", &handler]);
+    let out = Command::new(bin).args(["-a", &format!("127.0.0.1:{}", s.port)]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let plain: String = strip_ansi(&text);
+    let passed = plain.lines().find(|l| l.contains("Passed ")).unwrap_or("no summary line");
+    assert!(passed.contains("Passed 107/107"), "{mode}: {passed}");
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    let home = std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo/bin"));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).chain(home).map(|d| d.join(name)).find(|p| p.is_file()).ok_or(())
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+mod httpwg {
+    #[test]
+    fn event() {
+        super::httpwg_passes_every_case("event");
+    }
+    #[test]
+    fn uring() {
+        super::httpwg_passes_every_case("uring");
+    }
+    #[test]
+    fn pool() {
+        super::httpwg_passes_every_case("pool");
+    }
+}
