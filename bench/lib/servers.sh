@@ -9,7 +9,9 @@
 #   lighttpd     one process (linux-sysepoll, sendfile, stat cache; LIGHTTPD_MAX_FDS and
 #                LIGHTTPD_MAX_CONNS, default 32768 and 16384, set server.max-fds and
 #                server.max-connections, which lighttpd caps at max-fds/2);
-#   nginx:N      N worker processes (sendfile, tcp_nopush, open_file_cache);
+#   nginx:N      N worker processes (sendfile, tcp_nopush, open_file_cache; NGINX_LISTEN
+#                adds to its listen directive, e.g. " http2", and NGINX_SENDFILE=off turns
+#                sendfile off, as nginx over h2c needs);
 #   h2o          h2o with num-threads: 1 (started as root it runs as nobody: its pid file
 #                and error log are in a directory anyone may write);
 #   caddy        caddy run, admin and automatic HTTPS off, GOMAXPROCS=1;
@@ -105,7 +107,7 @@ error_log $dir/error.log;
 events { worker_connections 65536; multi_accept on; }
 http {
     access_log off;
-    sendfile on;
+    sendfile ${NGINX_SENDFILE:-on};
     tcp_nopush on;
     tcp_nodelay on;
     open_file_cache max=1000 inactive=60s;
@@ -116,7 +118,7 @@ http {
     fastcgi_temp_path $dir/fastcgi;
     uwsgi_temp_path $dir/uwsgi;
     scgi_temp_path $dir/scgi;
-    server { listen 127.0.0.1:$p reuseport; root $tmp/www; }
+    server { listen 127.0.0.1:$p reuseport${NGINX_LISTEN:-}; root $tmp/www; }
     $tls_server
 }
 CONF

@@ -139,6 +139,20 @@ pub(crate) struct DynamicTable {
     max_size: usize,
 }
 
+/// The positions in [`STATIC`] (0-based) of the entries named `name`: one run, since the
+/// static table keeps a name's entries together.
+fn static_names(name: &[u8]) -> Option<std::ops::Range<usize>> {
+    static INDEX: std::sync::LazyLock<std::collections::HashMap<&'static [u8], std::ops::Range<usize>>> =
+        std::sync::LazyLock::new(|| {
+            let mut index = std::collections::HashMap::new();
+            for (i, (n, _)) in STATIC.iter().enumerate() {
+                index.entry(*n).and_modify(|r: &mut std::ops::Range<usize>| r.end = i + 1).or_insert(i..i + 1);
+            }
+            index
+        });
+    INDEX.get(name).cloned()
+}
+
 impl DynamicTable {
     pub(crate) fn new(max_size: usize) -> DynamicTable {
         DynamicTable { entries: VecDeque::new(), size: 0, max_size }
@@ -171,14 +185,23 @@ impl DynamicTable {
 
     /// The lowest indices holding `name` and `value`, and `name` alone: the static table
     /// before the dynamic one, so a name match prefers the entry that cannot be evicted.
+    ///
+    /// The static table is searched through [`static_names`] (its entries with `name`, which
+    /// sit side by side), not entry by entry: an encoder looks up every field it sends.
     pub(crate) fn find(&self, name: &[u8], value: &[u8]) -> Found {
         let mut found = Found::default();
-        let dynamic = self.entries.iter().map(|e| (e.name(), e.value()));
-        for (i, (n, v)) in STATIC.iter().copied().chain(dynamic).enumerate() {
-            if n == name {
-                found.name.get_or_insert(i + 1);
-                if v == value {
-                    found.field = Some(i + 1);
+        if let Some(range) = static_names(name) {
+            found.name = Some(range.start + 1);
+            if let Some(i) = range.clone().find(|&i| STATIC[i].1 == value) {
+                found.field = Some(i + 1);
+                return found;
+            }
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.name() == name {
+                found.name.get_or_insert(i + 62);
+                if e.value() == value {
+                    found.field = Some(i + 62);
                     break;
                 }
             }
@@ -276,6 +299,18 @@ mod tests {
         let entry = Entry::new(name, b"a longer value");
         t.insert(entry);
         assert_eq!(table(&t), [("custom-name".into(), "a longer value".into())]);
+    }
+
+    #[test]
+    fn a_static_name_s_entries_sit_together() {
+        for (i, (name, _)) in STATIC.iter().enumerate() {
+            let range = static_names(name).unwrap();
+            assert!(range.contains(&i), "{:?}", String::from_utf8_lossy(name));
+            assert!(STATIC[range.clone()].iter().all(|(n, _)| n == name));
+            let elsewhere = STATIC.iter().enumerate().filter(|(j, (n, _))| n == name && !range.contains(j)).count();
+            assert_eq!(elsewhere, 0, "{:?}", String::from_utf8_lossy(name));
+        }
+        assert_eq!(static_names(b"x-unknown"), None);
     }
 
     #[test]

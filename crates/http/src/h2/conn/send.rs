@@ -35,14 +35,19 @@ impl Conn {
             return Err(if s.state.reply().is_none() { SendError::StreamGone } else { SendError::WrongOrder });
         }
         let interim = status < 200;
-        let status = status.clamp(100, 999).to_string();
-        let names: Vec<Vec<u8>> = fields.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
-        let regular = names
-            .iter()
-            .zip(fields)
-            .filter(|(n, _)| !head::is_connection_specific(n))
-            .map(|(n, (_, v))| Field::new(n, v));
-        let list = std::iter::once(Field::new(b":status", status.as_bytes())).chain(regular);
+        let code = status.clamp(100, 999);
+        let status = [b'0' + (code / 100) as u8, b'0' + (code / 10 % 10) as u8, b'0' + (code % 10) as u8];
+        // Every name lower-cased into one buffer: one allocation per head, not per field.
+        let mut lower = Vec::with_capacity(fields.iter().map(|(n, _)| n.len()).sum());
+        let mut ends = Vec::with_capacity(fields.len());
+        for (n, _) in fields {
+            lower.extend(n.iter().map(u8::to_ascii_lowercase));
+            ends.push(lower.len());
+        }
+        let names = ends.iter().scan(0, |start, &end| Some(&lower[std::mem::replace(start, end)..end]));
+        let regular =
+            names.zip(fields).filter(|(n, _)| !head::is_connection_specific(n)).map(|(n, (_, v))| Field::new(n, v));
+        let list = std::iter::once(Field::new(b":status", &status)).chain(regular);
         self.write_block(stream, list, end_stream && !interim);
         if !interim {
             self.sent(stream, end_stream);
