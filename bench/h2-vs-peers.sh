@@ -91,7 +91,9 @@ for r in $(seq "$ROUNDS"); do
       ok=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
       rps=$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
       hdr=$(sed -n 's/^traffic: .* (\([0-9]*\)) headers.*/\1/p' <<<"$out")
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$w" "$s" "$(( (after - before) / ${ok:-1} ))" "${rps:-0}" "$(( ${hdr:-0} / ${ok:-1} ))" >>"$results"
+      ok=${ok:-0}
+      [ "$ok" -gt 0 ] || { ok=1 rps=0; } # a server that cannot serve the workload (nginx's h2c port speaks no HTTP/1.1)
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$w" "$s" "$(( (after - before) / ok ))" "${rps:-0}" "$(( ${hdr:-0} / ok ))" >>"$results"
     done
   done
   order=("${order[@]:1}" "${order[0]}")

@@ -16,9 +16,11 @@ pub(crate) const ENCODER_TABLE_LIMIT: usize = 4096;
 const SENSITIVE: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "set-cookie"];
 
 /// Fields whose values rarely repeat on a connection: written with an indexed name but not
-/// added to the table, so they do not evict fields that do repeat.
-const VARYING: [&str; 8] =
-    [":path", "content-length", "content-range", "etag", "last-modified", "age", "if-none-match", "if-modified-since"];
+/// added to the table, so they do not evict fields that do repeat. A response's
+/// `content-length`, `etag` and `last-modified` are not among them: they repeat whenever a
+/// connection asks for the same file again (a page's assets on every reload, a benchmark's
+/// one file), and then cost one octet each instead of about fifty for the three.
+const VARYING: [&str; 5] = [":path", "content-range", "age", "if-none-match", "if-modified-since"];
 
 /// How a literal field is written (§6.2): the pattern of its first octet, its index prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +41,8 @@ pub(crate) enum Literal {
 ///    indexed when a table has it). Nothing else about it is looked up.
 /// 2. A field in the static or dynamic table (name and value) is an index.
 /// 3. Otherwise a literal, its name indexed when a table has it (the static table first),
-///    added to the table unless its name is in `VARYING` (`:path`, `content-length`, `etag`,
-///    `last-modified`, ...: values that rarely repeat) or it would take more than half the
+///    added to the table unless its name is in `VARYING` (`:path`, `content-range`,
+///    `if-none-match`, ...: values that rarely repeat) or it would take more than half the
 ///    table (it would evict most of what repeats).
 ///
 /// Each string is Huffman-coded unless that is longer. The table is at most 4096 octets, or
@@ -202,7 +204,7 @@ mod tests {
     fn the_indexing_policy() {
         let big = [b'v'; 2100];
         let high = [0xffu8; 4];
-        let cases: [(Field, &str, bool); 15] = [
+        let cases: [(Field, &str, bool); 16] = [
             (Field::new(b":status", b"200"), "88", false),
             (Field::new(b":method", b"GET"), "82", false),
             // A static name, a new value: literal with incremental indexing, name 54.
@@ -218,7 +220,9 @@ mod tests {
             (Field::sensitive(b":method", b"GET"), "12", false),
             // Values that rarely repeat: an indexed name, not added.
             (Field::new(b":path", b"/a"), "04", false),
-            (Field::new(b"content-length", b"123"), "0f0d", false),
+            (Field::new(b"content-range", b"bytes 0-1/2"), "0f0f", false),
+            // A response's length repeats with its file: added.
+            (Field::new(b"content-length", b"123"), "5c", true),
             // More than half the table (2100 + 5 + 32 > 2048): not added.
             (Field::new(b"x-big", &big), "00", false),
             // Huffman unless longer: a tie ("307") is Huffman, high octets are not.
