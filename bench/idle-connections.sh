@@ -24,6 +24,11 @@
 #   bench/idle-connections.sh                              # N=18000, five servers
 #   N=9000 SERVERS="event:1 lighttpd" bench/idle-connections.sh
 #   PROBE=3s RATE=2000 SERVERS="event:1 uring:1" bench/idle-connections.sh
+#   H2=1 N=9000 SERVERS="event:1 h2o nginx:1" bench/idle-connections.sh   # h2c connections
+#
+# H2=1: every connection speaks HTTP/2 by prior knowledge (h2c): the crowd sends the
+# preface, an empty SETTINGS and one GET, and reads stream 1's answer; Spidey runs with
+# --http2 and nginx with `listen ... http2`.
 #
 # RLIMIT_NOFILE: the server and the client each hold N sockets. The script raises the soft
 # limit to the hard limit for everything it starts; N must leave CLIENT_SPARE descriptors
@@ -46,6 +51,10 @@ SETTLE=${SETTLE:-2}
 CROWD_TIMEOUT=${CROWD_TIMEOUT:-120}
 CLIENT_SPARE=${CLIENT_SPARE:-100}
 PROBE=${PROBE:-0}
+H2=${H2:-0}
+h2_flag=()
+curl_h2=()
+if [ "$H2" = 1 ]; then h2_flag=(--http2) curl_h2=(--http2-prior-knowledge); export NGINX_LISTEN=" http2"; fi
 RATE=${RATE:-2000}
 
 hard=$(ulimit -Hn)
@@ -88,7 +97,12 @@ cat >"$tmp/crowd.py" <<'PY'
 # when stdin closes.
 import re, select, socket, sys, time
 port, n, timeout = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+h2 = len(sys.argv) > 4 and sys.argv[4] == "1"
 req = b"GET /idle.txt HTTP/1.1\r\nHost: idle\r\n\r\n"
+if h2:  # h2c by prior knowledge: the preface, empty SETTINGS, one GET (HPACK, static names)
+    block = b"\x82\x86\x04\x09/idle.txt\x41\x04idle"
+    req = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\0\0\0\x04\0\0\0\0\0"
+           + len(block).to_bytes(3, "big") + b"\x01\x05\0\0\0\x01" + block)
 per_source = 10000  # well under the ~28k ephemeral ports of one source address
 conns, failed_in_a_row = {}, 0
 for i in range(n):
@@ -112,7 +126,21 @@ ep = select.epoll()
 for fd in conns:
     ep.register(fd, select.EPOLLIN)
 pending, answered, end = set(conns), set(), time.monotonic() + timeout
+def frames(got):  # (type, flags, stream, payload) of each whole frame
+    at = 0
+    while at + 9 <= len(got):
+        n = int.from_bytes(got[at:at + 3], "big")
+        if at + 9 + n > len(got):
+            return
+        yield got[at + 3], got[at + 4], int.from_bytes(got[at + 5:at + 9], "big"), got[at + 9:at + 9 + n]
+        at += 9 + n
+def ok(got):
+    if h2:  # stream 1 answered :status 200 (static index 8)
+        return any(t == 1 and s == 1 and p[:1] == b"\x88" for t, _, s, p in frames(got))
+    return got.startswith(b"HTTP/1.1 200")
 def whole(got):
+    if h2:
+        return any(t in (0, 1) and s == 1 and f & 1 for t, f, s, _ in frames(got))
     head, sep, body = got.partition(b"\r\n\r\n")
     m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
     return sep and m and len(body) >= int(m.group(1))
@@ -129,7 +157,7 @@ while pending and time.monotonic() < end:
         if not chunk or whole(got):
             pending.discard(fd)
             ep.unregister(fd)
-            if chunk and got.startswith(b"HTTP/1.1 200"):
+            if chunk and ok(got):
                 answered.add(fd)
 print(f"opened {len(conns)} answered {len(answered)}", flush=True)
 for line in sys.stdin:
@@ -173,15 +201,15 @@ for s in "${servers[@]}"; do
   [ "$name" != lighttpd ] || want=$((N < hard / 2 - 100 ? N : hard / 2 - 100))
   case $name in
     floor | ref-* | lighttpd | nginx | h2o | caddy) start_server "$s" ;;
-    *) start_spidey "$s" "$name" "${s#*:}" "$SPIDEY" --idle-timeout 600s >"$tmp/${s//:/-}.out" 2>&1 ;;
+    *) start_spidey "$s" "$name" "${s#*:}" "$SPIDEY" --idle-timeout 600s "${h2_flag[@]}" >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac
   check_servers "$s"
   url="http://127.0.0.1:${port[$s]}/idle.txt"
-  for _ in 1 2 3 4 5; do curl -s -o /dev/null "$url"; done
+  for _ in 1 2 3 4 5; do curl -s "${curl_h2[@]}" -o /dev/null "$url"; done
   legit0=$(probe "$s")
   sleep "$SETTLE"
   before=$(pss_kib "$s") tcp0=$(tcp_mem_pages) slab0=$(slab_kib)
-  coproc CROWD { python3 "$tmp/crowd.py" "${port[$s]}" "$want" "$CROWD_TIMEOUT"; }
+  coproc CROWD { python3 "$tmp/crowd.py" "${port[$s]}" "$want" "$CROWD_TIMEOUT" "$H2"; }
   crowd=$CROWD_PID
   read -r -t $((CROWD_TIMEOUT * 3)) line <&"${CROWD[0]}" || line="no answer from the crowd"
   sleep "$SETTLE"

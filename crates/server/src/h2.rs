@@ -26,7 +26,7 @@
 use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, PartWriter};
 use crate::server::Server;
 use crate::software::SOFTWARE;
-use spidey_http::h2::{Config, Conn, ErrorCode, Event, RequestHead, StreamId};
+use spidey_http::h2::{Config, Conn, ErrorCode, Event, RequestHead, SendError, StreamId};
 use spidey_http::{BodyFraming, Field, Fields, Method, Request, StatusCode, Target, Version};
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -36,9 +36,6 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The most body octets read from a file for one DATA batch of one stream.
-const FILE_CHUNK: usize = 64 * 1024;
-
 /// One HTTP/2 connection's protocol state on the server side.
 #[derive(Debug)]
 pub(crate) struct H2 {
@@ -47,8 +44,6 @@ pub(crate) struct H2 {
     incoming: HashMap<StreamId, Incoming>,
     /// Responses whose body is still going out, in the order they were answered.
     outflows: VecDeque<(StreamId, Outflow)>,
-    /// A file's bytes on their way into DATA frames.
-    scratch: Vec<u8>,
 }
 
 /// A request waiting for the rest of its body.
@@ -85,12 +80,7 @@ pub(crate) enum Fill {
 impl H2 {
     /// A connection whose SETTINGS are queued already: the server's preface (§3.4).
     pub(crate) fn new() -> H2 {
-        H2 {
-            conn: Conn::new(Config::default()),
-            incoming: HashMap::new(),
-            outflows: VecDeque::new(),
-            scratch: Vec::new(),
-        }
+        H2 { conn: Conn::new(Config::default()), incoming: HashMap::new(), outflows: VecDeque::new() }
     }
 
     /// Reads what it can of `input` (the client's octets) and answers every request that
@@ -269,9 +259,7 @@ impl H2 {
                     range.start = pos;
                     step
                 }
-                Outflow::File { file, offset, left } => {
-                    send_file(&mut self.conn, stream, file, offset, left, &mut self.scratch)
-                }
+                Outflow::File { file, offset, left } => send_file(&mut self.conn, stream, file, offset, left),
                 Outflow::Cgi(cgi, parts) => match pump(&mut self.conn, stream, cgi, parts) {
                     Pumped::Step(step) => step,
                     Pumped::Redirect(path) => {
@@ -302,8 +290,14 @@ impl H2 {
     }
 
     /// Moves the queued frames to the end of `out` (without a copy when `out` is empty).
+    /// A connection left with no stream open gives back the memory it held for them (its
+    /// output buffer, its queues, the file buffer), so an idle connection costs little.
     pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) {
         self.conn.take_output(out);
+        if self.outflows.is_empty() && self.incoming.is_empty() && self.conn.open_streams() == 0 {
+            self.conn.trim();
+            (self.outflows, self.incoming) = Default::default();
+        }
     }
 
     /// Whether the connection is over: a GOAWAY with an error was queued, or a graceful
@@ -370,46 +364,32 @@ fn send_slice(conn: &mut Conn, stream: StreamId, bytes: &[u8], pos: &mut usize) 
     }
 }
 
-/// Reads from `file` what the windows take (at most [`FILE_CHUNK`] at a time) and sends
-/// it; a read error resets the stream.
-fn send_file(
-    conn: &mut Conn,
-    stream: StreamId,
-    file: &File,
-    offset: &mut u64,
-    left: &mut u64,
-    scratch: &mut Vec<u8>,
-) -> Step {
-    loop {
-        let room = conn.data_room(stream).min(FILE_CHUNK);
-        let want = (*left).min(room as u64) as usize;
-        if want == 0 && *left > 0 {
-            return Step::Blocked;
-        }
-        scratch.resize(want, 0);
-        let got = match file.read_at(&mut scratch[..want], *offset) {
-            Ok(n) if n == want => n,
-            // Shorter than its length (the file shrank) or unreadable: the stream cannot
-            // be finished honestly.
-            _ => {
-                conn.send_reset(stream, ErrorCode::INTERNAL_ERROR);
-                return Step::Done;
+/// Sends what the windows take of the file's `left` bytes from `offset`, each DATA frame's
+/// payload read by pread(2) straight into the connection's output; a short or failed read
+/// (the file shrank) resets the stream, which cannot be finished honestly.
+fn send_file(conn: &mut Conn, stream: StreamId, file: &File, offset: &mut u64, left: &mut u64) -> Step {
+    let len = usize::try_from(*left).unwrap_or(usize::MAX);
+    let mut at = *offset;
+    let read = |buf: &mut [u8]| {
+        let ok = file.read_exact_at(buf, at).is_ok();
+        at += buf.len() as u64;
+        ok
+    };
+    match conn.send_data_with(stream, len, true, read) {
+        Ok(n) => {
+            *offset += n as u64;
+            *left -= n as u64;
+            if *left == 0 {
+                Step::Done
+            } else {
+                Step::Blocked
             }
-        };
-        let last = got as u64 == *left;
-        match conn.send_data(stream, &scratch[..got], last) {
-            Ok(n) => {
-                *offset += n as u64;
-                *left -= n as u64;
-                if *left == 0 {
-                    return Step::Done;
-                }
-                if n < got {
-                    return Step::Blocked;
-                }
-            }
-            Err(_) => return Step::Done,
         }
+        Err(SendError::Source) => {
+            conn.send_reset(stream, ErrorCode::INTERNAL_ERROR);
+            Step::Done
+        }
+        Err(_) => Step::Done,
     }
 }
 

@@ -113,6 +113,8 @@ pub enum SendError {
     /// The head was sent already (for `send_head`), or not yet (for `send_data` and
     /// `send_trailers`).
     WrongOrder,
+    /// (`send_data_with`) The caller's source failed to fill a frame.
+    Source,
 }
 
 /// Where the connection is.
@@ -357,6 +359,16 @@ impl Conn {
             into.extend_from_slice(self.pending_output());
             self.consumed(n);
         }
+    }
+
+    /// Gives back the memory an idle connection need not hold: the output buffer once it
+    /// is all written, and the event queue's room. The next frame allocates again.
+    pub fn trim(&mut self) {
+        if !self.wants_write() {
+            self.out = Vec::new();
+            self.written = 0;
+        }
+        self.events.shrink_to_fit();
     }
 
     /// Writes pending output to `w` until it is all written or `w` would block; returns

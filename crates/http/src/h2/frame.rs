@@ -500,6 +500,12 @@ pub fn encode_data(out: &mut Vec<u8>, stream: u32, data: &[u8], end_stream: bool
     out.extend_from_slice(data);
 }
 
+/// Appends the header of a DATA frame of `len` octets, whose payload the caller appends.
+pub(crate) fn encode_data_head(out: &mut Vec<u8>, stream: u32, len: usize, end_stream: bool) {
+    debug_assert!(stream != 0, "DATA on stream 0");
+    write_head(out, len, kind::DATA, if end_stream { flag::END_STREAM } else { 0 }, stream);
+}
+
 /// Appends a WINDOW_UPDATE (§6.9) for `stream`, or for the connection if `stream` is 0.
 /// `increment` must be from 1 to 2^31 - 1 (debug builds check).
 pub fn encode_window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {

@@ -93,7 +93,9 @@ pub(crate) struct ClosedStreams {
 
 impl ClosedStreams {
     pub(crate) fn new(cap: usize) -> ClosedStreams {
-        ClosedStreams { recent: VecDeque::with_capacity(cap.min(256)), cap: cap.max(1) }
+        // Grown as streams close, not made whole up front: a connection that serves one
+        // request holds one entry, not `cap`.
+        ClosedStreams { recent: VecDeque::new(), cap: cap.max(1) }
     }
 
     pub(crate) fn push(&mut self, id: StreamId, how: Closed) {

@@ -101,6 +101,66 @@ impl Conn {
         Ok(n)
     }
 
+    /// [`Conn::send_data`] for a body the caller reads straight into the output (a file by
+    /// pread): at most `len` octets, as many as both windows and the output room allow, each
+    /// DATA frame's payload filled in place by `read`, so nothing is copied between the
+    /// source and the frame. `read` must fill the whole slice it is given and return true;
+    /// on false nothing of that frame is sent and `Err(SendError::Source)` says so (the
+    /// caller resets the stream). END_STREAM goes on the last frame if `end_stream` and all
+    /// `len` octets went; returns how many did.
+    pub fn send_data_with(
+        &mut self,
+        stream: StreamId,
+        len: usize,
+        end_stream: bool,
+        mut read: impl FnMut(&mut [u8]) -> bool,
+    ) -> Result<usize, SendError> {
+        let allowed = self.data_room(stream);
+        if allowed == 0 && len > 0 {
+            match self.streams.get(&stream).map(|s| s.state.reply()) {
+                Some(Some(Reply::Body)) => {}
+                Some(Some(Reply::Head)) => return Err(SendError::WrongOrder),
+                _ => return Err(SendError::StreamGone),
+            }
+        }
+        let n = len.min(allowed);
+        let all = n == len;
+        let max = self.peer_max_frame as usize;
+        let mut sent = 0;
+        while sent < n {
+            let chunk = (n - sent).min(max);
+            let last = all && end_stream && sent + chunk == n;
+            let start = self.out.len();
+            frame::encode_data_head(&mut self.out, stream, chunk, last);
+            let at = self.out.len();
+            self.out.resize(at + chunk, 0);
+            if !read(&mut self.out[at..]) {
+                self.out.truncate(start);
+                self.charge(stream, sent, false);
+                return Err(SendError::Source);
+            }
+            sent += chunk;
+        }
+        if n == 0 && all && end_stream {
+            frame::encode_data(&mut self.out, stream, &[], true);
+        }
+        self.charge(stream, n, !all);
+        if all && end_stream {
+            self.sent(stream, true);
+        }
+        Ok(n)
+    }
+
+    /// Counts `n` body octets sent on `stream` against both windows; `blocked`: the stream
+    /// waits for credit to send the rest.
+    fn charge(&mut self, stream: StreamId, n: usize, blocked: bool) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.blocked = blocked;
+            s.send_window -= n as i64;
+        }
+        self.send_window -= n as i64;
+    }
+
     /// Sends a trailer section on `stream`, which ends it. Names are lower-cased.
     pub fn send_trailers(&mut self, stream: StreamId, fields: &[(&[u8], &[u8])]) -> Result<(), SendError> {
         let s = self.streams.get(&stream).ok_or(SendError::StreamGone)?;

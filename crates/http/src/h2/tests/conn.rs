@@ -693,3 +693,34 @@ fn the_peers_initial_window_moves_open_streams() {
     assert_eq!((out, ev), (vec!["SETTINGS_ACK".to_string()], vec!["window 1".to_string()]));
     assert_eq!(conn.send_data(1, &[0; 40], true), Ok(20));
 }
+
+#[test]
+fn data_read_in_place_is_framed_as_data_given() {
+    // (the peer's SETTINGS_INITIAL_WINDOW_SIZE, the body's length)
+    let cases: &[(u32, usize)] = &[(65_535, 40_000), (10, 50), (65_535, 0), (20_000, 20_000)];
+    for &(window, len) in cases {
+        let body: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+        let (mut given, mut read) = (open(Config::default()), open(Config::default()));
+        for conn in [&mut given, &mut read] {
+            go(conn, &[settings(&[(0x4, window)]), get(1)].concat());
+            conn.send_head(1, 200, &[], false).unwrap();
+            conn.consumed(conn.pending_output().len());
+        }
+        let a = given.send_data(1, &body, true);
+        let mut at = 0;
+        let b = read.send_data_with(1, len, true, |buf| {
+            buf.copy_from_slice(&body[at..at + buf.len()]);
+            at += buf.len();
+            true
+        });
+        assert_eq!(a, b, "window {window}, {len} octets");
+        assert_eq!(given.pending_output(), read.pending_output(), "window {window}, {len} octets");
+    }
+    // A source that fails: nothing of its frame is sent.
+    let mut conn = open(Config::default());
+    go(&mut conn, &get(1));
+    conn.send_head(1, 200, &[], false).unwrap();
+    conn.consumed(conn.pending_output().len());
+    assert_eq!(conn.send_data_with(1, 100, true, |_| false), Err(SendError::Source));
+    assert!(conn.pending_output().is_empty());
+}
