@@ -147,7 +147,7 @@ impl App {
         while let Some(event) = conn.next_event() {
             match event {
                 Event::Request { stream, head, end_stream } => {
-                    let path = String::from_utf8(head.path.unwrap()).unwrap();
+                    let path = String::from_utf8(head.path().unwrap().to_vec()).unwrap();
                     self.log.push(format!("request {stream} {path}"));
                     self.requests.insert(stream, (path, Vec::new()));
                     if end_stream {

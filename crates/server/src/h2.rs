@@ -175,8 +175,7 @@ impl H2 {
         peer: SocketAddr,
     ) {
         let line = log_line(head);
-        let (Ok(method), Some(Ok(path))) =
-            (std::str::from_utf8(&head.method), head.path.as_deref().map(std::str::from_utf8))
+        let (Ok(method), Some(Ok(path))) = (std::str::from_utf8(head.method()), head.path().map(std::str::from_utf8))
         else {
             let why = "The request has no path this server can serve (CONNECT, or not UTF-8).";
             let answer = ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer);
@@ -187,17 +186,16 @@ impl H2 {
                 ex.refuse_request(server, StatusCode::BAD_REQUEST, "The path is not a request target.", &line, peer);
             return self.start(stream, answer, &[]);
         };
-        let cookie = join_cookies(&head.fields);
+        let cookie = join_cookies(head);
         let mut fields: Vec<Field<'_>> = head
-            .fields
-            .iter()
-            .filter(|(n, _)| n != b"cookie")
+            .fields()
+            .filter(|(n, _)| *n != b"cookie")
             .filter_map(|(n, v)| Some(Field { name: std::str::from_utf8(n).ok()?, value: v }))
             .collect();
         if let Some(cookie) = &cookie {
             fields.push(Field { name: "cookie", value: cookie });
         }
-        let authority = head.authority.as_deref().and_then(|a| std::str::from_utf8(a).ok());
+        let authority = head.authority().and_then(|a| std::str::from_utf8(a).ok());
         if let (Some(a), false) = (authority, fields.iter().any(|f| f.name == "host")) {
             fields.push(Field { name: "host", value: a.as_bytes() });
         }
@@ -502,29 +500,49 @@ impl PartWriter for H2PartWriter<'_> {
 /// Encodes `head` as HEADERS on `stream`: `server`, `date`, `content-length` when known,
 /// then the response's own fields (the connection drops those HTTP/2 forbids).
 fn send_head(conn: &mut Conn, stream: StreamId, head: &Head<'_>, end_stream: bool) -> Result<(), ()> {
-    let length = match head.length {
-        Length::Known(n) => Some(n.to_string()),
-        Length::Streamed | Length::Unstated => None,
-    };
+    let mut digits = [0u8; 20];
     let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(8);
     fields.push((b"server", SOFTWARE.as_bytes()));
     fields.push((b"date", head.date.as_bytes()));
-    if let Some(n) = &length {
-        fields.push((b"content-length", n.as_bytes()));
+    if let Length::Known(n) = head.length {
+        fields.push((b"content-length", decimal(n, &mut digits)));
     }
     fields.extend(head.fields().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
     conn.send_head(stream, head.status.0, &fields, end_stream).map_err(|_| ())
 }
 
+/// `n` in decimal, written into the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
 /// The request as the access log shows it: `GET /path HTTP/2.0`.
 fn log_line(head: &RequestHead) -> Vec<u8> {
-    let target = head.path.as_deref().or(head.authority.as_deref()).unwrap_or(b"");
-    [&head.method[..], b" ", target, b" HTTP/2.0"].concat()
+    let target = head.path().or(head.authority()).unwrap_or(b"");
+    [head.method(), b" ", target, b" HTTP/2.0"].concat()
 }
 
 /// The `cookie` crumbs joined into one value, as RFC 9113 §8.2.3 says to for HTTP/1 code.
-fn join_cookies(fields: &[(Vec<u8>, Vec<u8>)]) -> Option<Vec<u8>> {
-    let mut crumbs = fields.iter().filter(|(n, _)| n == b"cookie").map(|(_, v)| v.as_slice()).peekable();
+fn join_cookies(head: &RequestHead) -> Option<Vec<u8>> {
+    let mut crumbs = head.fields().filter(|(n, _)| *n == b"cookie").map(|(_, v)| v).peekable();
     crumbs.peek()?;
     Some(crumbs.collect::<Vec<_>>().join(&b"; "[..]))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimal_table() {
+        for n in [0, 7, 10, 1024, 1 << 20, u64::MAX] {
+            assert_eq!(super::decimal(n, &mut [0; 20]), n.to_string().as_bytes());
+        }
+    }
 }

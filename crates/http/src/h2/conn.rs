@@ -135,6 +135,8 @@ enum Phase {
 #[derive(Debug)]
 struct Block {
     stream: StreamId,
+    /// The fragments so far (empty when the whole block came in its HEADERS frame, which is
+    /// then decoded where it lies).
     octets: Vec<u8>,
     end_stream: bool,
     /// The HEADERS frame's priority made the stream depend on itself (§5.3.1).
@@ -161,6 +163,8 @@ pub struct Conn {
     highest: StreamId,
     block: Option<Block>,
     events: VecDeque<Event>,
+    /// `send_head`'s buffers for the lower-cased names and where each ends, kept.
+    lowered: (Vec<u8>, Vec<usize>),
     out: Vec<u8>,
     /// Octets of `out` already written.
     written: usize,
@@ -198,6 +202,7 @@ impl Conn {
             highest: 0,
             block: None,
             events: VecDeque::new(),
+            lowered: (Vec::new(), Vec::new()),
             out: Vec::new(),
             written: 0,
             settings_unacked: true,

@@ -2,27 +2,88 @@
 //! request malformed, checked once on the decoded list, and [`RequestHead`], the request as
 //! the caller receives it.
 
-/// A request's head as the client sent it, validated (RFC 9113 §8.3.1).
+/// A request's head as the client sent it, validated (RFC 9113 §8.3.1): every decoded
+/// name and value in one buffer, the fields as spans of it, so a request costs two
+/// allocations however many fields it has.
 ///
 /// INVARIANT: `method` is present; for CONNECT, `authority` is present and `scheme` and
 /// `path` are absent; for every other method `scheme` and `path` are present and not
 /// empty. Every name in `fields` is lower case, has no colon, and is not one of the
-/// connection-specific fields §8.2.2 forbids; `te`, if present, is `trailers`.
+/// connection-specific fields §8.2.2 forbids; `te`, if present, is `trailers`. Every span
+/// lies within `octets`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHead {
-    pub method: Vec<u8>,
-    pub scheme: Option<Vec<u8>>,
-    pub authority: Option<Vec<u8>>,
-    pub path: Option<Vec<u8>>,
-    /// The regular fields in order, `cookie` crumbs as separate fields (§8.2.3: the caller
-    /// joins them with "; " before passing them to HTTP/1.1 code).
-    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    octets: Vec<u8>,
+    method: Span,
+    scheme: Option<Span>,
+    authority: Option<Span>,
+    path: Option<Span>,
+    fields: Vec<(Span, Span)>,
     /// The `content-length`, if sent: the DATA frames must add up to it (§8.1.1).
     pub content_length: Option<u64>,
 }
 
-/// A decoded field list, before validation.
-pub(crate) type FieldList = Vec<(Vec<u8>, Vec<u8>)>;
+/// Where one name or value lies in its buffer: `start..end`.
+type Span = (u32, u32);
+
+impl RequestHead {
+    fn at(&self, (start, end): Span) -> &[u8] {
+        &self.octets[start as usize..end as usize]
+    }
+
+    pub fn method(&self) -> &[u8] {
+        self.at(self.method)
+    }
+
+    pub fn scheme(&self) -> Option<&[u8]> {
+        self.scheme.map(|s| self.at(s))
+    }
+
+    pub fn authority(&self) -> Option<&[u8]> {
+        self.authority.map(|s| self.at(s))
+    }
+
+    pub fn path(&self) -> Option<&[u8]> {
+        self.path.map(|s| self.at(s))
+    }
+
+    /// The regular fields in order, `cookie` crumbs as separate fields (§8.2.3: the caller
+    /// joins them with "; " before passing them to HTTP/1.1 code).
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.fields.iter().map(|&(n, v)| (self.at(n), self.at(v)))
+    }
+}
+
+/// A decoded field list, before validation: names and values back to back in `octets`.
+#[derive(Debug, Default)]
+pub(crate) struct FieldList {
+    octets: Vec<u8>,
+    spans: Vec<(Span, Span)>,
+}
+
+impl FieldList {
+    /// Appends one decoded field.
+    pub(crate) fn push(&mut self, name: &[u8], value: &[u8]) {
+        let mut span = |bytes: &[u8]| {
+            let start = self.octets.len() as u32;
+            self.octets.extend_from_slice(bytes);
+            (start, self.octets.len() as u32)
+        };
+        let field = (span(name), span(value));
+        self.spans.push(field);
+    }
+
+    /// Every field, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let at = |(start, end): Span| &self.octets[start as usize..end as usize];
+        self.spans.iter().map(move |&(n, v)| (at(n), at(v)))
+    }
+
+    /// Every field as owned pairs (trailers, which are rare).
+    pub(crate) fn to_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect()
+    }
+}
 
 /// Fields that have no meaning in HTTP/2 and make a message malformed (§8.2.2).
 const CONNECTION_SPECIFIC: [&[u8]; 5] =
@@ -60,67 +121,64 @@ fn check_regular(name: &[u8], value: &[u8]) -> Result<(), &'static str> {
 /// Validates a request's decoded field list into a [`RequestHead`]; the reason it is
 /// malformed otherwise (a stream error of type PROTOCOL_ERROR, §8.1.1).
 pub(crate) fn request(list: FieldList) -> Result<RequestHead, &'static str> {
-    let mut head = RequestHead {
-        method: Vec::new(),
-        scheme: None,
-        authority: None,
-        path: None,
-        fields: Vec::with_capacity(list.len()),
-        content_length: None,
-    };
-    let mut method = None;
+    let FieldList { octets, spans } = list;
+    let at = |(start, end): Span| &octets[start as usize..end as usize];
+    let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
     let mut host = None;
-    for (name, value) in list {
-        check_field(&name, &value)?;
+    let mut content_length = None;
+    let mut fields = Vec::with_capacity(spans.len());
+    for (n, v) in spans {
+        let (name, value) = (at(n), at(v));
+        check_field(name, value)?;
         if name.first() == Some(&b':') {
-            if !head.fields.is_empty() {
+            if !fields.is_empty() {
                 return Err("a pseudo-header after a regular field");
             }
-            let slot = match &name[..] {
+            let slot = match name {
                 b":method" => &mut method,
-                b":scheme" => &mut head.scheme,
-                b":authority" => &mut head.authority,
-                b":path" => &mut head.path,
+                b":scheme" => &mut scheme,
+                b":authority" => &mut authority,
+                b":path" => &mut path,
                 _ => return Err("an unknown or response pseudo-header"),
             };
-            if slot.replace(value).is_some() {
+            if slot.replace(v).is_some() {
                 return Err("a pseudo-header twice");
             }
             continue;
         }
-        check_regular(&name, &value)?;
-        match &name[..] {
+        check_regular(name, value)?;
+        match name {
             b"content-length" => {
-                let n = parse_length(&value).ok_or("a content-length that is not a number")?;
-                if head.content_length.is_some_and(|m| m != n) {
+                let n = parse_length(value).ok_or("a content-length that is not a number")?;
+                if content_length.is_some_and(|m| m != n) {
                     return Err("two content-lengths that differ");
                 }
-                head.content_length = Some(n);
+                content_length = Some(n);
             }
-            b"host" if host.is_none() => host = Some(value.clone()),
+            b"host" if host.is_none() => host = Some(v),
             _ => {}
         }
-        head.fields.push((name, value));
+        fields.push((n, v));
     }
-    head.method = method.ok_or("no :method")?;
-    if head.method == b"CONNECT" {
-        if head.authority.is_none() || head.scheme.is_some() || head.path.is_some() {
+    let method = method.ok_or("no :method")?;
+    if at(method) == b"CONNECT" {
+        if authority.is_none() || scheme.is_some() || path.is_some() {
             return Err("CONNECT without :authority, or with :scheme or :path");
         }
-    } else if head.scheme.is_none() || !matches!(&head.path, Some(p) if !p.is_empty()) {
+    } else if scheme.is_none() || !matches!(path, Some(p) if !at(p).is_empty()) {
         return Err("no :scheme, or no or an empty :path");
     }
-    if let (Some(host), Some(authority)) = (&host, &head.authority) {
-        if host != authority {
+    if let (Some(host), Some(authority)) = (host, authority) {
+        if at(host) != at(authority) {
             return Err("host differs from :authority");
         }
     }
-    Ok(head)
+    Ok(RequestHead { octets, method, scheme, authority, path, fields, content_length })
 }
 
 /// Validates a trailer section (§8.1): the field rules, and no pseudo-header at all.
 pub(crate) fn trailers(list: &FieldList) -> Result<(), &'static str> {
-    for (name, value) in list {
+    for (name, value) in list.iter() {
         check_field(name, value)?;
         if name.first() == Some(&b':') {
             return Err("a pseudo-header in trailers");

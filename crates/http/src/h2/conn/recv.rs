@@ -64,11 +64,13 @@ impl Conn {
         if fragment.len() > self.config.max_header_list_size as usize {
             return Err(self.fail(ErrorCode::ENHANCE_YOUR_CALM, "a field block over SETTINGS_MAX_HEADER_LIST_SIZE"));
         }
-        let block = Block { stream, octets: fragment.to_vec(), end_stream, self_dependent, continuations: 0 };
         if end_headers {
-            self.field_block(block)
+            // The whole block is in this frame: decoded where it lies, not copied.
+            let block = Block { stream, octets: Vec::new(), end_stream, self_dependent, continuations: 0 };
+            self.field_block(&block, fragment)
         } else {
-            self.block = Some(block);
+            self.block =
+                Some(Block { stream, octets: fragment.to_vec(), end_stream, self_dependent, continuations: 0 });
             Ok(())
         }
     }
@@ -88,16 +90,16 @@ impl Conn {
         }
         if end_headers {
             let block = self.block.take().expect("checked above");
-            self.field_block(block)?;
+            self.field_block(&block, &block.octets)?;
         }
         Ok(())
     }
 
     /// A whole field block: decoded first, whatever becomes of the stream, so the HPACK
     /// tables stay in step (§4.3); then a new request, trailers, or a refusal.
-    fn field_block(&mut self, block: Block) -> Result<(), ConnError> {
-        let mut list: FieldList = Vec::new();
-        if self.decoder.decode(&block.octets, |f| list.push((f.name.to_vec(), f.value.to_vec()))).is_err() {
+    fn field_block(&mut self, block: &Block, octets: &[u8]) -> Result<(), ConnError> {
+        let mut list = FieldList::default();
+        if self.decoder.decode(octets, |f| list.push(f.name, f.value)).is_err() {
             return Err(self.fail(ErrorCode::COMPRESSION_ERROR, "a field block HPACK cannot decode"));
         }
         let id = block.stream;
@@ -111,7 +113,7 @@ impl Conn {
             if s.content_length.is_some_and(|n| n != s.received) {
                 return self.stream_error(id, ErrorCode::PROTOCOL_ERROR);
             }
-            self.events.push_back(Event::Trailers { stream: id, fields: list });
+            self.events.push_back(Event::Trailers { stream: id, fields: list.to_pairs() });
             return self.received_end(id);
         }
         if id <= self.highest {

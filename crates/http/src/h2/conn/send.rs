@@ -37,9 +37,10 @@ impl Conn {
         let interim = status < 200;
         let code = status.clamp(100, 999);
         let status = [b'0' + (code / 100) as u8, b'0' + (code / 10 % 10) as u8, b'0' + (code % 10) as u8];
-        // Every name lower-cased into one buffer: one allocation per head, not per field.
-        let mut lower = Vec::with_capacity(fields.iter().map(|(n, _)| n.len()).sum());
-        let mut ends = Vec::with_capacity(fields.len());
+        // Every name lower-cased into one buffer the connection keeps for the purpose.
+        let (mut lower, mut ends) = std::mem::take(&mut self.lowered);
+        lower.clear();
+        ends.clear();
         for (n, _) in fields {
             lower.extend(n.iter().map(u8::to_ascii_lowercase));
             ends.push(lower.len());
@@ -49,6 +50,7 @@ impl Conn {
             names.zip(fields).filter(|(n, _)| !head::is_connection_specific(n)).map(|(n, (_, v))| Field::new(n, v));
         let list = std::iter::once(Field::new(b":status", &status)).chain(regular);
         self.write_block(stream, list, end_stream && !interim);
+        self.lowered = (lower, ends);
         if !interim {
             self.sent(stream, end_stream);
         }

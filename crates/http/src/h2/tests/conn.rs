@@ -120,8 +120,8 @@ fn events(conn: &mut Conn) -> Vec<String> {
         .map(|e| match e {
             Event::Request { stream, head, end_stream } => format!(
                 "request {stream} {} {}{}",
-                String::from_utf8_lossy(&head.method),
-                String::from_utf8_lossy(head.path.as_deref().unwrap_or(b"-")),
+                String::from_utf8_lossy(head.method()),
+                String::from_utf8_lossy(head.path().unwrap_or(b"-")),
                 if end_stream { " es" } else { "" }
             ),
             Event::Data { stream, bytes, end_stream } => {
