@@ -288,14 +288,19 @@ impl H2 {
     }
 
     /// Moves the queued frames to the end of `out` (without a copy when `out` is empty).
-    /// A connection left with no stream open gives back the memory it held for them (its
-    /// output buffer, its queues, the file buffer), so an idle connection costs little.
-    pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) {
+    /// A connection left with no stream open gives back the memory it held for them: its
+    /// output buffer is returned (empty, for the caller's pool of buffers) and grown
+    /// queues are dropped, so an idle connection costs little.
+    pub(crate) fn take_output(&mut self, out: &mut Vec<u8>) -> Option<Vec<u8>> {
         self.conn.take_output(out);
-        if self.outflows.is_empty() && self.incoming.is_empty() && self.conn.open_streams() == 0 {
-            self.conn.trim();
-            (self.outflows, self.incoming) = Default::default();
+        if !self.outflows.is_empty() || !self.incoming.is_empty() || self.conn.open_streams() > 0 {
+            return None;
         }
+        if self.outflows.capacity() > 8 {
+            self.outflows = VecDeque::new();
+        }
+        self.incoming = HashMap::new(); // allocates nothing while empty
+        self.conn.trim()
     }
 
     /// Whether the connection is over: a GOAWAY with an error was queued, or a graceful

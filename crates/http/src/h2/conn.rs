@@ -366,14 +366,20 @@ impl Conn {
         }
     }
 
-    /// Gives back the memory an idle connection need not hold: the output buffer once it
-    /// is all written, and the event queue's room. The next frame allocates again.
-    pub fn trim(&mut self) {
-        if !self.wants_write() {
-            self.out = Vec::new();
-            self.written = 0;
+    /// Gives back the memory an idle connection need not hold: returns the output buffer
+    /// (empty, its capacity kept, for the caller to reuse elsewhere) once it is all
+    /// written, and shrinks a grown event queue. The next frame takes a buffer again.
+    pub fn trim(&mut self) -> Option<Vec<u8>> {
+        if self.events.capacity() > 8 {
+            self.events = VecDeque::new();
         }
-        self.events.shrink_to_fit();
+        if self.wants_write() {
+            return None;
+        }
+        self.written = 0;
+        let mut spare = std::mem::take(&mut self.out);
+        spare.clear();
+        Some(spare)
     }
 
     /// Writes pending output to `w` until it is all written or `w` would block; returns

@@ -335,7 +335,9 @@ impl Session {
         self.reset_out();
         self.out_buf(buffers);
         let (Speaking::Http2(h2), Some(out)) = (&mut self.protocol, self.out.buf_mut()) else { return fill };
-        h2.take_output(out);
+        if let Some(spare) = h2.take_output(out) {
+            buffers.give_out(spare);
+        }
         if over {
             self.keep_alive = false;
         }
