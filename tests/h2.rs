@@ -171,7 +171,34 @@ fn without_the_flag_http1_only(mode: &str) {
     }
 }
 
-for_each_mode!(curl_sees_the_same_site, h2load_multiplexes, attacks_meet_their_limits, without_the_flag_http1_only);
+/// Shutdown (SIGTERM) with an idle HTTP/2 connection open: the client gets GOAWAY with
+/// NO_ERROR (0) before the close, so it knows no stream was cut.
+fn shutdown_says_goaway(mode: &str) {
+    let dir = site();
+    let mut s = Spidey::start(mode, dir.path(), &["--http2", "-q"]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/client.py");
+    let ca = if s.tls { tls::ca_file().to_str().unwrap().to_string() } else { "-".into() };
+    let mut child = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .args([s.port.to_string().as_str(), if s.tls { "1" } else { "0" }, &ca, "hold"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    use std::io::BufRead;
+    assert_eq!(lines.next().unwrap().unwrap(), "served 200 13", "{mode}");
+    assert!(s.stop().success(), "{mode}: a clean exit");
+    assert_eq!(lines.next().unwrap().unwrap(), "then goaway 0", "{mode}");
+    let _ = child.wait();
+}
+
+for_each_mode!(
+    curl_sees_the_same_site,
+    h2load_multiplexes,
+    attacks_meet_their_limits,
+    without_the_flag_http1_only,
+    shutdown_says_goaway
+);
 
 /// A handler that answers anything with 200 and 13 bytes: httpwg-cli's cases POST to `/`
 /// and want 200 (a file answers POST with 405), with a body of at least 5 bytes (one case

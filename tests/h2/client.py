@@ -108,6 +108,12 @@ def main():
     c = Client(port, tls, ca)
     if case == "get":
         c.send(c.request(1))
+    elif case == "hold":  # one GET, then wait: what the server says when it shuts down
+        c.send(c.request(1))
+        first = c.outcome()
+        print(first, flush=True)
+        print("then " + c.outcome(want_stream=0))
+        return
     elif case == "big":  # a 1 MiB file, the window opened as it comes
         c.send(c.request(1, path="/big.bin"))
         print(c.outcome(window=True))

@@ -101,6 +101,15 @@ pub(crate) fn serve_from(
                 // or at once if asked to stop.
                 matches!(wait_readable(client.stream.as_fd(), shutdown, Some(deadline)), Ok(Wake::Ready))
             };
+        if !ready && shutdown.flagged() && !session.has_partial_request() {
+            // Idle at shutdown: HTTP/2's GOAWAY, if it speaks HTTP/2, then the close.
+            if session.farewell(&mut exchanger, server, &mut buffers) {
+                let sent =
+                    client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut exchanger, server, &mut buffers));
+                finish(&client, &mut session, &mut buffers, server, sent);
+            }
+            break;
+        }
         if !ready {
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {

@@ -288,6 +288,21 @@ impl Session {
         true
     }
 
+    /// The server is shutting down and the connection is idle: over HTTP/2, a GOAWAY
+    /// (NO_ERROR) is framed so the client knows no stream was cut, and this returns true
+    /// (send it, then close: the connection no longer stays open). HTTP/1.1 has nothing
+    /// to say: false, close now.
+    pub(crate) fn farewell(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) -> bool {
+        let Speaking::Http2(h2) = &mut self.protocol else { return false };
+        if !self.keep_alive {
+            return false; // ending already
+        }
+        h2.go_away();
+        self.keep_alive = false;
+        self.stage_h2(ex, server, buffers);
+        !self.out.is_empty()
+    }
+
     /// Frames the 408 for a head that did not arrive in time; the connection then closes.
     /// Over HTTP/2 (a frame begun and not finished in time) the connection ends with
     /// GOAWAY instead: there is no request to answer.

@@ -67,6 +67,9 @@ impl<B: Backend> Loop<B> {
                 Answered::No => {}
             }
             if closing && conn.is_idle() {
+                if conn.session.farewell(&mut self.ex, server, &mut self.buffers) {
+                    continue; // HTTP/2's GOAWAY goes out first
+                }
                 break false;
             }
             let (io, c) = conn.parts(slot);

@@ -364,7 +364,8 @@ impl<B: Backend> Loop<B> {
         self.due = due;
     }
 
-    /// Shutdown was asked: stop accepting, close idle connections; the rest finish.
+    /// Shutdown was asked: stop accepting, close idle connections (an HTTP/2 one after
+    /// its GOAWAY, `Session::farewell`); the rest finish.
     pub(crate) fn begin_drain(&mut self) {
         if self.draining {
             return;
@@ -374,7 +375,14 @@ impl<B: Backend> Loop<B> {
         self.draining = true;
         self.listeners.clear();
         for slot in self.conns.idle() {
-            self.close(slot);
+            let server = &*self.server;
+            let farewell =
+                self.conns.get_mut(slot).is_some_and(|c| c.session.farewell(&mut self.ex, server, &mut self.buffers));
+            if farewell {
+                self.drive(slot); // sends the GOAWAY, then closes
+            } else {
+                self.close(slot);
+            }
         }
     }
 
