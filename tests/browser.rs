@@ -8,7 +8,9 @@
 //!   (`gzip, deflate, br, zstd` from Chromium 156) arrives whole in the DOM, and the access
 //!   log says far fewer bytes went out than the file holds;
 //! - in `event` only (the default mode; the picture does not depend on the mode), a
-//!   `--screenshot` of the listing is a PNG of plausible size.
+//!   `--screenshot` of the listing is a PNG of plausible size;
+//! - the server runs with `--http2`: over HTTPS the browser speaks HTTP/2 (ALPN `h2`), in
+//!   clear text HTTP/1.1, and the access log says which.
 //!
 //! Over HTTPS (the TLS pass, `SPIDEY_TEST_TLS=1`, where `s.url()` is https with the test
 //! CA) Chromium trusts exactly the server's certificate and nothing else:
@@ -128,7 +130,7 @@ fn browser_sees_the_listing_and_decodes_compression(mode: &str) {
     std::fs::write(fx.root().join("text.txt"), LINE.repeat(LINES)).unwrap();
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
-    let s = Spidey::start(mode, &fx.root(), &["--compress", "--access-log", log.to_str().unwrap()]);
+    let s = Spidey::start(mode, &fx.root(), &["--compress", "--http2", "--access-log", log.to_str().unwrap()]);
 
     let trust = Trust::for_server(&s);
     let dom = browse(&browser, "--dump-dom", &s.url("/list/"), trust);
@@ -137,6 +139,10 @@ fn browser_sees_the_listing_and_decodes_compression(mode: &str) {
     let dom = browse(&browser, "--dump-dom", &s.url("/text.txt"), trust);
     assert_eq!(dom.matches(LINE.trim_end()).count(), LINES, "{mode}: the decoded text in the DOM");
     let line = logged(&log, "GET /text.txt ");
+    // Over HTTPS the browser and `--http2` agree on h2 by ALPN; in clear text a browser
+    // speaks HTTP/1.1 (no browser sends HTTP/2's preface unasked).
+    let protocol = if s.tls { "HTTP/2.0" } else { "HTTP/1.1" };
+    assert!(line.contains(&format!("GET /text.txt {protocol}\"")), "{mode}: {line}");
     let fields: Vec<&str> = line.split('"').nth(2).unwrap_or("").split_whitespace().collect();
     let (status, bytes): (u16, usize) = (fields[0].parse().unwrap(), fields[1].parse().unwrap());
     assert_eq!(status, 200, "{mode}: {line}");

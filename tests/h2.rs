@@ -1,6 +1,7 @@
 //! HTTP/2 (`--http2`) in every mode, plain (prior knowledge) and over TLS (ALPN `h2`),
-//! with real clients: curl, h2load, a raw-frame Python client (`h2/client.py`) for the
-//! known attacks, and httpwg-cli's 107 RFC 9113 cases.
+//! with real clients: curl, nghttp, h2load, a raw-frame Python client (`h2/client.py`) for
+//! the known attacks, and httpwg-cli's 107 RFC 9113 cases. (Headless Chromium over HTTPS
+//! with ALPN h2 is `tests/browser.rs`.)
 
 mod common;
 use common::*;
@@ -89,7 +90,11 @@ fn curl_sees_the_same_site(mode: &str) {
     c.args(["-o"]).arg(&file).arg(s.url("/big.bin"));
     output(c);
     assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(dir.path().join("big.bin")).unwrap(), "{mode}");
-    let log = s.log_lines(cases.len() + 3);
+    // nghttp (nghttp2-client): another HTTP/2 client, its own frame log.
+    let out = Command::new("nghttp").args(["-nv", &s.url("/index.html")]).output().expect("nghttp runs");
+    let frames = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && frames.contains(":status: 200"), "{mode}: nghttp: {frames}");
+    let log = s.log_lines(cases.len() + 4);
     assert!(log.iter().any(|l| l.contains("\"GET /index.html HTTP/2.0\" 200 13")), "{mode}: {log:#?}");
     assert!(log.iter().any(|l| l.contains("\"POST /cgi-bin/echo HTTP/2.0\" 200")), "{mode}: {log:#?}");
 }
