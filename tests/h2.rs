@@ -50,7 +50,7 @@ fn output(mut c: Command) -> String {
 /// HEAD, listings, errors, and a CGI script's answer, each checked against curl's view.
 fn curl_sees_the_same_site(mode: &str) {
     let dir = site();
-    let mut s = Spidey::start(mode, dir.path(), &["--http2", "--cgi"]);
+    let mut s = Spidey::start(mode, dir.path(), &["--http2", "--cgi", "--metrics", "/-/metrics"]);
     let etag = {
         let mut c = curl_h2(&s);
         c.args(["-o", "/dev/null", "-w", "%header{etag}", &s.url("/index.html")]);
@@ -90,11 +90,25 @@ fn curl_sees_the_same_site(mode: &str) {
     c.args(["-o"]).arg(&file).arg(s.url("/big.bin"));
     output(c);
     assert_eq!(std::fs::read(&file).unwrap(), std::fs::read(dir.path().join("big.bin")).unwrap(), "{mode}");
+    // The counters say how many connections and requests were HTTP/2 (every one so far).
+    let metrics = output({
+        let mut c = curl_h2(&s);
+        c.arg(s.url("/-/metrics"));
+        c
+    });
+    let count = |family: &str| -> u64 {
+        let line = metrics.lines().find(|l| l.starts_with(&format!("{family}{{protocol=\"HTTP/2\"}} ")));
+        line.and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{mode}: no {family}: {metrics}"))
+    };
+    let requests = cases.len() as u64 + 4; // and the etag, the echo, the file, the metrics
+    assert_eq!(count("spidey_requests_total"), requests, "{mode}");
+    assert_eq!(count("spidey_connections_total"), requests, "{mode}: curl opens one per request");
     // nghttp (nghttp2-client): another HTTP/2 client, its own frame log.
     let out = Command::new("nghttp").args(["-nv", &s.url("/index.html")]).output().expect("nghttp runs");
     let frames = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && frames.contains(":status: 200"), "{mode}: nghttp: {frames}");
-    let log = s.log_lines(cases.len() + 4);
+    let log = s.log_lines(cases.len() + 5);
     assert!(log.iter().any(|l| l.contains("\"GET /index.html HTTP/2.0\" 200 13")), "{mode}: {log:#?}");
     assert!(log.iter().any(|l| l.contains("\"POST /cgi-bin/echo HTTP/2.0\" 200")), "{mode}: {log:#?}");
 }

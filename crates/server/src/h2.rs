@@ -213,6 +213,7 @@ impl H2 {
             host,
             request_line: &line,
         };
+        crate::metrics::add(crate::metrics::Counter::Http2Streams, 1);
         let answer = ex.answer_request(server, &req, body, peer);
         self.start(stream, answer, body);
     }

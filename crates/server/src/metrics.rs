@@ -53,6 +53,10 @@ pub(crate) enum Counter {
     ErrorAccept,
     ErrorAcceptExhausted,
     ErrorWorkerStart,
+    /// Connections that chose HTTP/2 (ALPN `h2` or the preface).
+    Http2Connections,
+    /// Requests answered over HTTP/2 (each a stream).
+    Http2Streams,
 }
 
 impl Counter {
@@ -92,7 +96,7 @@ enum Control {
 }
 
 // INVARIANT: every `Counter` fits in a shard.
-const _: () = assert!((Counter::ErrorWorkerStart as usize) < STRIDE);
+const _: () = assert!((Counter::Http2Streams as usize) < STRIDE);
 
 static STORE: OnceLock<&'static [AtomicU64]> = OnceLock::new();
 static MODE: OnceLock<&'static str> = OnceLock::new();
@@ -256,6 +260,10 @@ pub fn render() -> String {
     family("spidey_cgi_processes", "gauge", "CGI scripts running.", &cgi);
     let calls = [("", total(Counter::HandlerCalls))];
     family("spidey_handler_calls_total", "counter", "Calls into --handler libraries.", &calls);
+    let h2 = [("{protocol=\"HTTP/2\"}", total(Counter::Http2Connections))];
+    family("spidey_connections_total", "counter", "Connections that chose a protocol other than HTTP/1.1.", &h2);
+    let h2 = [("{protocol=\"HTTP/2\"}", total(Counter::Http2Streams))];
+    family("spidey_requests_total", "counter", "Requests answered over a protocol other than HTTP/1.1.", &h2);
     let labels: Vec<(String, u64)> =
         ERRORS.iter().map(|(c, kind)| (format!("{{kind=\"{kind}\"}}"), total(*c))).collect();
     let rows: Vec<(&str, u64)> = labels.iter().map(|(l, v)| (l.as_str(), *v)).collect();
@@ -312,9 +320,13 @@ mod tests {
     #[test]
     fn renders_every_family_once() {
         let text = render();
-        for family in
-            ["spidey_responses_total", "spidey_connections_open", "spidey_errors_total", "spidey_cgi_processes"]
-        {
+        for family in [
+            "spidey_responses_total",
+            "spidey_connections_open",
+            "spidey_errors_total",
+            "spidey_cgi_processes",
+            "spidey_requests_total",
+        ] {
             assert_eq!(text.matches(&format!("# TYPE {family} ")).count(), 1, "{family}");
         }
         assert!(text.contains("spidey_errors_total{kind=\"timeout\"} "));

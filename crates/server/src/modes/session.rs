@@ -223,6 +223,7 @@ impl Session {
                 true
             }
             Choice::Speak(Protocol::Http2) => {
+                crate::metrics::add(crate::metrics::Counter::Http2Connections, 1);
                 self.protocol = Speaking::Http2(Box::new(H2::new()));
                 true
             }
