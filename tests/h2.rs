@@ -211,7 +211,19 @@ fn shutdown_says_goaway(mode: &str) {
     let _ = child.wait();
 }
 
+/// `--max-requests` counts streams: the third of five requests on one connection is the
+/// last answered, GOAWAY (NO_ERROR) goes out with it, and the two that came with them are
+/// refused (REFUSED_STREAM: the client may send them again elsewhere); then the close.
+fn max_requests_counts_streams(mode: &str) {
+    let dir = site();
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--max-requests", "3", "--idle-timeout", "3s"]);
+    assert_eq!(client(&s, "five"), "served 3 refused 2 goaway 0", "{mode}");
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--idle-timeout", "1s"]);
+    assert_eq!(client(&s, "five"), "served 5 refused 0 no goaway", "{mode}: the idle timeout closes it");
+}
+
 for_each_mode!(
+    max_requests_counts_streams,
     curl_sees_the_same_site,
     h2load_multiplexes,
     attacks_meet_their_limits,

@@ -114,6 +114,22 @@ def main():
         print(first, flush=True)
         print("then " + c.outcome(want_stream=0))
         return
+    elif case == "five":  # five requests at once on one connection, read until the close
+        c.send(b"".join(c.request(i) for i in range(1, 11, 2)))
+        served, refused, goaway = 0, 0, "no goaway"
+        for f in c.frames(time.monotonic() + 15):
+            if f is None:
+                print("served %d refused %d %s" % (served, refused, goaway))
+                return
+            kind, flags, stream, payload = f
+            if kind == RST and struct.unpack(">I", payload)[0] == 7:
+                refused += 1
+            if kind in (HEADERS, DATA) and flags & END_STREAM:
+                served += 1
+            if kind == GOAWAY:
+                goaway = "goaway %d" % struct.unpack(">I", payload[4:8])[0]
+        print("served %d refused %d timeout" % (served, refused))
+        return
     elif case == "big":  # a 1 MiB file, the window opened as it comes
         c.send(c.request(1, path="/big.bin"))
         print(c.outcome(window=True))

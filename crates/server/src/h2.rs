@@ -44,6 +44,8 @@ pub(crate) struct H2 {
     incoming: HashMap<StreamId, Incoming>,
     /// Responses whose body is still going out, in the order they were answered.
     outflows: VecDeque<(StreamId, Outflow)>,
+    /// Requests answered on this connection, against `--max-requests`.
+    served: u32,
 }
 
 /// A request waiting for the rest of its body.
@@ -80,7 +82,7 @@ pub(crate) enum Fill {
 impl H2 {
     /// A connection whose SETTINGS are queued already: the server's preface (§3.4).
     pub(crate) fn new() -> H2 {
-        H2 { conn: Conn::new(Config::default()), incoming: HashMap::new(), outflows: VecDeque::new() }
+        H2 { conn: Conn::new(Config::default()), incoming: HashMap::new(), outflows: VecDeque::new(), served: 0 }
     }
 
     /// Reads what it can of `input` (the client's octets) and answers every request that
@@ -109,6 +111,11 @@ impl H2 {
     /// Acts on one of the client's events.
     fn act(&mut self, event: Event, ex: &mut Exchanger, server: &Server, peer: SocketAddr) {
         match event {
+            // `--max-requests` reached: GOAWAY is on its way; a stream that came with it is
+            // refused, which tells the client it may retry it elsewhere (RFC 9113 §8.7).
+            Event::Request { stream, .. } if self.served >= server.max_requests => {
+                self.conn.send_reset(stream, ErrorCode::REFUSED_STREAM);
+            }
             Event::Request { stream, head, end_stream: true } => self.answer(stream, &head, &[], ex, server, peer),
             Event::Request { stream, head, end_stream: false } => {
                 let refused = head.content_length.is_some_and(|n| n > server.max_body);
@@ -214,6 +221,10 @@ impl H2 {
             request_line: &line,
         };
         crate::metrics::add(crate::metrics::Counter::Http2Streams, 1);
+        self.served += 1;
+        if self.served >= server.max_requests {
+            self.conn.go_away(ErrorCode::NO_ERROR); // the last request this connection takes
+        }
         let answer = ex.answer_request(server, &req, body, peer);
         self.start(stream, answer, body);
     }
