@@ -15,7 +15,10 @@
 #   bench/h2-vs-peers.sh
 #   SERVERS="h2o event:1 uring:1" ROUNDS=7 N=300000 bench/h2-vs-peers.sh
 #   WORKLOADS="h2c-m32" bench/h2-vs-peers.sh
+#   TLS=1 SERVERS="h2o nginx:1 event:1" WORKLOADS="h2c-m32 h2c-m1" bench/h2-vs-peers.sh  # h2 over TLS
 #
+# TLS=1 runs the same workloads over TLS 1.3 with ALPN h2 (the names keep "h2c"; h1-c32
+# is then HTTP/1.1 over TLS).
 # nginx runs with `listen ... http2` and sendfile off (with sendfile on, its h2c stalls near
 # 720 req/s here). Every server is first checked to answer each file over h2c with 200, the
 # exact length and HTTP/2. Not a test: numbers depend on the machine and its load.
@@ -44,12 +47,52 @@ mkdir -p "$tmp/www"
 head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
 head -c 1048576 /dev/urandom >"$tmp/www/1m.bin"
 export NGINX_LISTEN=" http2" NGINX_SENDFILE=off
+scheme=http
+curl_h2=(--http2-prior-knowledge)
+if [ "${TLS:-0}" = 1 ]; then
+  # TLS=1: h2 over TLS with ALPN (TLS 1.3, one self-signed P-256 certificate for all):
+  # nginx's listen gets ssl, h2o a TLS listener, Spidey --tls-cert; lighttpd takes no part
+  # (Debian's needs lighttpd-mod-openssl configured).
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=localhost \
+    -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 2 2>/dev/null
+  chmod 644 "$tmp/key.pem" "$tmp/cert.pem"
+  export NGINX_LISTEN=" ssl http2; ssl_certificate $tmp/cert.pem; ssl_certificate_key $tmp/key.pem"
+  scheme=https curl_h2=(--http2 -k)
+fi
+
+start_h2o_tls() { # name
+  local dir="$tmp/${1//:/-}" p
+  p=$(free_port)
+  mkdir -p "$dir"
+  chmod 777 "$dir"
+  cat >"$dir/h2o.conf" <<CONF
+num-threads: 1
+pid-file: $dir/h2o.pid
+error-log: $dir/error.log
+hosts:
+  default:
+    listen:
+      host: 127.0.0.1
+      port: $p
+      ssl:
+        certificate-file: $tmp/cert.pem
+        key-file: $tmp/key.pem
+    paths:
+      /:
+        file.dir: $tmp/www
+CONF
+  start "$1" "$H2O" -c "$dir/h2o.conf"
+  port[$1]=$p
+}
 
 for s in $SERVERS; do
   name=${s%%:*} loops=${s#*:}
   [ "$loops" = "$s" ] && loops=1
-  case $name in
-    h2o | lighttpd | nginx) start_server "$s" ;;
+  case $name:${TLS:-0} in
+    h2o:1) start_h2o_tls "$s" >"$tmp/${s//:/-}.out" 2>&1 ;;
+    lighttpd:1) echo "lighttpd takes no part with TLS=1" >&2; exit 2 ;;
+    h2o:* | lighttpd:* | nginx:*) start_server "$s" ;;
+    *:1) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;
     *) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac
 done
@@ -58,7 +101,7 @@ for s in $SERVERS; do
   for f in 1k.bin 1m.bin; do
     want="200 $(stat -c %s "$tmp/www/$f") 2"
     for _ in $(seq 20); do # h2o takes a second or two to start
-      got=$(curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code} %{size_download} %{http_version}' "http://127.0.0.1:${port[$s]}/$f" || true)
+      got=$(curl -s "${curl_h2[@]}" -o /dev/null -w '%{http_code} %{size_download} %{http_version}' "$scheme://127.0.0.1:${port[$s]}/$f" || true)
       [ "$got" != "$want" ] || break
       sleep 0.5
     done
@@ -76,7 +119,7 @@ args_of() { # workload -> h2load arguments
 }
 
 echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(server_versions)"
-echo "# server CPUs $SERVER_CPUS, h2load CPUs $LOAD_CPUS, $ROUNDS rounds"
+echo "# server CPUs $SERVER_CPUS, h2load CPUs $LOAD_CPUS, $ROUNDS rounds, $scheme"
 results="$tmp/results.tsv"
 read -ra order <<<"$SERVERS"
 for r in $(seq "$ROUNDS"); do
@@ -86,7 +129,7 @@ for r in $(seq "$ROUNDS"); do
       path=${a[-1]}
       unset 'a[-1]'
       before=$(cpu_ns "$s")
-      out=$(taskset -c "$LOAD_CPUS" h2load -t 1 "${a[@]}" "http://127.0.0.1:${port[$s]}$path" 2>&1)
+      out=$(taskset -c "$LOAD_CPUS" h2load -t 1 "${a[@]}" "$scheme://127.0.0.1:${port[$s]}$path" 2>&1)
       after=$(cpu_ns "$s")
       ok=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' <<<"$out")
       rps=$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
