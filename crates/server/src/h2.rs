@@ -7,8 +7,8 @@
 //! encoded as HEADERS at once, and its body becomes one [`Outflow`] of the stream.
 //! [`H2::fill`] moves the bodies on as far as both flow-control windows and the output
 //! cap allow: bytes in memory without a copy into anything but the frame, a file by
-//! `pread(2)` of just what the windows take (HTTP/2 frames every DATA payload, so
-//! sendfile(2) cannot carry it), a CGI script's output as DATA as it comes. The frames
+//! `pread(2)` of just what the windows take, straight into the frames (HTTP/2 frames every
+//! DATA payload, so sendfile(2) cannot carry it), a CGI script's output as DATA as it comes. The frames
 //! queue in the connection's one output buffer, which the session takes
 //! ([`H2::take_output`]) and its transport writes.
 //!
@@ -19,9 +19,10 @@
 //!
 //! Request bodies are gathered whole before the request is answered, up to
 //! `--max-body` (beyond it: 413, the rest of the body dropped). A script's stdin is then
-//! fed that body. What is not done here: server push, the `--delay` hold, `hybrid`'s pool
-//! (its loops answer HTTP/2 streams themselves), `--max-requests` (a connection is bounded
-//! by its streams' limits instead).
+//! fed that body. `--max-requests` counts requests (streams) per connection: the last one
+//! goes out with GOAWAY, and a stream that arrives after it is refused (REFUSED_STREAM).
+//! What is not done here: server push, the `--delay` hold, `hybrid`'s pool (its loops
+//! answer HTTP/2 streams themselves).
 
 use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, PartWriter};
 use crate::server::Server;
@@ -315,8 +316,9 @@ impl H2 {
         self.conn.trim()
     }
 
-    /// Whether the connection is over: a GOAWAY with an error was queued, or a graceful
-    /// one (either side's) and no stream is left. Its output is the session's to write.
+    /// Whether the connection is over: this side queued a GOAWAY with an error, or a
+    /// graceful one and no stream is left (the client's GOAWAY ends nothing: it closes).
+    /// Its output is the session's to write.
     pub(crate) fn is_over(&self) -> bool {
         self.conn.is_closed()
     }
@@ -328,7 +330,8 @@ impl H2 {
         })
     }
 
-    /// Ends the connection: GOAWAY with NO_ERROR (the head deadline passed inside a frame).
+    /// Ends the connection gracefully: GOAWAY with NO_ERROR (shutdown, or a frame begun and
+    /// not finished within the head deadline); open streams may finish.
     pub(crate) fn go_away(&mut self) {
         self.conn.go_away(ErrorCode::NO_ERROR);
     }

@@ -18,6 +18,11 @@
 //!     └─idle deadline─▶ close                         └─▶ close
 //! ```
 //!
+//! That picture is HTTP/1.1's. A connection that chose HTTP/2 (`--http2`, `Speaking`)
+//! hands what arrives to `crate::h2::H2` in [`Session::answer`], which answers whole
+//! requests as they come, several at once; its frames become the out bytes, sent by the
+//! same rules, and [`Session::write_to`] refills them from `H2` until nothing can move.
+//!
 //! Memory: an idle connection owns no buffer at all. The receive buffer and the output
 //! buffer are taken from a per-loop [`Buffers`] when bytes arrive or a response is framed,
 //! and given back as soon as they are empty, so 10,000 idle keep-alive connections cost a
