@@ -57,39 +57,14 @@ if [ "${TLS:-0}" = 1 ]; then
     -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 2 2>/dev/null
   chmod 644 "$tmp/key.pem" "$tmp/cert.pem"
   export NGINX_LISTEN=" ssl http2; ssl_certificate $tmp/cert.pem; ssl_certificate_key $tmp/key.pem"
+  export H2O_TLS_CERT="$tmp/cert.pem" H2O_TLS_KEY="$tmp/key.pem"
   scheme=https curl_h2=(--http2 -k)
 fi
-
-start_h2o_tls() { # name
-  local dir="$tmp/${1//:/-}" p
-  p=$(free_port)
-  mkdir -p "$dir"
-  chmod 777 "$dir"
-  cat >"$dir/h2o.conf" <<CONF
-num-threads: 1
-pid-file: $dir/h2o.pid
-error-log: $dir/error.log
-hosts:
-  default:
-    listen:
-      host: 127.0.0.1
-      port: $p
-      ssl:
-        certificate-file: $tmp/cert.pem
-        key-file: $tmp/key.pem
-    paths:
-      /:
-        file.dir: $tmp/www
-CONF
-  start "$1" "$H2O" -c "$dir/h2o.conf"
-  port[$1]=$p
-}
 
 for s in $SERVERS; do
   name=${s%%:*} loops=${s#*:}
   [ "$loops" = "$s" ] && loops=1
   case $name:${TLS:-0} in
-    h2o:1) start_h2o_tls "$s" >"$tmp/${s//:/-}.out" 2>&1 ;;
     lighttpd:1) echo "lighttpd takes no part with TLS=1" >&2; exit 2 ;;
     h2o:* | lighttpd:* | nginx:*) start_server "$s" ;;
     *:1) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;

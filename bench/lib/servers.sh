@@ -13,7 +13,8 @@
 #                adds to its listen directive, e.g. " http2", and NGINX_SENDFILE=off turns
 #                sendfile off, as nginx over h2c needs);
 #   h2o          h2o with num-threads: 1 (started as root it runs as nobody: its pid file
-#                and error log are in a directory anyone may write);
+#                and error log are in a directory anyone may write); with H2O_TLS_CERT and
+#                H2O_TLS_KEY set, its listener speaks TLS instead;
 #   caddy        caddy run, admin and automatic HTTPS off, GOMAXPROCS=1;
 #   ref-NAME[:N] a C reference server of bench/ref/ (iterative, fork, thread, pool, prefork,
 #                epoll, uring; built here with bench/ref/build.sh), with WORKERS N where it
@@ -157,6 +158,9 @@ start_h2o() { # name
   # and error log go in a directory that user may write.
   mkdir -p "$dir"
   chmod 777 "$dir"
+  # H2O_TLS_CERT and H2O_TLS_KEY: a TLS listener (ALPN h2 and http/1.1) instead of plain.
+  local h2o_ssl=""
+  [ -z "${H2O_TLS_CERT:-}" ] || h2o_ssl=$'\n      ssl:\n        certificate-file: '"$H2O_TLS_CERT"$'\n        key-file: '"$H2O_TLS_KEY"
   cat >"$dir/h2o.conf" <<CONF
 num-threads: 1
 pid-file: $dir/h2o.pid
@@ -165,7 +169,7 @@ hosts:
   default:
     listen:
       host: 127.0.0.1
-      port: $p
+      port: $p$h2o_ssl
     paths:
       /:
         file.dir: $tmp/www

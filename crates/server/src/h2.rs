@@ -531,17 +531,13 @@ fn send_head(conn: &mut Conn, stream: StreamId, head: &Head<'_>, end_stream: boo
     conn.send_head(stream, head.status.0, &fields, end_stream).map_err(|_| ())
 }
 
-/// `n` in decimal, written into the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
-    }
+/// `n` in decimal, written into `buf` by std's formatting (20 digits hold any u64): a
+/// `content-length` without allocating a String.
+fn decimal(n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut rest = &mut buf[..];
+    let _ = std::io::Write::write_fmt(&mut rest, format_args!("{n}"));
+    let len = 20 - rest.len();
+    &buf[..len]
 }
 
 /// The request as the access log shows it: `GET /path HTTP/2.0`.
