@@ -12,7 +12,7 @@
 //! 9112 §9.3.1); it is the race every server that closes idle connections has.
 
 use crate::common::{signal, Fixture, Spidey, HELLO};
-use crate::harness::{command, eventually, spawn};
+use crate::harness::{command, eventually, get, read, spawn};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -198,4 +198,62 @@ fn connection_accepted_before_a_reload_is_answered(mode: &str) {
     assert!(s.stop().success(), "{mode}: stopped cleanly");
 }
 
-crate::for_each_mode!(sighup_during_traffic_drops_no_request, connection_accepted_before_a_reload_is_answered);
+/// The value of `name` in a whole response's head (lowercase), or empty.
+fn field(response: &str, name: &str) -> String {
+    let head = response.split_once("\r\n\r\n").map_or(response, |(h, _)| h).to_ascii_lowercase();
+    head.lines().find_map(|l| l.strip_prefix(&format!("{name}: ")).map(str::to_string)).unwrap_or_default()
+}
+
+/// SIGHUP reads the configuration again (the `--config` file, here): a good one serves
+/// new connections; one that changes a flag which needs a restart, or that does not
+/// parse, or that fails a check, is refused in one line and the configuration in use
+/// stays, whole. Each row: the file's text, then what follows the reload: the
+/// `X-Config` field of a file's answer, the status of `/` (a listing, or 404 with
+/// `no-listing`), and the words of the one line on stderr.
+fn sighup_reloads_the_configuration(mode: &str) {
+    let rows: &[(&str, &str, u16, &str)] = &[
+        ("header = [\"X-Config: two\"]\nno-listing = true\n", "two", 404, "reloaded the configuration"),
+        ("header = [\"X-Config: three\"]\nmax-head = 4096\n", "two", 404, "--max-head changed, which needs a restart"),
+        ("header = [\"X-Config: four\"\n", "two", 404, "the configuration in use stays"),
+        ("header = [\"X-Config five, no colon\"]\n", "two", 404, "the configuration in use stays"),
+        ("header = [\"X-Config: six\"]\n", "six", 200, "reloaded the configuration"),
+    ];
+    let fx = Fixture::new();
+    let config = fx.outside.path().join("spidey.toml");
+    let stderr = fx.outside.path().join("stderr");
+    std::fs::write(&config, "header = [\"X-Config: one\"]\n").unwrap();
+    let mut args = vec!["--port", "0", "--quiet", "--config", config.to_str().unwrap()];
+    if mode == "prefork" {
+        args.extend(["--workers", "2"]);
+    }
+    let mut cmd = command(mode, &fx.root(), &args);
+    cmd.stderr(std::fs::File::create(&stderr).unwrap());
+    let mut s = spawn(cmd);
+    let (addr, master) = (SocketAddr::from(([127, 0, 0, 1], s.port)), s.child.id());
+    assert_eq!(field(&get(addr, "/hello.txt").1, "x-config"), "one", "{mode}: at startup");
+    assert_eq!(get(addr, "/").0, 200, "{mode}: a listing at startup");
+    for (i, (text, header, listing, said)) in rows.iter().enumerate() {
+        std::fs::write(&config, text).unwrap();
+        signal(master, "HUP");
+        let lines =
+            || read(&stderr).lines().filter(|l| l.contains("configuration")).map(str::to_string).collect::<Vec<_>>();
+        eventually(&format!("{mode}: the reload's line, row {i}"), || lines().len() > i);
+        let line = &lines()[i];
+        assert!(line.contains(said), "{mode} row {i}: {line:?} does not say {said:?}");
+        // A new connection is served with the configuration said: at once where it was
+        // refused; where it was reloaded, once the workers have it (prefork replaces them).
+        eventually(&format!("{mode} row {i}: X-Config {header}"), || {
+            field(&get(addr, "/hello.txt").1, "x-config") == *header
+        });
+        assert_eq!(get(addr, "/").0, *listing, "{mode} row {i}: the status of /");
+    }
+    assert!(s.stop().success(), "{mode}: stopped cleanly after the reloads");
+    let text = read(&stderr);
+    assert!(!text.contains("panicked"), "{mode}: {text}");
+}
+
+crate::for_each_mode!(
+    sighup_during_traffic_drops_no_request,
+    connection_accepted_before_a_reload_is_answered,
+    sighup_reloads_the_configuration
+);

@@ -226,6 +226,7 @@ pub struct ServeArgs {
     pub redirect_http: Option<u16>,
     /// Read flags from a TOML file: each key a long flag's name (`port = 8443`,
     /// `compress = true`, `header = ["A: b"]`); flags given on the command line win.
+    /// SIGHUP reads it again (the site's flags; the rest need a restart).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     // --- Lab: the seeds' implementation choices (crates/server/src/modes/fork_parse.rs, send.rs) ---

@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod modes;
 mod net;
 mod redirect;
+mod reload;
 pub mod serve;
 pub mod server;
 mod signals;

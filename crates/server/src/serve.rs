@@ -90,7 +90,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install(args.grace)?;
     let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
     let watcher = if forks { Watcher::ForkingMaster } else { Watcher::Thread };
-    crate::signals::install(watcher, crate::modes::tls::reload_certificate)?;
+    crate::reload::arm(std::env::args_os().collect(), &server, port, forks, rebuild);
+    crate::signals::install(watcher, on_hup)?;
     let scheme = if server.tls.is_some() { "https" } else { "http" };
     let mut out = std::io::stdout().lock();
     // One line per listener; the first line's format is what scripts and tests parse.
@@ -201,7 +202,22 @@ fn server(args: &ServeArgs, features: ServeFeatures) -> anyhow::Result<Server> {
         quiet: args.quiet,
         tls,
         http2: args.http2,
+        generation: 0,
     })
+}
+
+/// What SIGHUP reloads besides the access log: the certificate, then the configuration.
+fn on_hup() {
+    crate::modes::tls::reload_certificate();
+    crate::reload::configuration();
+}
+
+/// The server a reload builds from the arguments read again: the same checks as at
+/// startup, before anything is published.
+fn rebuild(args: &ServeArgs) -> anyhow::Result<Server> {
+    crate::flags::check(args)?;
+    let features = crate::flags::serve_features(args)?;
+    server(args, features)
 }
 
 /// `--max-cgi`'s default.

@@ -1,7 +1,17 @@
-//! The server's shared, read-only state: the site, the limits, the timeouts.
+//! The server's shared, read-only state: the site, the limits, the timeouts; and the
+//! newest of them, which SIGHUP replaces (`reload.rs`).
+//!
+//! A [`Server`] is never mutated. A reload builds a whole new one and publishes it
+//! ([`publish`]); the modes pick it up where a connection starts ([`newest`]: the
+//! blocking modes per connection, `fork` and `prefork`'s master before they fork) or at
+//! the top of a loop turn ([`refresh`]: the event loops, whose connections move to it at
+//! their next step). What the running loops are built from (limits and timeouts size
+//! their buffers and deadline wheels) is never changed by a reload.
 
 use crate::content::Site;
 use spidey_http::Limits;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// How long a connection may take at each stage.
@@ -32,6 +42,40 @@ pub struct Server {
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     /// HTTP/2 is served (`--http2`): chosen by ALPN or the preface (`h2.rs`).
     pub http2: bool,
+    /// Which configuration of this process this is: 0 at startup, then one more per
+    /// reload ([`publish`]).
+    pub generation: u64,
+}
+
+/// The generation of the newest configuration ([`NEWEST`]'s).
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The newest configuration, once a reload has published one.
+static NEWEST: Mutex<Option<Arc<Server>>> = Mutex::new(None);
+
+/// Makes `server` the configuration new connections get, in this process and in the
+/// processes it forks from now on.
+pub(crate) fn publish(mut server: Server) {
+    let mut newest = NEWEST.lock().unwrap_or_else(PoisonError::into_inner);
+    server.generation = GENERATION.load(Ordering::Relaxed) + 1;
+    let generation = server.generation;
+    *newest = Some(Arc::new(server));
+    GENERATION.store(generation, Ordering::Release);
+}
+
+/// `held`, or the configuration published since it was made: what a new connection is
+/// served with. One atomic load when nothing was reloaded.
+pub(crate) fn newest(held: &Arc<Server>) -> Arc<Server> {
+    if GENERATION.load(Ordering::Acquire) == held.generation {
+        return Arc::clone(held);
+    }
+    NEWEST.lock().unwrap_or_else(PoisonError::into_inner).clone().unwrap_or_else(|| Arc::clone(held))
+}
+
+/// Replaces `held` with the configuration published since it was made, if any.
+pub(crate) fn refresh(held: &mut Arc<Server>) {
+    if GENERATION.load(Ordering::Acquire) != held.generation {
+        *held = newest(held);
+    }
 }
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -50,6 +94,7 @@ impl Server {
             quiet: true,
             tls: None,
             http2: false,
+            generation: 0,
         })
     }
 }

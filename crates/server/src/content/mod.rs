@@ -274,6 +274,14 @@ impl Site {
         self.options.cgi.port = port;
     }
 
+    /// Counts this site's scripts in `from`'s `--max-cgi` slots (a reload that keeps the
+    /// limit keeps counting the scripts still running), when both run scripts.
+    pub(crate) fn keep_cgi_slots(&mut self, from: &Site) {
+        if self.options.cgi.slots.is_some() && from.options.cgi.slots.is_some() {
+            self.options.cgi.slots.clone_from(&from.options.cgi.slots);
+        }
+    }
+
     /// Whether answering `req` may block or burn CPU, so `hybrid` answers it on its worker
     /// pool rather than on an event loop: `--cpu-work`, an in-process handler, a path that
     /// may name a CGI script (judged by its name alone, erring towards the pool), any

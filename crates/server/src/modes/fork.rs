@@ -37,7 +37,7 @@ use std::time::Duration;
 const FORK_BACKOFF: Duration = Duration::from_millis(100);
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
-    let ModeContext { server, listeners, shutdown, max_conns, fork_after_parse, .. } = ctx;
+    let ModeContext { mut server, listeners, shutdown, max_conns, fork_after_parse, .. } = ctx;
     let mut children = Children::watch().context("cannot watch SIGCHLD")?;
     let mut listener = Some(accept::Acceptor::new(listeners));
     loop {
@@ -57,6 +57,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
             _ => {}
         }
         let Some((stream, peer)) = acceptor.next(&shutdown) else { break };
+        crate::server::refresh(&mut server); // a SIGHUP's configuration, for the children from now on
         let head = if fork_after_parse {
             match super::fork_parse::read_head(&stream, &server, &shutdown) {
                 Some(head) => Some(head),

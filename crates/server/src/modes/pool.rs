@@ -168,7 +168,7 @@ impl Pool {
             self.room.notify_one();
             // A panic costs only its connection, not the worker or the counts.
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                super::blocking::serve(stream, peer, &self.server, &self.shutdown);
+                super::blocking::serve(stream, peer, &crate::server::newest(&self.server), &self.shutdown);
             }));
             st = self.lock();
             st.idle += 1;

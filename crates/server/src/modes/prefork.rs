@@ -128,6 +128,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 impl Master {
     /// Forks a worker that accepts on the shared listener.
     fn start(&mut self) -> anyhow::Result<()> {
+        crate::server::refresh(&mut self.server); // a SIGHUP's configuration, for new workers
         let (retire_read, retire) = pipe().context("cannot create a retire pipe")?;
         let master = rustix::process::getpid();
         match spidey_sys::fork().context("cannot fork a worker")? {

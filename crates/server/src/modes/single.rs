@@ -13,7 +13,7 @@ use super::{accept, ModeContext};
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let mut acceptor = accept::Acceptor::new(ctx.listeners);
     while let Some((stream, peer)) = acceptor.next(&ctx.shutdown) {
-        super::blocking::serve(stream, peer, &ctx.server, &ctx.shutdown);
+        super::blocking::serve(stream, peer, &crate::server::newest(&ctx.server), &ctx.shutdown);
     }
     Ok(())
 }

@@ -59,7 +59,7 @@ fn spawn(job: Job, server: &Arc<Server>, shutdown: &Shutdown) -> bool {
     let slot = Arc::new(Mutex::new(Some(job)));
     let mut warned = false;
     loop {
-        let (slot_for_thread, server, stop) = (Arc::clone(&slot), Arc::clone(server), shutdown.clone());
+        let (slot_for_thread, server, stop) = (Arc::clone(&slot), crate::server::newest(server), shutdown.clone());
         let started = std::thread::Builder::new().name("spidey-conn".into()).stack_size(STACK_SIZE).spawn(move || {
             let job = slot_for_thread.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some((stream, peer, permit)) = job {

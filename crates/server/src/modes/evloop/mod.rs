@@ -196,6 +196,7 @@ pub(crate) fn run<B: Backend>(lc: LoopContext, backend: B, offload: Option<Desk>
         // Busy from the wake-up to the next wait (the `busy workers` gauge).
         let _busy = crate::metrics::hold(crate::metrics::Counter::BusyWorkers);
         lp.now = Instant::now();
+        crate::server::refresh(&mut lp.server); // a SIGHUP's configuration, from this turn on
         B::dispatch(&mut lp)?;
         lp.expire();
         lp.resume_accepting();

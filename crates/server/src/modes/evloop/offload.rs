@@ -187,6 +187,7 @@ fn work(shared: &Shared) {
     // (a seccomp filter, say) the pool still works, only without the priority.
     let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), WORKER_NICENESS);
     let mut ex = Exchanger::new();
+    let mut server = Arc::clone(&shared.server);
     loop {
         let job = {
             let mut st = shared.lock();
@@ -201,7 +202,8 @@ fn work(shared: &Shared) {
             }
         };
         let step = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            match ex.step(&shared.server, &job.bytes, job.peer, job.must_close) {
+            crate::server::refresh(&mut server); // a SIGHUP's configuration, from this job on
+            match ex.step(&server, &job.bytes, job.peer, job.must_close) {
                 Step::Respond(answer) => Some(answer.into_owned()),
                 Step::Partial | Step::Offload => None,
             }
