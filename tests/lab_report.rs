@@ -279,12 +279,18 @@ fn chromium(test: &str) -> Option<PathBuf> {
 /// Headless Chromium on a file with `action` (`--dump-dom`, `--screenshot=PNG`), in a fresh
 /// profile; its stdout.
 fn browse(browser: &Path, action: &str, file: &Path) -> String {
+    browse_at(browser, action, file, "960,460")
+}
+
+/// [`browse`] in a window of `size` (`WIDTH,HEIGHT`).
+fn browse_at(browser: &Path, action: &str, file: &Path, size: &str) -> String {
     // One browser at a time, as in tests/browser.rs: a small machine runs these tests.
     let _one = ONE_BROWSER_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let profile = tempfile::tempdir().unwrap();
     let run = Command::new(browser)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
-        .args(["--disable-component-update", "--disable-sync", "--hide-scrollbars", "--window-size=960,460"])
+        .args(["--disable-component-update", "--disable-sync", "--hide-scrollbars", "--allow-file-access-from-files"])
+        .arg(format!("--window-size={size}"))
         .args(["--timeout=20000", action])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("file://{}", file.display()))
@@ -331,6 +337,30 @@ fn the_report_opens_in_a_browser() {
         links += 1;
     }
     assert!(links >= 2, "the verdict table links each claim to its experiment");
+}
+
+/// On a phone's 400 px the page is no wider than the screen: a wide table scrolls in its
+/// own box instead of pushing the page sideways. Headless Chromium's window is at least
+/// 500 px wide, so the report is shown in a frame of each width, and the browser writes
+/// the width of the report's page (`scrollWidth`, CSS px) into the DOM it dumps.
+#[test]
+fn at_400_px_nothing_runs_past_the_screen() {
+    let Some(browser) = chromium("at_400_px_nothing_runs_past_the_screen") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = small_report(dir.path());
+    for width in [400, 960] {
+        let frame = out.join(format!("frame-{width}.html"));
+        let page = format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"report.html\" \
+             style=\"width:{width}px;height:800px;border:0\"></iframe><script>document.getElementById('f').onload=\
+             function(){{document.body.dataset.width=this.contentDocument.documentElement.scrollWidth}}</script></body></html>"
+        );
+        std::fs::write(&frame, page).unwrap();
+        let dom = browse_at(&browser, "--dump-dom", &frame, &format!("{},900", width.max(500) + 40));
+        let at = dom.find("data-width=\"").expect("the probe ran") + 12;
+        let seen: u32 = dom[at..at + dom[at..].find('"').unwrap()].parse().unwrap();
+        assert!(seen <= width, "in {width} px the report is {seen} px wide");
+    }
 }
 
 /// Each kind of plot, photographed by the browser: a PNG of the chart's size with

@@ -127,7 +127,9 @@ pub(crate) fn markdown(doc: &[Block]) -> String {
     s
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45;overflow-wrap:break-word}\
+div.wide{overflow-x:auto;max-width:100%}\
+@media (max-width:40rem){table.verdicts td:nth-child(2){min-width:12rem}table.verdicts td[class^=v-]{min-width:6rem}body{margin:1rem auto}}\
 table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}figure{margin:1.5rem 0}figcaption{color:#555;font-size:.9rem}\
 svg{width:100%;height:auto}code{font-size:.9em;background:#f3f3f3;padding:0 .2em;border-radius:3px}\
@@ -146,7 +148,12 @@ pub(crate) fn html(doc: &[Block]) -> String {
             Block::Para(text) => s.push_str(&render(text, &[])),
             Block::Table(t) => {
                 let verdicts = t.classes.is_some();
-                s.push_str(if verdicts { "<table class=\"verdicts\">" } else { "<table>" });
+                // A wide table scrolls in its own box, not the page (a phone's 400 px).
+                s.push_str(if verdicts {
+                    "<div class=\"wide\"><table class=\"verdicts\">"
+                } else {
+                    "<div class=\"wide\"><table>"
+                });
                 s.push_str("<thead><tr>");
                 t.headers.iter().for_each(|h| _ = write!(s, "<th>{}</th>", inline(h)));
                 s.push_str("</tr></thead><tbody>\n");
@@ -163,7 +170,7 @@ pub(crate) fn html(doc: &[Block]) -> String {
                     }
                     s.push_str("</tr>\n");
                 }
-                s.push_str("</tbody></table>\n");
+                s.push_str("</tbody></table></div>\n");
             }
             Block::Plot { title, svg, .. } => {
                 _ = writeln!(s, "<figure>{}<figcaption>{}</figcaption></figure>", svg_body(svg), inline(title));
@@ -212,6 +219,15 @@ fn render(md: &str, svgs: &[(String, String)]) -> String {
             }
             Event::End(TagEnd::Image) if in_svg => in_svg = false,
             _ if in_svg => {}
+            // A wide table scrolls in its own box, as the report's own tables do.
+            Event::Start(Tag::Table(_)) => {
+                events.push(Event::Html(CowStr::from("<div class=\"wide\">")));
+                events.push(e);
+            }
+            Event::End(TagEnd::Table) => {
+                events.push(e);
+                events.push(Event::Html(CowStr::from("</div>\n")));
+            }
             e => events.push(e),
         }
     }
