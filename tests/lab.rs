@@ -76,28 +76,28 @@ fn quick_run_reports_every_experiment_and_resume_reruns_only_missing_points() {
 
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     for (heading, table_header) in [
-        ("## 000-fork:", "| Workload | Server | Connections | Time (s) (here) | Time (s) (seed) |"),
+        ("## 000-fork:", "| Workload | Server | Connections | Time (ms) (here) | Time (ms) (seed) |"),
         ("## 001-delay:", "| Clients × requests | Server | Time (s) (here) |"),
     ] {
         assert!(md.contains(heading), "report.md lacks {heading}");
         assert!(md.contains(table_header), "report.md lacks the table {table_header}");
     }
     // A measured row: the single server's static file at one connection has a number here
-    // and the seed's 0.006 beside it.
+    // and the seed's 0.006 s beside it, in ms.
     // Tables wider than a laptop screen are split, each part repeating the point's columns:
     // the point's row is its lines in every part, joined.
     let joined = |prefix: &str| md.lines().filter(|l| l.starts_with(prefix)).collect::<Vec<_>>().join("");
     let row = joined("| static | single | 1 |");
     assert!(!row.is_empty(), "static/single/1 row");
     // The median and its interval from three repeats, [min, max], with its real coverage:
-    // `0.0061 [0.0059–0.0064, 75%]`.
+    // `0.2061 [0.1959–0.2164, 75%]` (milliseconds: every time in the column is under a second).
     let cell = row.split('|').nth(4).unwrap().trim();
     let here: f64 = cell.split(' ').next().unwrap().parse().expect("a measured number");
     assert!(cell.contains(" [") && cell.ends_with(", 75%]"), "an interval labelled 75%: {row}");
     assert!(here > 0.0, "{row}");
-    assert!(row.contains("| 0.006000 |"), "{row}");
+    assert!(row.contains("| 6.000 |"), "the seed's 0.006 s in ms: {row}");
     // Shapes: each row divided by its baseline (single at one client), ours and the seed's.
-    assert!(md.contains("| Time (s) ÷ baseline (here) | Time (s) ÷ baseline (seed) |"), "normalised columns");
+    assert!(md.contains("| Time (ms) ÷ baseline (here) | Time (ms) ÷ baseline (seed) |"), "normalised columns");
     assert!(row.contains("| 1.00× | 1.00× |"), "the baseline row is 1 for both: {row}");
     let cgi4 = joined("| cgi | fork | 4 |");
     assert!(cgi4.contains("| 2.37× |"), "the seed's 0.0344 / 0.0145: {cgi4}");

@@ -59,6 +59,11 @@ impl Interval {
     }
 
     /// `[lo–hi, 93.8%]` with the bounds formatted by `fmt`, or nothing without an interval.
+    /// The same interval in another unit: every bound times `k`.
+    pub fn scaled(self, k: f64) -> Interval {
+        Interval { median: self.median * k, lo: self.lo * k, hi: self.hi * k, ..self }
+    }
+
     pub fn brackets(&self, fmt: impl Fn(f64) -> String) -> String {
         if self.known() {
             format!("[{}–{}, {}]", fmt(self.lo), fmt(self.hi), self.coverage_label())

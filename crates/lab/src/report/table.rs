@@ -22,15 +22,26 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
     let dims: Vec<String> = spec.dims.iter().map(|d| dim_header(*d).to_string()).collect();
     let mut headers = dims.clone();
     let mut groups = Vec::new();
-    for col in &spec.columns {
-        headers.push(format!("{} (here)", col.header));
+    // Each column's header and scale: seconds under one shown as milliseconds.
+    let units: Vec<(String, f64)> = spec
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, col)| {
+            let here = samples.iter().filter(|s| !s.runs.is_empty()).map(|s| s.value(col.metric));
+            let seed = a.sweep.seed_rows.iter().map(|r| r.values[i]);
+            unit(&col.header, here.chain(seed))
+        })
+        .collect();
+    for (header, _) in &units {
+        headers.push(format!("{header} (here)"));
         if has_seed {
-            headers.push(format!("{} (seed)", col.header));
+            headers.push(format!("{header} (seed)"));
         }
         groups.push(pair);
     }
     if let Some(b) = &spec.baseline {
-        let header = &spec.columns[b.column].header;
+        let header = &units[b.column].0;
         headers.push(format!("{header} ÷ baseline (here)"));
         if has_seed {
             headers.push(format!("{header} ÷ baseline (seed)"));
@@ -44,9 +55,14 @@ pub(crate) fn build(a: &Active<'_>, samples: &[Sample]) -> Vec<Table> {
         let place: Vec<String> = spec.dims.iter().map(|d| s.label(*d)).collect();
         let mut row = place.clone();
         for (i, col) in spec.columns.iter().enumerate() {
-            row.push(if s.runs.is_empty() { "–".into() } else { with_interval(s.interval(col.metric)) });
+            let scale = units[i].1;
+            row.push(if s.runs.is_empty() {
+                "–".into()
+            } else {
+                with_interval(s.interval(col.metric).scaled(scale))
+            });
             if has_seed {
-                row.push(seed.map(|r| metric::format(r.values[i])).unwrap_or_else(|| "–".into()));
+                row.push(seed.map(|r| metric::format(r.values[i] * scale)).unwrap_or_else(|| "–".into()));
             }
         }
         if let Some(b) = &spec.baseline {
@@ -126,6 +142,18 @@ fn seed_twin(own: &SeedRow, r: &SeedRow, at: &crate::experiment::claim::Select) 
         && (at.rate.is_some() || same(&own.rate, &r.rate))
 }
 
+/// A column's header and the factor its values are shown multiplied by: a time in
+/// seconds (`(s)` in its header) whose values are all under a second reads in
+/// milliseconds (`Time (ms)`, `0.1886`, not `Time (s)`, `0.0001886`); any other column as
+/// it is.
+fn unit(header: &str, values: impl Iterator<Item = f64>) -> (String, f64) {
+    let largest = values.filter(|v| v.is_finite()).map(f64::abs).fold(0.0, f64::max);
+    match header.strip_suffix("(s)") {
+        Some(name) if largest < 1.0 => (format!("{name}(ms)"), 1e3),
+        _ => (header.to_string(), 1.0),
+    }
+}
+
 /// A normalised value: `1.23×`.
 fn ratio(v: f64) -> String {
     if v.is_finite() {
@@ -200,6 +228,20 @@ mod tests {
 
     /// A wide table is split, each part repeating the point's columns and keeping a
     /// metric's "here" beside its "seed".
+    #[test]
+    fn seconds_under_one_read_as_milliseconds() {
+        let cases: &[(&str, &[f64], &str, f64)] = &[
+            ("Time (s)", &[0.0001886, 0.0059], "Time (ms)", 1e3),
+            ("Time (s)", &[0.5, 1.2], "Time (s)", 1.0),
+            ("Time (s)", &[f64::NAN, 0.2], "Time (ms)", 1e3),
+            ("Throughput (req/s)", &[0.5], "Throughput (req/s)", 1.0),
+            ("Requests/s", &[0.5], "Requests/s", 1.0),
+        ];
+        for (header, values, want, scale) in cases {
+            assert_eq!(unit(header, values.iter().copied()), (want.to_string(), *scale), "{header} {values:?}");
+        }
+    }
+
     #[test]
     fn fit_splits_wide_tables_keeping_pairs() {
         let headers: Vec<String> =
