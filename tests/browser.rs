@@ -154,7 +154,33 @@ fn browser_sees_the_listing_and_decodes_compression(mode: &str) {
 
     if mode == "event" {
         screenshot(&browser, &s.url("/list/"), trust, "SPIDEY_KEEP_SCREENSHOT");
+        // On a phone: a listing with a long name, and an error page, no wider than 400 px.
+        std::fs::write(fx.root().join("list").join(LONG_NAME), "x").unwrap();
+        const PHONE: u32 = 400;
+        for path in ["/list/", "/no-such-page"] {
+            let width = width_in_frame(&browser, &s, &fx.root(), path, PHONE);
+            assert!(width <= PHONE, "{mode}: {path} is {width} px wide in a {PHONE} px frame");
+        }
     }
+}
+
+/// A file name with no place to break it.
+const LONG_NAME: &str = "a-file-name-with-no-space-in-it-that-runs-on-well-past-the-width-of-a-phone.tar.gz";
+
+/// How wide (CSS px, `scrollWidth`) the page at `path` is in a frame `width` px wide.
+/// Headless Chromium's window is at least 500 px, so the page is shown in an iframe of a
+/// page served from `root` (same origin, so the frame's document can be read), which
+/// writes the width into the DOM it dumps.
+fn width_in_frame(browser: &Path, s: &Spidey, root: &Path, path: &str, width: u32) -> u32 {
+    let page = format!(
+        "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"{path}\" style=\"width:{width}px;\
+         height:800px;border:0\"></iframe><script>document.getElementById('f').onload=function(){{\
+         document.body.dataset.width=this.contentDocument.documentElement.scrollWidth}}</script></body></html>"
+    );
+    std::fs::write(root.join("frame.html"), page).unwrap();
+    let dom = browse(browser, "--dump-dom", &s.url("/frame.html"), Trust::for_server(s));
+    let at = dom.find("data-width=\"").unwrap_or_else(|| panic!("the probe did not run: {dom}")) + 12;
+    dom[at..at + dom[at..].find('"').unwrap()].parse().unwrap()
 }
 
 /// The fixture's hostile listing, as the browser's DOM shows it: each name as text.
