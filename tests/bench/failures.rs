@@ -105,6 +105,7 @@ fn answers_that_are_not_2xx_or_3xx_are_shown_and_fail_the_error_rate() {
             "error-rate>1%",
             1,
             &[
+                "60 responses (60 not 2xx or 3xx), 0 errors",
                 "Status:       404: 60\n",
                 "  Non-2xx or 3xx responses: 60\n",
                 "error-rate>1%: crossed (error-rate was 100.00%)",

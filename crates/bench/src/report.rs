@@ -75,9 +75,12 @@ pub fn human_report(r: &BenchResult) -> String {
         let _ = writeln!(w);
     }
     let late = if r.rate.is_some() { format!(" ({} to requests sent late)", r.late) } else { String::new() };
+    // Answers that are not 2xx or 3xx count in `error-rate` as errors do: said here, so
+    // "0 errors" never reads as a clean run.
+    let failing = if r.non_2xx_3xx > 0 { format!(" ({} not 2xx or 3xx)", r.non_2xx_3xx) } else { String::new() };
     let _ = writeln!(
         w,
-        "  {} requests in {:.2}s: {} responses{late}, {} errors",
+        "  {} requests in {:.2}s: {} responses{late}{failing}, {} errors",
         r.requests,
         r.duration_s,
         r.responses,
