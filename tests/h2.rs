@@ -222,7 +222,32 @@ fn max_requests_counts_streams(mode: &str) {
     assert_eq!(client(&s, "five"), "served 5 refused 0 no goaway", "{mode}: the idle timeout closes it");
 }
 
+/// `--delay` holds HTTP/2 answers too: every stream waits at least the delay, and streams
+/// sent together wait together (one hold, not one per stream in turn).
+fn delay_holds_every_stream(mode: &str) {
+    const DELAY_MS: f64 = 400.0;
+    let dir = site();
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--delay", "400ms"]);
+    let out = Command::new("h2load")
+        .args(["-n", "4", "-c", "1", "-m", "4", "-t", "1", &s.url("/index.html")])
+        .output()
+        .expect("h2load (nghttp2-client) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("4 succeeded, 0 failed"), "{mode}: {text}");
+    // `time for request:  401.20ms  402.96ms  402.10ms ...`: min, max, mean.
+    let ms = |v: &str| match v.strip_suffix("ms") {
+        Some(ms) => ms.parse::<f64>().unwrap(),
+        None => v.strip_suffix('s').unwrap().parse::<f64>().unwrap() * 1000.0,
+    };
+    let line = text.lines().find(|l| l.starts_with("time for request:")).unwrap_or_else(|| panic!("{text}"));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let (min, max) = (ms(fields[3]), ms(fields[4]));
+    assert!(min >= DELAY_MS, "{mode}: a stream answered after {min} ms, under the 400 ms delay: {text}");
+    assert!(max < 3.0 * DELAY_MS, "{mode}: four streams sent together took {max} ms: held one by one? {text}");
+}
+
 for_each_mode!(
+    delay_holds_every_stream,
     max_requests_counts_streams,
     curl_sees_the_same_site,
     h2load_multiplexes,

@@ -21,8 +21,10 @@
 //! `--max-body` (beyond it: 413, the rest of the body dropped). A script's stdin is then
 //! fed that body. `--max-requests` counts requests (streams) per connection: the last one
 //! goes out with GOAWAY, and a stream that arrives after it is refused (REFUSED_STREAM).
-//! What is not done here: server push, the `--delay` hold, `hybrid`'s pool (its loops
-//! answer HTTP/2 streams themselves).
+//! `--delay` holds the connection's output once streams are answered (the session's
+//! hold, as for an HTTP/1.1 answer), so streams answered together wait together. What
+//! is not done here: server push, `hybrid`'s pool (its loops answer HTTP/2 streams
+//! themselves).
 
 use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, PartWriter};
 use crate::server::Server;
@@ -84,6 +86,11 @@ impl H2 {
     /// A connection whose SETTINGS are queued already: the server's preface (§3.4).
     pub(crate) fn new() -> H2 {
         H2 { conn: Conn::new(Config::default()), incoming: HashMap::new(), outflows: VecDeque::new(), served: 0 }
+    }
+
+    /// How many streams have been answered so far.
+    pub(crate) fn streams_answered(&self) -> u32 {
+        self.served
     }
 
     /// Reads what it can of `input` (the client's octets) and answers every request that

@@ -194,7 +194,13 @@ impl Session {
             return if self.is_sending() { Answered::Ready } else { Answered::No };
         }
         if let Speaking::Http2(h2) = &mut self.protocol {
+            let before = h2.streams_answered();
             let used = h2.receive(&self.inbuf[self.start..self.end], ex, server, self.peer, closing);
+            // `--delay`: the streams answered together wait together, as one HTTP/1.1
+            // answer does (a stream that arrives meanwhile waits for the next hold).
+            if let Some(delay) = server.site.options().delay.filter(|_| h2.streams_answered() > before) {
+                self.hold = Hold::Delay(delay);
+            }
             self.start += used;
             self.release_inbuf_if_empty(buffers);
             // Ready also while a script runs with nothing to send yet: the driver's send
