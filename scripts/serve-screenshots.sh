@@ -27,25 +27,10 @@ pid=$!
 while ! grep -q 'listening on' "$out/stdout" 2>/dev/null; do sleep 0.1; done
 base=$(sed -n 's/^spidey listening on \([^ ]*\).*/\1/p' "$out/stdout" | head -n 1)
 
-# shoot NAME WIDTH,HEIGHT URL: one screenshot of URL at that window size.
-shoot() {
-    profile=$(mktemp -d -p "$out")
-    "$chromium" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
-        --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$profile" --window-size="$2" --timeout=20000 \
-        --screenshot="$shots/$1.png" "$3" 2>/dev/null
-    test -s "$shots/$1.png" || { echo "no screenshot $1" >&2; exit 1; }
-    echo "$shots/$1.png"
-}
-
-# phone NAME URL: URL in a 400 px frame.
-phone() {
-    printf '<!DOCTYPE html><html><body style="margin:0;background:#bbb"><iframe src="%s" style="width:400px;height:700px;border:0;background:#fff"></iframe></body></html>\n' "$2" >"$out/$1.html"
-    shoot "$1" 500,700 "file://$out/$1.html"
-}
+. "$(dirname "$0")/lib/shots.sh"
 
 mkdir -p "$shots"
 shoot listing-desktop 900,600 "$base/"
-phone listing-400px "$base/"
+phone listing-400px "$base/" 700
 shoot error-page-desktop 900,400 "$base/no/such/page"
-phone error-page-400px "$base/no/such/page"
+phone error-page-400px "$base/no/such/page" 700

@@ -370,16 +370,9 @@ mod committed_runs {
                 let tries = f64::from(mine.iter().map(tried).sum::<u32>()) / mine.len() as f64;
                 let estimate = estimate(exp, &plan::server_runs(exp, quick), quick, tries);
                 eprintln!("{name} {}: estimate {} measured {}", exp.id, human(estimate), human(last.seconds));
-                if !quick && !special(exp) {
-                    let ratio = estimate / last.seconds;
-                    assert!(
-                        (0.5..=2.0).contains(&ratio),
-                        "{name} {}: {estimate:.0} s against {:.0} s",
-                        exp.id,
-                        last.seconds
-                    );
-                }
-                if quick && !busy {
+                // Each experiment within a factor of 2: a quick run's on a quiet machine, a
+                // full run's where the estimate models its setup.
+                if (quick && !busy) || (!quick && !special(exp)) {
                     let ratio = estimate / last.seconds;
                     assert!(
                         (0.5..=2.0).contains(&ratio),
