@@ -246,7 +246,28 @@ fn delay_holds_every_stream(mode: &str) {
     assert!(max < 3.0 * DELAY_MS, "{mode}: four streams sent together took {max} ms: held one by one? {text}");
 }
 
+/// A slow in-process handler's stream does not hold up its siblings on the same
+/// connection where the mode has a pool for it: `hybrid` answers the handler's stream on
+/// its workers while its loop sends the file. Elsewhere the handler runs where the
+/// connection is served, so the file waits for it. Both are answered in every mode; and
+/// in `hybrid` a stream the pool is late with gets 504.
+fn a_slow_stream_and_its_sibling(mode: &str) {
+    let dir = site();
+    let mount = format!("/sleep={}", sleeper_handler().display());
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--handler", &mount]);
+    let order = client(&s, "slow-first");
+    let want = if mode == "hybrid" { "3:200 1:200" } else { "1:200 3:200" };
+    assert_eq!(order, want, "{mode}: the order the slow stream (1) and the file (3) ended");
+    // The pool's bound on an answer (`--cgi-timeout`, as over HTTP/1.1): a stream it has
+    // not answered in time gets 504, and the connection goes on.
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--handler", &mount, "--cgi", "--cgi-timeout", "1s"]);
+    let want = if mode == "hybrid" { "served 504" } else { "served 200" };
+    let got = client(&s, "slow");
+    assert!(got.starts_with(want), "{mode}: a 2.5 s handler under a 1 s pool bound: {got}");
+}
+
 for_each_mode!(
+    a_slow_stream_and_its_sibling,
     delay_holds_every_stream,
     max_requests_counts_streams,
     curl_sees_the_same_site,

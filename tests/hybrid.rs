@@ -6,30 +6,13 @@
 mod common;
 
 use common::Conn as TcpStream;
-use common::{c_handler, status_of, Fixture, Spidey, HELLO};
+use common::{sleeper_handler, status_of, Fixture, Spidey, HELLO};
 use std::io::{Read, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A handler that sleeps for the milliseconds its query names (blocking I/O, as a database
-/// call would), then answers `slept`.
-const SLEEPER: &str = r#"
-#include "spidey_handler.h"
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-uint32_t spidey_handler_abi_version(void) { return SPIDEY_HANDLER_ABI_VERSION; }
-int spidey_handle(const struct spidey_request *req, const struct spidey_response *res) {
-    char q[16] = {0};
-    memcpy(q, req->query.ptr, req->query.len < 15 ? req->query.len : 15);
-    usleep((useconds_t)atoi(q) * 1000);
-    res->set_status(res->ctx, 200);
-    return res->write(res->ctx, (const unsigned char *)"slept", 5);
-}
-"#;
-
 fn start(mode: &str, fx: &Fixture, extra: &[&str]) -> Spidey {
-    let mount = format!("/sleep={}", c_handler("sleeper", SLEEPER).display());
+    let mount = format!("/sleep={}", sleeper_handler().display());
     let mut args = vec!["--quiet", "--handler", mount.as_str(), "--workers", "1"];
     args.extend_from_slice(extra);
     Spidey::start(mode, &fx.root(), &args)

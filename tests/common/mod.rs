@@ -398,6 +398,28 @@ pub fn c_handler(name: &'static str, source: &str) -> &'static Path {
     lib
 }
 
+/// A handler that sleeps for the milliseconds its query names (blocking I/O, as a database
+/// call would), then answers `slept`.
+const SLEEPER: &str = r#"
+#include "spidey_handler.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+uint32_t spidey_handler_abi_version(void) { return SPIDEY_HANDLER_ABI_VERSION; }
+int spidey_handle(const struct spidey_request *req, const struct spidey_response *res) {
+    char q[16] = {0};
+    memcpy(q, req->query.ptr, req->query.len < 15 ? req->query.len : 15);
+    usleep((useconds_t)atoi(q) * 1000);
+    res->set_status(res->ctx, 200);
+    return res->write(res->ctx, (const unsigned char *)"slept", 5);
+}
+"#;
+
+/// [`SLEEPER`], built.
+pub fn sleeper_handler() -> &'static Path {
+    c_handler("sleeper", SLEEPER)
+}
+
 /// examples/handlers/page.c (the 102,400-byte page, `?burn=`, `?fail`) as a handler library.
 pub fn page_handler() -> &'static Path {
     c_handler("page", include_str!("../../examples/handlers/page.c"))

@@ -81,7 +81,7 @@ fn an_http2_answer_costs_a_bounded_number_of_allocations() {
     let single: Vec<_> = (0..50).map(|_| make(1)).collect();
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut answer = |input: &[u8], streams: u32| {
-        assert_eq!(h2.receive(input, &mut ex, &server, peer, false), input.len());
+        assert_eq!(h2.receive(input, &mut ex, &server, peer, false, crate::exchange::Offloading::Never), input.len());
         h2.fill(&mut ex, &server, peer);
         let mut out = pool.pop().unwrap_or_default();
         if let Some(spare) = h2.take_output(&mut out) {

@@ -136,6 +136,17 @@ pub enum Offloading {
     Heavy,
 }
 
+impl Offloading {
+    /// Whether `req` (its path decoded as `path`) goes to the pool.
+    pub(crate) fn takes(self, server: &Server, req: &Request<'_, '_>, path: &DecodedPath) -> bool {
+        match self {
+            Offloading::Never => false,
+            Offloading::Passwords => server.site.must_hash(req),
+            Offloading::Heavy => server.site.is_heavy(req, path),
+        }
+    }
+}
+
 impl Exchanger {
     pub fn new() -> Self {
         Self::default()
@@ -166,12 +177,7 @@ impl Exchanger {
             Err(e) => return Step::Respond(self.parse_error(server, e, buf, peer)),
         };
         let path = DecodedPath::of(&req);
-        let offloaded = match offload {
-            Offloading::Never => false,
-            Offloading::Passwords => server.site.must_hash(&req),
-            Offloading::Heavy => server.site.is_heavy(&req, &path),
-        };
-        if offloaded {
+        if offload.takes(server, &req, &path) {
             return Step::Offload;
         }
         let mut answer = self.answer(server, &req, path, head_len, buf, peer, must_close, Redirect::Allowed);

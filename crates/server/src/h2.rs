@@ -22,11 +22,17 @@
 //! fed that body. `--max-requests` counts requests (streams) per connection: the last one
 //! goes out with GOAWAY, and a stream that arrives after it is refused (REFUSED_STREAM).
 //! `--delay` holds the connection's output once streams are answered (the session's
-//! hold, as for an HTTP/1.1 answer), so streams answered together wait together. What
-//! is not done here: server push, `hybrid`'s pool (its loops answer HTTP/2 streams
-//! themselves).
+//! hold, as for an HTTP/1.1 answer), so streams answered together wait together.
+//!
+//! Under a worker pool (`hybrid`; `event` and `uring` with `--basic-auth`) a request the
+//! driver's [`Offloading`] names becomes a [`StreamJob`] ([`H2::take_jobs`]): the pool
+//! answers it with [`answer_offloaded`], and the answer comes back to
+//! [`H2::answered_elsewhere`] while the other streams go on. A stream the pool has not
+//! answered by its deadline (`--cgi-timeout`, [`H2::offload_deadline`]) gets 504 at the
+//! next fill; one it cannot take, 503 ([`H2::refused_by_pool`]). Not done here: server
+//! push.
 
-use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, PartWriter};
+use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, Offloading, PartWriter};
 use crate::server::Server;
 use crate::software::SOFTWARE;
 use spidey_http::h2::{Config, Conn, ErrorCode, Event, RequestHead, SendError, StreamId};
@@ -49,6 +55,31 @@ pub(crate) struct H2 {
     outflows: VecDeque<(StreamId, Outflow)>,
     /// Requests answered on this connection, against `--max-requests`.
     served: u32,
+    /// Streams answered on the worker pool (`hybrid`; `event`, `uring` for passwords),
+    /// until their answer comes back or their deadline passes (504).
+    offloaded: HashMap<StreamId, Offloaded>,
+    /// Streams for the pool that the driver has not handed over yet ([`H2::take_jobs`]).
+    jobs: Vec<StreamJob>,
+    /// Which requests the driver hands to a pool (given with each [`H2::receive`]).
+    offloading: Offloading,
+}
+
+/// A stream being answered on the worker pool.
+#[derive(Debug)]
+struct Offloaded {
+    /// When its answer is late (504).
+    deadline: Instant,
+    /// Its access-log request line, for the 504.
+    line: Vec<u8>,
+}
+
+/// A request for the worker pool: answered there by [`answer_offloaded`], the answer
+/// brought back by [`H2::answered_elsewhere`] while its siblings go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StreamJob {
+    pub(crate) stream: StreamId,
+    pub(crate) head: RequestHead,
+    pub(crate) body: Vec<u8>,
 }
 
 /// A request waiting for the rest of its body.
@@ -85,7 +116,15 @@ pub(crate) enum Fill {
 impl H2 {
     /// A connection whose SETTINGS are queued already: the server's preface (§3.4).
     pub(crate) fn new() -> H2 {
-        H2 { conn: Conn::new(Config::default()), incoming: HashMap::new(), outflows: VecDeque::new(), served: 0 }
+        H2 {
+            conn: Conn::new(Config::default()),
+            incoming: HashMap::new(),
+            outflows: VecDeque::new(),
+            served: 0,
+            offloaded: HashMap::new(),
+            jobs: Vec::new(),
+            offloading: Offloading::Never,
+        }
     }
 
     /// How many streams have been answered so far.
@@ -97,6 +136,7 @@ impl H2 {
     /// is whole; returns how many octets it took (the rest, a frame's start, comes again
     /// with what arrives next). `closing`: the server is shutting down, and the client is
     /// told with GOAWAY that no new stream will be served.
+    /// `offload`: a request it names is left for the worker pool ([`H2::take_jobs`]).
     pub(crate) fn receive(
         &mut self,
         input: &[u8],
@@ -104,12 +144,14 @@ impl H2 {
         server: &Server,
         peer: SocketAddr,
         closing: bool,
+        offload: Offloading,
     ) -> usize {
         if closing {
             self.conn.go_away(ErrorCode::NO_ERROR);
         }
         // A connection error queues its GOAWAY and ends the connection: `is_over` says so.
         let used = self.conn.receive(input).unwrap_or(input.len());
+        self.offloading = offload;
         while let Some(event) = self.conn.next_event() {
             self.act(event, ex, server, peer);
         }
@@ -149,6 +191,7 @@ impl H2 {
             Event::Trailers { stream, .. } => self.body_ended(stream, ex, server, peer),
             Event::Reset { stream, .. } => {
                 self.incoming.remove(&stream);
+                self.offloaded.remove(&stream); // its answer, when it comes, is dropped
                 self.outflows.retain(|(id, _)| *id != stream); // a script is killed on drop
             }
             Event::GoAway { .. } | Event::WindowOpened { .. } => {}
@@ -179,7 +222,8 @@ impl H2 {
         self.start(stream, answer, &[]);
     }
 
-    /// Answers the request `head` with its whole `body` on `stream`.
+    /// Answers the request `head` with its whole `body` on `stream`, or leaves it for the
+    /// worker pool ([`H2::take_jobs`]) when the driver's [`Offloading`] names it.
     fn answer(
         &mut self,
         stream: StreamId,
@@ -190,51 +234,88 @@ impl H2 {
         peer: SocketAddr,
     ) {
         let line = log_line(head);
-        let (Ok(method), Some(Ok(path))) = (std::str::from_utf8(head.method()), head.path().map(std::str::from_utf8))
-        else {
-            let why = "The request has no path this server can serve (CONNECT, or not UTF-8).";
-            let answer = ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer);
-            return self.start(stream, answer, &[]);
+        let offloading = self.offloading;
+        let built = with_request(head, body, &line, |req| {
+            // Counted before it is answered (a metrics scrape counts itself).
+            crate::metrics::add(crate::metrics::Counter::Http2Streams, 1);
+            self.served += 1;
+            if self.served >= server.max_requests {
+                self.conn.go_away(ErrorCode::NO_ERROR); // the last request this connection takes
+            }
+            // (The path is decoded again by the exchange: only a pool's driver pays twice.)
+            let pooled =
+                offloading != Offloading::Never && offloading.takes(server, req, &crate::content::DecodedPath::of(req));
+            match pooled {
+                true => None,
+                false => Some(ex.answer_request(server, req, body, peer)),
+            }
+        });
+        let answer = match built {
+            Err(why) => ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer),
+            Ok(Some(answer)) => answer,
+            Ok(None) => {
+                self.jobs.push(StreamJob { stream, head: head.clone(), body: body.to_vec() });
+                // The pool's bound on an answer, as for an HTTP/1.1 request it takes.
+                let deadline = Instant::now() + server.site.options().cgi.timeout;
+                self.offloaded.insert(stream, Offloaded { deadline, line });
+                return;
+            }
         };
-        let Ok(target) = Target::parse(path) else {
-            let answer =
-                ex.refuse_request(server, StatusCode::BAD_REQUEST, "The path is not a request target.", &line, peer);
-            return self.start(stream, answer, &[]);
-        };
-        let cookie = join_cookies(head);
-        let mut fields: Vec<Field<'_>> = head
-            .fields()
-            .filter(|(n, _)| *n != b"cookie")
-            .filter_map(|(n, v)| Some(Field { name: std::str::from_utf8(n).ok()?, value: v }))
-            .collect();
-        if let Some(cookie) = &cookie {
-            fields.push(Field { name: "cookie", value: cookie });
-        }
-        let authority = head.authority().and_then(|a| std::str::from_utf8(a).ok());
-        if let (Some(a), false) = (authority, fields.iter().any(|f| f.name == "host")) {
-            fields.push(Field { name: "host", value: a.as_bytes() });
-        }
-        let host = authority
-            .or_else(|| fields.iter().find(|f| f.name == "host").and_then(|f| std::str::from_utf8(f.value).ok()));
-        let sent_body = !body.is_empty() || head.content_length.is_some();
-        let req = Request {
-            method: Method::from_token(method),
-            raw_target: path,
-            target,
-            version: Version::Http2,
-            fields: Fields::listed(&fields),
-            body: if sent_body { BodyFraming::Length(body.len() as u64) } else { BodyFraming::None },
-            keep_alive: true,
-            host,
-            request_line: &line,
-        };
-        crate::metrics::add(crate::metrics::Counter::Http2Streams, 1);
-        self.served += 1;
-        if self.served >= server.max_requests {
-            self.conn.go_away(ErrorCode::NO_ERROR); // the last request this connection takes
-        }
-        let answer = ex.answer_request(server, &req, body, peer);
         self.start(stream, answer, body);
+    }
+
+    /// Streams left for the worker pool since the last call: the driver submits each; one
+    /// the pool cannot take comes back to [`H2::refused_by_pool`].
+    pub(crate) fn take_jobs(&mut self) -> Vec<StreamJob> {
+        std::mem::take(&mut self.jobs)
+    }
+
+    /// The pool's queue is full: `stream` is answered 503 here; false if it no longer
+    /// waits.
+    pub(crate) fn refused_by_pool(
+        &mut self,
+        stream: StreamId,
+        ex: &mut Exchanger,
+        server: &Server,
+        peer: SocketAddr,
+    ) -> bool {
+        let Some(o) = self.offloaded.remove(&stream) else { return false };
+        let why = "The server is too busy; try again shortly.";
+        let answer = ex.refuse_request(server, StatusCode::SERVICE_UNAVAILABLE, why, &o.line, peer);
+        self.start(stream, answer, &[]);
+        true
+    }
+
+    /// The pool's `answer` to `stream` (whose request body was `body`): sent as if made
+    /// here; false if the stream no longer waits for it (reset, or answered 504).
+    pub(crate) fn answered_elsewhere(&mut self, stream: StreamId, answer: Answer<'_>, body: &[u8]) -> bool {
+        if self.offloaded.remove(&stream).is_none() {
+            return false;
+        }
+        self.start(stream, answer, body);
+        true
+    }
+
+    /// Answers 504 on every stream the pool has not answered by now.
+    fn expire_offloaded(&mut self, ex: &mut Exchanger, server: &Server, peer: SocketAddr) {
+        let now = Instant::now();
+        let late: Vec<StreamId> = self.offloaded.iter().filter(|(_, o)| o.deadline <= now).map(|(id, _)| *id).collect();
+        for stream in late {
+            let Some(o) = self.offloaded.remove(&stream) else { continue };
+            let why = "The answer took too long.";
+            let answer = ex.refuse_request(server, StatusCode::GATEWAY_TIMEOUT, why, &o.line, peer);
+            self.start(stream, answer, &[]);
+        }
+    }
+
+    /// When the first stream on the pool is late, if any is there.
+    pub(crate) fn offload_deadline(&self) -> Option<Instant> {
+        self.offloaded.values().map(|o| o.deadline).min()
+    }
+
+    /// Whether streams wait for the pool's answers.
+    pub(crate) fn awaits_pool(&self) -> bool {
+        !self.offloaded.is_empty()
     }
 
     /// Sends `answer`'s head on `stream` and queues its body; a script's stdin will be
@@ -264,6 +345,9 @@ impl H2 {
     /// Moves every response body on as far as flow control and the output cap allow,
     /// pumping scripts whose earlier output has gone; see [`Fill`].
     pub(crate) fn fill(&mut self, ex: &mut Exchanger, server: &Server, peer: SocketAddr) -> Fill {
+        if !self.offloaded.is_empty() {
+            self.expire_offloaded(ex, server, peer);
+        }
         let mut waiting = false;
         let mut i = 0;
         while i < self.outflows.len() {
@@ -545,6 +629,68 @@ fn decimal(n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let _ = std::io::Write::write_fmt(&mut rest, format_args!("{n}"));
     let len = 20 - rest.len();
     &buf[..len]
+}
+
+/// Builds the [`Request`] that `head` and its whole `body` make (`line`: its access-log
+/// request line) and hands it to `f`; or why it cannot be served (400).
+fn with_request<R>(
+    head: &RequestHead,
+    body: &[u8],
+    line: &[u8],
+    f: impl FnOnce(&Request<'_, '_>) -> R,
+) -> Result<R, &'static str> {
+    let (Ok(method), Some(Ok(path))) = (std::str::from_utf8(head.method()), head.path().map(std::str::from_utf8))
+    else {
+        return Err("The request has no path this server can serve (CONNECT, or not UTF-8).");
+    };
+    let Ok(target) = Target::parse(path) else { return Err("The path is not a request target.") };
+    let cookie = join_cookies(head);
+    let mut fields: Vec<Field<'_>> = head
+        .fields()
+        .filter(|(n, _)| *n != b"cookie")
+        .filter_map(|(n, v)| Some(Field { name: std::str::from_utf8(n).ok()?, value: v }))
+        .collect();
+    if let Some(cookie) = &cookie {
+        fields.push(Field { name: "cookie", value: cookie });
+    }
+    let authority = head.authority().and_then(|a| std::str::from_utf8(a).ok());
+    if let (Some(a), false) = (authority, fields.iter().any(|f| f.name == "host")) {
+        fields.push(Field { name: "host", value: a.as_bytes() });
+    }
+    let host =
+        authority.or_else(|| fields.iter().find(|f| f.name == "host").and_then(|f| std::str::from_utf8(f.value).ok()));
+    let sent_body = !body.is_empty() || head.content_length.is_some();
+    let req = Request {
+        method: Method::from_token(method),
+        raw_target: path,
+        target,
+        version: Version::Http2,
+        fields: Fields::listed(&fields),
+        body: if sent_body { BodyFraming::Length(body.len() as u64) } else { BodyFraming::None },
+        keep_alive: true,
+        host,
+        request_line: line,
+    };
+    Ok(f(&req))
+}
+
+/// The worker pool's answer to a stream a loop left it ([`StreamJob`]): the exchange
+/// `H2::answer` would have run, logged and counted the same way.
+pub(crate) fn answer_offloaded<'h>(
+    ex: &'h mut Exchanger,
+    server: &'h Server,
+    job: &StreamJob,
+    peer: SocketAddr,
+) -> Answer<'h> {
+    let line = log_line(&job.head);
+    // The loop built this request once already: it cannot fail here.
+    if let Err(why) = with_request(&job.head, &job.body, &line, |_| ()) {
+        return ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer);
+    }
+    match with_request(&job.head, &job.body, &line, |req| ex.answer_request(server, req, &job.body, peer)) {
+        Ok(answer) => answer,
+        Err(_) => unreachable!("checked just above"),
+    }
 }
 
 /// The request as the access log shows it: `GET /path HTTP/2.0`.

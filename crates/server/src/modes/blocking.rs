@@ -219,7 +219,7 @@ fn respond(
             Sent::NeedRead => {
                 // The whole body is bounded (`Session::body_deadline`), not each read: past
                 // it, the next send answers 408.
-                let deadline = session.body_deadline().unwrap_or_else(|| Instant::now() + server.timeouts.head);
+                let deadline = session.wake_at().unwrap_or_else(|| Instant::now() + server.timeouts.head);
                 if !session.holds_input() {
                     match wait_readable(client.stream.as_fd(), client.shutdown, Some(deadline))? {
                         Wake::Ready => {}

@@ -33,9 +33,10 @@ use super::socket::{Direct, Socket};
 use super::transport::Transport;
 use crate::exchange::{Answer, Body, Exchanger, Head, Offloading, Step};
 use crate::h1;
-use crate::h2::{Fill, H2};
+use crate::h2::{Fill, StreamJob, H2};
 use crate::server::Server;
 use spidey_http::choice::{self, Choice, Protocol};
+use spidey_http::h2::StreamId;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
@@ -76,7 +77,7 @@ pub(crate) enum Held {
     Yes,
 }
 
-/// How a hold ends ([`Session::end_hold`]).
+/// How a hold ends ([`Session::end_hold`]), or, over HTTP/2, a stream on the worker pool.
 #[derive(Debug)]
 pub(crate) enum HoldEnd<'a> {
     /// The driver's timer: a `--delay` is over and the answer may be sent, or (`hybrid`)
@@ -88,6 +89,12 @@ pub(crate) enum HoldEnd<'a> {
     /// (`hybrid`) The pool cannot take the request (its queue is full): 503 with
     /// `Retry-After`, then the connection closes.
     Refused,
+    /// (HTTP/2) The pool's answer to one stream ([`Answered::OffloadStreams`]), whose
+    /// request body was `body` (a script's stdin): framed as if answered here, unless the
+    /// stream no longer waits for it (reset, or answered 504 at its deadline).
+    Stream { stream: StreamId, answer: Answer<'a>, body: Vec<u8> },
+    /// (HTTP/2) The pool cannot take this stream: 503 on it; the connection goes on.
+    StreamRefused(StreamId),
 }
 
 /// What [`Session::answer`] did.
@@ -100,6 +107,11 @@ pub(crate) enum Answered {
     /// The request must be answered elsewhere: these are its bytes (from the start of the
     /// request to the end of what has arrived); the session waits in `Offloaded`.
     Offload { bytes: Vec<u8>, must_close: bool },
+    /// (HTTP/2) These streams must be answered elsewhere; the connection goes on with
+    /// its other streams. The driver submits each; one the pool cannot take ends with
+    /// [`HoldEnd::StreamRefused`], and the pool's answer comes as [`HoldEnd::Stream`].
+    /// Whatever else is framed is sent as usual.
+    OffloadStreams(Vec<StreamJob>),
 }
 
 /// One connection's protocol state.
@@ -158,10 +170,12 @@ impl Session {
         }
     }
 
-    /// Whether part of a request has arrived (the head deadline runs).
+    /// Whether part of a request has arrived (the head deadline runs), or a request is
+    /// still unanswered: over HTTP/2, streams on the worker pool.
     /// Over TLS, a handshake under way counts: the head deadline bounds it.
     pub(crate) fn has_partial_request(&self) -> bool {
-        self.start < self.end || self.transport.mid_handshake()
+        let pooled = matches!(&self.protocol, Speaking::Http2(h2) if h2.awaits_pool());
+        self.start < self.end || self.transport.mid_handshake() || pooled
     }
 
     /// Whether a response is under way: framed and not yet finished with
@@ -195,7 +209,7 @@ impl Session {
         }
         if let Speaking::Http2(h2) = &mut self.protocol {
             let before = h2.streams_answered();
-            let used = h2.receive(&self.inbuf[self.start..self.end], ex, server, self.peer, closing);
+            let used = h2.receive(&self.inbuf[self.start..self.end], ex, server, self.peer, closing, offload);
             // `--delay`: the streams answered together wait together, as one HTTP/1.1
             // answer does (a stream that arrives meanwhile waits for the next hold).
             if let Some(delay) = server.site.options().delay.filter(|_| h2.streams_answered() > before) {
@@ -206,6 +220,12 @@ impl Session {
             // Ready also while a script runs with nothing to send yet: the driver's send
             // path is what waits on the script (`Sent::WaitScript`).
             let fill = self.stage_h2(ex, server, buffers);
+            if let Speaking::Http2(h2) = &mut self.protocol {
+                let jobs = h2.take_jobs();
+                if !jobs.is_empty() {
+                    return Answered::OffloadStreams(jobs);
+                }
+            }
             let ready = !self.out.is_empty() || !self.keep_alive || fill == Fill::WaitScript;
             return if ready { Answered::Ready } else { Answered::No };
         }
@@ -285,6 +305,23 @@ impl Session {
         server: &Server,
         buffers: &mut Buffers,
     ) -> bool {
+        let end = match (end, &mut self.protocol) {
+            (HoldEnd::Stream { stream, answer, body }, Speaking::Http2(h2)) => {
+                if !h2.answered_elsewhere(stream, answer, &body) {
+                    return false;
+                }
+                self.stage_h2_if_idle(ex, server, buffers);
+                return true;
+            }
+            (HoldEnd::StreamRefused(stream), Speaking::Http2(h2)) => {
+                if !h2.refused_by_pool(stream, ex, server, self.peer) {
+                    return false;
+                }
+                self.stage_h2_if_idle(ex, server, buffers);
+                return true;
+            }
+            (end, _) => end,
+        };
         let answer = match (self.hold, end) {
             (Hold::Timer, HoldEnd::Deadline) => {
                 self.hold = Hold::None;
@@ -369,6 +406,14 @@ impl Session {
             self.keep_alive = false;
         }
         fill
+    }
+
+    /// HTTP/2 frames queued while the connection sends nothing: staged now (while it sends,
+    /// the send path stages them once the out bytes drain).
+    fn stage_h2_if_idle(&mut self, ex: &mut Exchanger, server: &Server, buffers: &mut Buffers) {
+        if self.out.is_empty() {
+            self.stage_h2(ex, server, buffers);
+        }
     }
 
     /// The out buffer to append to, taken from the [`Buffers`] if the session holds none.

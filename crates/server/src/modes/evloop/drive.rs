@@ -64,6 +64,19 @@ impl<B: Backend> Loop<B> {
                     conn.session.end_hold(HoldEnd::Refused, &mut self.ex, server, &mut self.buffers);
                     continue;
                 }
+                Answered::OffloadStreams(jobs) => {
+                    let (id, peer) = (conn.id(slot), conn.session.peer);
+                    for job in jobs {
+                        let stream = job.stream;
+                        // Answered when the pool is done (`Loop::answers_rung`), or 504 at
+                        // the session's deadline for it (`Session::wake_at`).
+                        if !self.offload.as_ref().is_some_and(|desk| desk.submit_stream(id, job, peer)) {
+                            let end = HoldEnd::StreamRefused(stream);
+                            conn.session.end_hold(end, &mut self.ex, server, &mut self.buffers);
+                        }
+                    }
+                    continue;
+                }
                 Answered::No => {}
             }
             if closing && conn.is_idle() {
@@ -99,8 +112,9 @@ impl<B: Backend> Loop<B> {
         if conn.parked {
             return;
         }
-        if let Some(at) = conn.session.body_deadline() {
-            // A CGI request body: one deadline for all of it; its expiry pumps (408).
+        if let Some(at) = conn.session.wake_at() {
+            // A CGI request body: one deadline for all of it; its expiry pumps (408). Or
+            // HTTP/2 streams on the pool: the first one late gets its 504.
             conn.stamp = self.deadlines.arm_at(At::Script, at, slot);
             conn.deadline = Kind::Script;
             return;

@@ -236,7 +236,12 @@ impl<B: Backend> Loop<B> {
         for done in answers.drain(..) {
             let slot = done.conn.slot;
             let Some(conn) = self.conns.live(done.conn) else { continue };
-            if conn.session.end_hold(HoldEnd::Answered(done.answer), &mut self.ex, &self.server, &mut self.buffers) {
+            let (ex, server, buffers) = (&mut self.ex, &*self.server, &mut self.buffers);
+            let end = match done.stream {
+                Some((stream, body)) => HoldEnd::Stream { stream, answer: done.answer, body },
+                None => HoldEnd::Answered(done.answer),
+            };
+            if conn.session.end_hold(end, ex, server, buffers) {
                 self.drive(slot);
             }
         }

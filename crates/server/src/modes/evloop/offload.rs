@@ -27,9 +27,11 @@
 
 use super::conns::ConnId;
 use crate::exchange::{Answer, Exchanger, Offloading, Step};
+use crate::h2::StreamJob;
 use crate::modes::ModeContext;
 use crate::server::Server;
 use rustix::event::{eventfd, EventfdFlags};
+use spidey_http::h2::StreamId;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -43,10 +45,16 @@ struct Job {
     /// The loop that owns the connection, and which connection.
     loop_index: usize,
     conn: ConnId,
-    /// The connection's buffered bytes, from the start of the request.
-    bytes: Vec<u8>,
     peer: SocketAddr,
-    must_close: bool,
+    work: Work,
+}
+
+/// What a job asks, in its protocol's terms.
+enum Work {
+    /// An HTTP/1.1 request: the connection's buffered bytes, from the start of the request.
+    Http1 { bytes: Vec<u8>, must_close: bool },
+    /// An HTTP/2 stream's request, decoded, with its whole body.
+    Stream(StreamJob),
 }
 
 /// A finished job, on its way back to its loop.
@@ -54,6 +62,8 @@ pub(crate) struct Done {
     pub(crate) conn: ConnId,
     /// The answer, with its own copy of the head the pool's exchanger framed.
     pub(crate) answer: Answer<'static>,
+    /// For an HTTP/2 stream: which, and its request body (a script's stdin).
+    pub(crate) stream: Option<(StreamId, Vec<u8>)>,
 }
 
 struct State {
@@ -203,9 +213,12 @@ fn work(shared: &Shared) {
         };
         let step = std::panic::catch_unwind(AssertUnwindSafe(|| {
             crate::server::refresh(&mut server); // a SIGHUP's configuration, from this job on
-            match ex.step(&server, &job.bytes, job.peer, job.must_close) {
-                Step::Respond(answer) => Some(answer.into_owned()),
-                Step::Partial | Step::Offload => None,
+            match &job.work {
+                Work::Http1 { bytes, must_close } => match ex.step(&server, bytes, job.peer, *must_close) {
+                    Step::Respond(answer) => Some(answer.into_owned()),
+                    Step::Partial | Step::Offload => None,
+                },
+                Work::Stream(s) => Some(crate::h2::answer_offloaded(&mut ex, &server, s, job.peer).into_owned()),
             }
         }));
         // The exchange recorded the answer's access-log line in this thread's buffer, which
@@ -213,7 +226,11 @@ fn work(shared: &Shared) {
         crate::log::flush();
         // A panic, or (never: the loop saw a whole head) a partial request: no answer.
         let Ok(Some(answer)) = step else { continue };
-        let done = Done { conn: job.conn, answer };
+        let stream = match job.work {
+            Work::Http1 { .. } => None,
+            Work::Stream(s) => Some((s.stream, s.body)),
+        };
+        let done = Done { conn: job.conn, answer, stream };
         let mut st = shared.lock();
         let Some(inbox) = st.inboxes.get_mut(job.loop_index) else { continue };
         inbox.push(done);
@@ -249,11 +266,21 @@ impl Desk {
     /// pool; returns how long its answer may take (then the loop answers 504), or `None` if
     /// the queue is full or closed (the loop answers 503).
     pub(crate) fn submit(&self, conn: ConnId, bytes: Vec<u8>, peer: SocketAddr, must_close: bool) -> Option<Duration> {
+        self.queue(conn, peer, Work::Http1 { bytes, must_close })
+    }
+
+    /// Queues an HTTP/2 stream's request of connection `conn` for the pool; false if the
+    /// queue is full or closed (the stream gets 503). Its deadline is the session's.
+    pub(crate) fn submit_stream(&self, conn: ConnId, job: StreamJob, peer: SocketAddr) -> bool {
+        self.queue(conn, peer, Work::Stream(job)).is_some()
+    }
+
+    fn queue(&self, conn: ConnId, peer: SocketAddr, work: Work) -> Option<Duration> {
         let mut st = self.shared.lock();
         if st.closed || st.jobs.len() >= self.shared.cap {
             return None;
         }
-        st.jobs.push_back(Job { loop_index: self.index, conn, bytes, peer, must_close });
+        st.jobs.push_back(Job { loop_index: self.index, conn, peer, work });
         drop(st);
         self.shared.work.notify_one();
         Some(self.shared.server.site.options().cgi.timeout)

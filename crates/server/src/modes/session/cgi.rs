@@ -65,12 +65,15 @@ impl Session {
         }
     }
 
-    /// While a CGI request body is still to arrive: when it must have arrived. The driver
-    /// arms this deadline (not the send one) while it reads the body, and pumps when it
-    /// passes: the pump answers 408 and the connection closes.
-    pub(crate) fn body_deadline(&self) -> Option<Instant> {
-        match &self.body {
-            Some(Outgoing::Cgi(cgi, _)) => cgi.body_deadline(),
+    /// When the session must be driven even if no byte moves: while a CGI request body is
+    /// still to arrive, when it must have arrived (the pump then answers 408 and the
+    /// connection closes); over HTTP/2, when the first stream on the worker pool is late
+    /// (504 on it). The driver arms this deadline (not the send one) and drives the
+    /// session when it passes.
+    pub(crate) fn wake_at(&self) -> Option<Instant> {
+        match (&self.body, &self.protocol) {
+            (Some(Outgoing::Cgi(cgi, _)), _) => cgi.body_deadline(),
+            (_, super::Speaking::Http2(h2)) => h2.offload_deadline(),
             _ => None,
         }
     }
