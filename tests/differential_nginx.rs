@@ -139,4 +139,58 @@ fn spidey_and_nginx_split_and_accept_the_same_streams(mode: &str) {
     assert!(failures.is_empty(), "{} of {} streams disagree:\n{}", failures.len(), rows.len(), failures.join("\n"));
 }
 
-for_each_mode!(spidey_and_nginx_split_and_accept_the_same_streams);
+/// Runs `h2.py`'s cases against the HTTP/2 server on `port` (over TLS with `ca`): each
+/// case's name and summary.
+fn h2_cases(port: u16, ca: Option<&std::path::Path>) -> Vec<(String, String)> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential_nginx/h2.py");
+    let (tls, ca) = match ca {
+        Some(ca) => ("1", ca.to_str().unwrap().to_string()),
+        None => ("0", "-".to_string()),
+    };
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(&script)
+        .args([&port.to_string(), tls, &ca])
+        .output()
+        .expect("/usr/bin/python3 (python3-hpack) runs");
+    assert!(out.status.success(), "h2.py: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().filter_map(|l| l.split_once('\t')).map(|(n, s)| (n.to_string(), s.to_string())).collect()
+}
+
+/// The same HTTP/2 frames, case by case (`differential_nginx/h2.py`: pseudo-fields,
+/// connection-specific fields, field syntax, paths, bodies against their length,
+/// trailers, stream ids, frames on idle streams), to Spidey (`--http2`) and to nginx
+/// (`listen ... http2`, h2c by prior knowledge): which each serves, refuses or ends the
+/// connection on must agree, except for the differences listed with their reasons.
+fn spidey_and_nginx_accept_the_same_http2_requests(mode: &str) {
+    let fx = Fixture::new();
+    let spidey = Spidey::start(mode, &fx.root(), &["--http2", "-q"]);
+    let ca = spidey.tls.then(common::tls::ca_file);
+    let got_spidey = h2_cases(spidey.port, ca);
+    // nginx's answers do not depend on Spidey's mode: asked once for every mode.
+    static NGINX_H2: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    let got_nginx = NGINX_H2.get_or_init(|| {
+        // nginx 1.22 stalls HTTP/2 with sendfile on (docs/performance.md).
+        let nginx = Nginx::start(&fx.root(), "http2", "sendfile off;");
+        h2_cases(nginx.port, None)
+    });
+    assert!(got_spidey.len() >= 40, "h2.py ran {} cases", got_spidey.len());
+    assert_eq!(got_spidey.len(), got_nginx.len(), "the same cases on both");
+    let listed = cases::h2_differs();
+    let mut failures = Vec::new();
+    for ((name, spidey), (_, nginx)) in got_spidey.iter().zip(got_nginx) {
+        let (want_spidey, want_nginx) = match listed.iter().find(|(n, _)| n == name) {
+            Some((_, d)) => (d.spidey, d.nginx),
+            None => (nginx.as_str(), nginx.as_str()),
+        };
+        if spidey != want_spidey || nginx != want_nginx {
+            failures
+                .push(format!("{name}: spidey {spidey:?} nginx {nginx:?} (want {want_spidey:?} and {want_nginx:?})"));
+        }
+    }
+    assert!(listed.iter().all(|(n, _)| got_spidey.iter().any(|(m, _)| m == n)), "a listed case no longer runs");
+    let n = got_spidey.len();
+    assert!(failures.is_empty(), "{} of {n} HTTP/2 cases disagree:\n{}", failures.len(), failures.join("\n"));
+}
+
+for_each_mode!(spidey_and_nginx_split_and_accept_the_same_streams, spidey_and_nginx_accept_the_same_http2_requests);

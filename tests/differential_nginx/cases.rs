@@ -251,3 +251,47 @@ pub fn rows() -> Vec<Row> {
         ),
     ]
 }
+
+/// HTTP/2 (`h2.py`'s cases, by name): where Spidey and nginx 1.22 answer a case
+/// differently on purpose. Every other case must summarise the same on both.
+pub fn h2_differs() -> Vec<(&'static str, Differs)> {
+    let malformed = "RFC 9113 §8.2.2: a connection-specific field (or te other than trailers) makes the \
+                     request malformed; nginx drops the field and serves it";
+    let d = |spidey, nginx, why| Differs { spidey, nginx, why };
+    vec![
+        ("te gzip", d("rej", "hello", malformed)),
+        ("connection field", d("rej", "hello", malformed)),
+        ("keep-alive field", d("rej", "hello", malformed)),
+        ("transfer-encoding field", d("rej", "hello", malformed)),
+        ("upgrade field", d("rej", "hello", malformed)),
+        (
+            "pseudo-field after a field",
+            d("rej", "hello", "RFC 9113 §8.3: a pseudo-field after a regular field is malformed; nginx serves it"),
+        ),
+        (
+            "no :authority, no host",
+            d(
+                "hello",
+                "rej",
+                "RFC 9113 §8.3.1 lets a request carry no authority; nginx asks HTTP/2 for HTTP/1.1's Host (400)",
+            ),
+        ),
+        (
+            "stream ids going down",
+            d(
+                "- - goaway:1",
+                "hello - goaway:1",
+                "both end the connection (RFC 9113 §5.1.1); nginx first answers the stream it took, Spidey's \
+                 GOAWAY goes out at the error and the connection closes after it (§5.4.1)",
+            ),
+        ),
+        (
+            "DATA on an idle stream",
+            d("- goaway:1", "-", "RFC 9113 §5.1: a frame other than HEADERS or PRIORITY on an idle stream is a connection error; nginx ignores it"),
+        ),
+        (
+            "RST_STREAM on an idle stream",
+            d("- goaway:1", "-", "RFC 9113 §6.4: RST_STREAM on an idle stream is a connection error; nginx ignores it"),
+        ),
+    ]
+}

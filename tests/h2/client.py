@@ -192,4 +192,5 @@ def main():
     print(c.outcome())
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -167,6 +167,10 @@ pub(crate) fn request(list: FieldList) -> Result<RequestHead, &'static str> {
         }
     } else if scheme.is_none() || !matches!(path, Some(p) if !at(p).is_empty()) {
         return Err("no :scheme, or no or an empty :path");
+    } else if path.is_some_and(|p| at(p).iter().any(|&b| b <= b' ' || b == 0x7f)) {
+        // A request-target has no whitespace or control character (RFC 9110 §7.1, RFC
+        // 3986): HTTP/1.1's request line could not carry one either.
+        return Err("a :path with whitespace or a control character");
     }
     if let (Some(host), Some(authority)) = (host, authority) {
         if at(host) != at(authority) {
