@@ -252,8 +252,37 @@ fn sighup_reloads_the_configuration(mode: &str) {
     assert!(!text.contains("panicked"), "{mode}: {text}");
 }
 
+/// A reload that turns `--basic-auth` on: served with it from then on in every mode but
+/// `event` and `uring`, which start their password workers only with it: there it is
+/// refused, naming the flag, and the site stays open.
+fn a_reload_that_turns_basic_auth_on(mode: &str) {
+    let fx = Fixture::new();
+    let config = fx.outside.path().join("spidey.toml");
+    let stderr = fx.outside.path().join("stderr");
+    std::fs::write(&config, "index = [\"index.html\"]\n").unwrap();
+    let mut cmd = command(mode, &fx.root(), &["--port", "0", "--quiet", "--config", config.to_str().unwrap()]);
+    cmd.stderr(std::fs::File::create(&stderr).unwrap());
+    let mut s = spawn(cmd);
+    let (addr, master) = (SocketAddr::from(([127, 0, 0, 1], s.port)), s.child.id());
+    assert_eq!(get(addr, "/hello.txt").0, 200, "{mode}: open at startup");
+    let hash = sha_crypt::sha256_simple("secret", &sha_crypt::Sha256Params::new(1000).unwrap()).unwrap();
+    std::fs::write(&config, format!("index = [\"index.html\"]\nbasic-auth = [\"ann:{hash}\"]\n")).unwrap();
+    signal(master, "HUP");
+    eventually(&format!("{mode}: the reload's line"), || read(&stderr).contains("configuration"));
+    let line = read(&stderr).lines().find(|l| l.contains("configuration")).unwrap().to_string();
+    if matches!(mode, "event" | "uring") {
+        assert!(line.contains("--basic-auth turned on or off, which needs a restart"), "{mode}: {line}");
+        assert_eq!(get(addr, "/hello.txt").0, 200, "{mode}: still open");
+    } else {
+        assert!(line.contains("reloaded the configuration"), "{mode}: {line}");
+        eventually(&format!("{mode}: 401 without credentials"), || get(addr, "/hello.txt").0 == 401);
+    }
+    assert!(s.stop().success(), "{mode}: stopped cleanly");
+}
+
 crate::for_each_mode!(
     sighup_during_traffic_drops_no_request,
     connection_accepted_before_a_reload_is_answered,
-    sighup_reloads_the_configuration
+    sighup_reloads_the_configuration,
+    a_reload_that_turns_basic_auth_on
 );

@@ -11,8 +11,8 @@
 //! configuration that changes it is refused, naming the flags ([`NEEDS_RESTART`]): the
 //! listeners, the mode and its workers, the limits and timeouts (they size the loops'
 //! buffers and deadline wheels), TLS and HTTP/2 (the certificate files themselves are
-//! read again, `modes/tls.rs`), logging, `--user` and whether `--basic-auth` is on at all
-//! (`event` and `uring` start their password workers only with it).
+//! read again, `modes/tls.rs`), logging, `--user`, and in `event` and `uring` whether
+//! `--basic-auth` is on at all (they start their password workers only with it).
 //!
 //! The work is done by whoever services SIGHUP (`signals.rs`): the forking master in
 //! `fork` and `prefork` (its later children and its replacement workers inherit the new
@@ -68,8 +68,9 @@ struct Armed {
     port: u16,
     forks: bool,
     build: Build,
-    /// Whether `--basic-auth` (or its file) was on at startup.
-    auth: bool,
+    /// Whether `--basic-auth` (or its file) was on at startup, in a mode whose password
+    /// workers start only with it (`event`, `uring`): then it must stay so.
+    auth: Option<bool>,
     /// The configuration in use (what a reload keeps of it: TLS, the CGI slots).
     running: Arc<Server>,
 }
@@ -77,10 +78,11 @@ struct Armed {
 static ARMED: OnceLock<Mutex<Armed>> = OnceLock::new();
 
 /// Makes SIGHUP reload the configuration `argv` (this process's command line, program
-/// name first) gives, once `server` serves on `port`.
-pub(crate) fn arm(argv: Vec<OsString>, server: &Arc<Server>, port: u16, forks: bool, build: Build) {
+/// name first) gives, once `server` serves on `port`. `auth_fixed`: the mode starts its
+/// password workers only with `--basic-auth` (`event`, `uring`).
+pub(crate) fn arm(argv: Vec<OsString>, server: &Arc<Server>, port: u16, forks: bool, auth_fixed: bool, build: Build) {
     let Ok(matches) = parse(&argv) else { return };
-    let auth = server.site.options().auth.is_some();
+    let auth = auth_fixed.then(|| server.site.options().auth.is_some());
     let running = Arc::clone(server);
     let _ = ARMED.set(Mutex::new(Armed { argv, matches, port, forks, build, auth, running }));
 }
@@ -109,8 +111,8 @@ impl Armed {
         }
         let args = ServeArgs::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
         let mut server = (self.build)(&args).map_err(|e| format!("{e:#}"))?;
-        if server.site.options().auth.is_some() != self.auth {
-            return Err("--basic-auth turned on or off, which needs a restart".into());
+        if self.auth.is_some_and(|on| server.site.options().auth.is_some() != on) {
+            return Err("--basic-auth turned on or off, which needs a restart in this mode".into());
         }
         if self.forks {
             // fork(2) is sound only while single-threaded: a new handler library's

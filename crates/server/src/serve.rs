@@ -90,7 +90,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install(args.grace)?;
     let forks = matches!(args.mode, crate::modes::Mode::Fork | crate::modes::Mode::Prefork);
     let watcher = if forks { Watcher::ForkingMaster } else { Watcher::Thread };
-    crate::reload::arm(std::env::args_os().collect(), &server, port, forks, rebuild);
+    let auth_fixed = matches!(args.mode, crate::modes::Mode::Event | crate::modes::Mode::Uring);
+    crate::reload::arm(std::env::args_os().collect(), &server, port, forks, auth_fixed, rebuild);
     crate::signals::install(watcher, on_hup)?;
     let scheme = if server.tls.is_some() { "https" } else { "http" };
     let mut out = std::io::stdout().lock();
