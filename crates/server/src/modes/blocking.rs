@@ -217,7 +217,7 @@ fn respond(
             Sent::Blocked => client.wait_room()?,
             Sent::Failed => return Err(io::ErrorKind::BrokenPipe.into()),
             Sent::NeedRead => {
-                // The whole body is bounded (`Session::body_deadline`), not each read: past
+                // The whole body is bounded (`Session::wake_at`), not each read: past
                 // it, the next send answers 408.
                 let deadline = session.wake_at().unwrap_or_else(|| Instant::now() + server.timeouts.head);
                 if !session.holds_input() {
