@@ -100,16 +100,28 @@ fn the_robustness_table_shows_progress_on_a_terminal() {
     let file = dir.path().join("006-mini.toml");
     let event_only = EXPERIMENT.replace(r#"{ label = "single", mode = "single" }, "#, "");
     std::fs::write(&file, event_only).unwrap();
-    let lab = format!(
-        "stty rows 40 cols 160; {} lab --quick --out {} {}",
-        env!("CARGO_BIN_EXE_spidey"),
-        dir.path().join("out").display(),
-        file.display()
-    );
-    let out = Command::new(script).args(["-qec", &lab, "/dev/null"]).output().unwrap();
-    let tty = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{tty}");
+    let run = |cols: u32, out: &str| {
+        let lab = format!(
+            "stty rows 40 cols {cols}; {} lab --quick --out {} {}",
+            env!("CARGO_BIN_EXE_spidey"),
+            dir.path().join(out).display(),
+            file.display()
+        );
+        let out = Command::new(script).args(["-qec", &lab, "/dev/null"]).output().unwrap();
+        let tty = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{tty}");
+        tty
+    };
+    let tty = run(160, "out");
     for drawn in ["] 0/2 ", "] 1/2 ", "] 2/2 ", "006-robustness-mini: event slowloris N=16"] {
         assert!(tty.contains(drawn), "the terminal never showed {drawn:?}:\n{tty}");
     }
+    // On a terminal too narrow for the point's name beside the bar, the name is cut and
+    // the bar keeps its 30 cells (a bar as wide as the room left once collapsed to `[]`).
+    let tty = run(72, "out-narrow");
+    let whole_bar = tty.match_indices("] 2/2 ").any(|(at, _)| {
+        let before: Vec<char> = tty[..at].chars().rev().take(31).collect();
+        before.len() == 31 && before[30] == '['
+    });
+    assert!(whole_bar, "no 30-cell bar at 72 columns:\n{tty}");
 }
