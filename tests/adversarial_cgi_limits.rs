@@ -94,6 +94,45 @@ fn trickled_cgi_body_is_408(mode: &str) {
     assert_eq!(server.get("/hello.txt", &[]).status, 200);
 }
 
+/// An answer that leaves the request's body unread closes the connection while the client
+/// may still be sending it. The server must linger (read and drop until the client closes,
+/// RFC 9112 §9.6): a socket closed with input arriving answers with a reset, and a reset
+/// drops whatever of the response the kernel had not sent yet. Before the fix the server
+/// closed at once whenever no byte of the body happened to be waiting, so the client's next
+/// bytes were reset (the rare "status 0" of `trickled_cgi_body_is_408` in `uring`).
+fn a_close_with_the_body_unread_lingers(mode: &str) {
+    let fx = Fixture::new();
+    let root = fx.root();
+    script(&root, "cgi-bin/echo", "#!/bin/sh\ncat >/dev/null\nprintf 'Content-Type: text/plain\\r\\n\\r\\nread'\n");
+    let server = start(mode, &root, &["--body-timeout", "1s", "--max-body", "1000", "--idle-timeout", "10s"]);
+    // (case, request head, status)
+    let cases = [
+        (
+            "a script's body that stops coming",
+            "POST /cgi-bin/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n",
+            408,
+        ),
+        ("a body over --max-body", "POST /cgi-bin/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n", 413),
+        ("a body a file does not read", "POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n", 405),
+    ];
+    for (case, head, status) in cases {
+        let mut s = server.connect();
+        s.write_all(head.as_bytes()).unwrap();
+        let (text, closed) = read_until_close(&mut s, Duration::from_secs(8));
+        assert_eq!(status_of(&text), status, "{case}: {text}");
+        assert!(closed, "{case}: the connection stayed open after the {status}");
+        // The client, not yet aware, sends more of its body, twice: a socket that was
+        // closed answers the first with a reset, and the second then fails.
+        let more = [b'x'; 100];
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_millis(100));
+            sent.push(s.write_all(&more).and_then(|()| s.flush()).map_err(|e| e.kind()));
+        }
+        assert!(sent.iter().all(Result::is_ok), "{case}: the body's rest was reset: {sent:?}");
+    }
+}
+
 /// The raw response to a GET of `target` on a new connection (which asks to close).
 fn get(server: &Spidey, target: &str) -> String {
     server.raw(format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
@@ -239,6 +278,7 @@ for _ in range(600):
 
 crate::for_each_mode!(
     trickled_cgi_body_is_408,
+    a_close_with_the_body_unread_lingers,
     scripts_beyond_max_cgi_are_503,
     a_body_on_its_way_holds_no_cgi_slot,
     script_that_leaves_its_group_is_killed

@@ -94,6 +94,10 @@ pub struct Answer<'h> {
     pub body: Body,
     /// Whether the connection stays open afterwards.
     pub keep_alive: bool,
+    /// The request declared a body that this answer leaves unread, so the connection
+    /// closes while its client may still be sending: the close must linger (RFC 9112
+    /// §9.6), or the client's next bytes reset the connection, response and all.
+    pub body_unread: bool,
     /// Request bytes consumed from the buffer.
     pub consumed: usize,
     /// Wait this long before writing the answer (`--delay`; see the module docs).
@@ -104,8 +108,8 @@ impl Answer<'_> {
     /// The answer with its own copy of the head, free of the exchanger (for an answer made
     /// on `hybrid`'s pool and sent by a loop).
     pub fn into_owned(self) -> Answer<'static> {
-        let Answer { head, body, keep_alive, consumed, delay } = self;
-        Answer { head: head.map(Head::into_owned), body, keep_alive, consumed, delay }
+        let Answer { head, body, keep_alive, body_unread, consumed, delay } = self;
+        Answer { head: head.map(Head::into_owned), body, keep_alive, body_unread, consumed, delay }
     }
 }
 
@@ -285,7 +289,8 @@ impl Exchanger {
         }
         let reads_body = matches!(response.body, content::Body::Cgi(_)) || consumed > head_len;
         // A body this server does not read would be taken for the next request: close instead.
-        let close = must_close || !req.keep_alive || (req.body != BodyFraming::None && !reads_body) || response.close;
+        let body_unread = req.body != BodyFraming::None && !reads_body;
+        let close = must_close || !req.keep_alive || body_unread || response.close;
         let meta = Meta {
             peer,
             request_line: req.request_line,
@@ -304,9 +309,9 @@ impl Exchanger {
                 let may_redirect = redirect == Redirect::Allowed;
                 let cgi = CgiResponse::new(run, &meta, req, !close, server.quiet, may_redirect, extra);
                 let body = Body::Cgi(Box::new(cgi));
-                Answer { head: None, body, keep_alive: !close, consumed, delay: None }
+                Answer { head: None, body, keep_alive: !close, body_unread: false, consumed, delay: None }
             }
-            _ => self.finish(server, response, &meta, close, consumed),
+            _ => Answer { body_unread, ..self.finish(server, response, &meta, close, consumed) },
         }
     }
 
@@ -355,7 +360,7 @@ impl Exchanger {
             drop(script);
             Body::Empty
         });
-        Answer { head: Some(head), body, keep_alive: !close, consumed, delay: None }
+        Answer { head: Some(head), body, keep_alive: !close, body_unread: false, consumed, delay: None }
     }
 }
 

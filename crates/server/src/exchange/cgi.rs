@@ -216,6 +216,12 @@ impl CgiResponse {
         self.run.deadline()
     }
 
+    /// After [`CgiStep::Done`]: whether the request body was left unread (refused or late),
+    /// so the connection closes while its client may still be sending.
+    pub fn body_unread(&self) -> bool {
+        self.run.body_unread()
+    }
+
     /// After [`CgiStep::Done`]: whether the connection may serve another request.
     pub fn keep_alive(&self) -> bool {
         matches!(self.output, Output::Done { keep_alive: true })

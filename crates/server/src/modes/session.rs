@@ -127,6 +127,9 @@ pub(crate) struct Session {
     body: Option<Outgoing>,
     /// Whether the connection stays open after the response being sent.
     keep_alive: bool,
+    /// The response being sent closes the connection with its request's body not all
+    /// read: the client may still be sending it, so the close lingers ([`Session::linger`]).
+    body_unread: bool,
     served: u32,
     hold: Hold,
     /// After the last response, half-closed: client bytes are read and dropped until the
@@ -162,6 +165,7 @@ impl Session {
             out: OutBytes::default(),
             body: None,
             keep_alive: true,
+            body_unread: false,
             served: 0,
             hold: Hold::None,
             lingering: false,
@@ -273,6 +277,7 @@ impl Session {
         self.served += 1;
         self.start += answer.consumed;
         self.keep_alive = answer.keep_alive;
+        self.body_unread = answer.body_unread;
         if let Some(delay) = answer.delay {
             self.hold = Hold::Delay(delay);
         }
@@ -502,9 +507,11 @@ impl Session {
     /// After the response the server closes on (`finish_response` said so): whether the
     /// connection must linger instead of closing now. Closing a socket with unread input
     /// sends a reset, and a reset drops whatever of the response the kernel has not sent
-    /// yet (RFC 9112 §9.6). So when client bytes are left over (buffered here, or `unread`
-    /// in the socket as the driver knows, or the connection speaks HTTP/2), the socket `fd` is half-closed (shutdown(SHUT_WR):
-    /// the response leaves, then the FIN) and this returns true: the driver reads and drops
+    /// yet (RFC 9112 §9.6). So when client bytes are left over or may still come (buffered
+    /// here, `unread` in the socket as the driver knows, a request body the answer left
+    /// unread, or the connection speaks HTTP/2), the socket `fd` is half-closed
+    /// (shutdown(SHUT_WR): the response leaves, then the FIN) and this returns true: the
+    /// driver reads and drops
     /// input until the client closes or the idle deadline passes, as nginx's lingering
     /// close does. False: close now (nothing left over, or the half-close failed).
     pub(crate) fn linger<Fd: AsFd>(&mut self, fd: &Fd, unread: bool, buffers: &mut Buffers) -> bool {
@@ -513,7 +520,7 @@ impl Session {
         // ends (a GOAWAY for a flood): what it has not sent yet would arrive after the
         // close and reset the connection, GOAWAY and all, so HTTP/2 always lingers.
         let h2 = matches!(self.protocol, Speaking::Http2(_));
-        if !unread && !self.has_partial_request() && !h2 {
+        if !unread && !self.body_unread && !self.has_partial_request() && !h2 {
             return false;
         }
         if rustix::net::shutdown(fd, rustix::net::Shutdown::Write).is_err() {

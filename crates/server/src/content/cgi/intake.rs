@@ -156,6 +156,12 @@ impl Intake {
         Some(self.started + self.timeout + earned)
     }
 
+    /// Whether the body was left unread: refused (413, 400) or late (408) before all of
+    /// it arrived, so the client may still be sending it.
+    pub(crate) fn left_unread(&self) -> bool {
+        !matches!(self.state, State::Whole)
+    }
+
     /// The body taken in so far (whole once [`Intake::poll`] says [`Progress::Whole`]).
     pub(crate) fn body(&self) -> &[u8] {
         &self.body

@@ -194,6 +194,11 @@ impl CgiRun {
         self.intake.deadline()
     }
 
+    /// Whether the request body was left unread ([`Intake::left_unread`]).
+    pub fn body_unread(&self) -> bool {
+        self.intake.left_unread()
+    }
+
     /// When the script is killed (504) if it has not finished.
     pub fn deadline(&self) -> Instant {
         self.deadline

@@ -58,6 +58,7 @@ impl Session {
                 }
                 CgiStep::Done => {
                     self.keep_alive &= cgi.keep_alive();
+                    self.body_unread = cgi.body_unread();
                     self.body = None;
                     return if wrote { CgiFlow::Write } else { CgiFlow::Done };
                 }
