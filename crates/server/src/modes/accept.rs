@@ -65,7 +65,7 @@ impl Acceptor {
                 }
             }
             if all_empty {
-                let fds: Vec<BorrowedFd<'_>> = std::iter::once(shutdown.fd()).chain(self.fds()).collect();
+                let fds: super::children::Fds<'_> = std::iter::once(shutdown.fd()).chain(self.fds()).collect();
                 if let Ok(Some(0)) = super::children::first_readable(&fds, None) {
                     shutdown.note();
                     return None;

@@ -104,10 +104,19 @@ impl Drop for Children {
     }
 }
 
+/// How many fds a parent polls without allocating: its shutdown and SIGCHLD pipes and a
+/// few listeners.
+pub(crate) const POLLED: usize = 8;
+
+/// The fds a forking parent waits on.
+pub(crate) type Fds<'a> = smallvec::SmallVec<[BorrowedFd<'a>; POLLED]>;
+type Polled<'a> = smallvec::SmallVec<[PollFd<'a>; POLLED]>;
+
 /// Waits until one of `fds` is readable and returns the index of the first readable one
 /// (earlier fds take priority), or `None` when `timeout` passes first.
+/// No allocation for up to [`POLLED`] fds: the forking parents call it once per connection.
 pub(crate) fn first_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Option<usize>> {
-    let mut polled: Vec<PollFd<'_>> = fds.iter().map(|&fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
+    let mut polled: Polled<'_> = fds.iter().map(|&fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)).collect();
     if !crate::net::poll_until(&mut polled, timeout.map(|t| Instant::now() + t))? {
         return Ok(None);
     }

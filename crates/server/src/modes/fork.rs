@@ -7,9 +7,10 @@
 //!
 //! Coordination: the parent is single-threaded (so fork is sound) and sleeps in poll(2)
 //! on the shutdown pipe, the SIGCHLD pipe and the listeners (left out at the
-//! `--max-conns` cap, so a full house stops accepting until a child ends). Every wake-up
-//! starts by reaping ended children with waitpid(WNOHANG): the parent never blocks on a
-//! child and leaves no zombie. A failed fork (EAGAIN, ENOMEM) keeps the connection,
+//! `--max-conns` cap, so a full house stops accepting until a child ends). When the
+//! SIGCHLD pipe wakes it, it reaps every ended child with waitpid(WNOHANG): the parent
+//! never blocks on a child and leaves no zombie, and a wake-up for a connection costs no
+//! reaping call. A failed fork (EAGAIN, ENOMEM) keeps the connection,
 //! reaps, backs off and tries again. The child closes the listener, serves, flushes its
 //! access log and leaves with _exit(2), so it can never return into the accept loop.
 //!
@@ -21,7 +22,7 @@
 //! closes the listeners, children finish their in-flight response and exit, and the
 //! parent reaps them all (killing any still running after the grace period).
 
-use super::children::{first_readable, Children};
+use super::children::{first_readable, Children, Fds};
 use super::fork_parse::Head;
 use super::{accept, ModeContext};
 use crate::net::Shutdown;
@@ -41,19 +42,24 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let mut children = Children::watch().context("cannot watch SIGCHLD")?;
     let mut listener = Some(accept::Acceptor::new(listeners));
     loop {
-        children.reap();
         if shutdown.flagged() {
             break;
         }
         let acceptor = listener.as_mut().context("the parent keeps its listeners")?;
         let full = children.len() >= max_conns;
-        let fds: Vec<_> = [shutdown.fd(), children.fd()].into_iter().chain(acceptor.fds()).collect();
-        match first_readable(if full { &fds[..2] } else { &fds }, None)? {
+        let woke = {
+            let fds: Fds<'_> = [shutdown.fd(), children.fd()].into_iter().chain(acceptor.fds()).collect();
+            first_readable(if full { &fds[..2] } else { &fds }, None)?
+        };
+        match woke {
             Some(0) => {
                 shutdown.note();
                 break;
             }
-            Some(1) => continue, // a child ended: reap it at the top
+            Some(1) => {
+                children.reap(); // a child ended (or a signal to service came)
+                continue;
+            }
             _ => {}
         }
         let Some((stream, peer)) = acceptor.next(&shutdown) else { break };

@@ -44,7 +44,7 @@
 //! finish their in-flight response and exit; the master reaps them all, killing any
 //! still running a second after the grace period.
 
-use super::children::{first_readable, Children};
+use super::children::{first_readable, Children, Fds};
 use super::pool::IDLE_RETIRE;
 use super::{accept, cores, ModeContext, Workers};
 use crate::net::{Listener, Shutdown};
@@ -167,7 +167,7 @@ impl Master {
             self.keep_minimum();
             self.adapt();
             let timeout = self.next_timer();
-            let mut fds = vec![self.shutdown.fd(), self.children.fd()];
+            let mut fds: Fds<'_> = [self.shutdown.fd(), self.children.fd()].into_iter().collect();
             if let Some((read, _)) = &self.status {
                 fds.push(read.as_fd());
             }
