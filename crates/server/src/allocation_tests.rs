@@ -112,3 +112,40 @@ fn an_http2_answer_costs_a_bounded_number_of_allocations() {
     assert!(per <= 15.0, "{per:.2} allocations per HTTP/2 answer, 20 streams at a time");
     assert!(one <= 17.5, "{one:.2} allocations per HTTP/2 answer, one stream at a time");
 }
+
+/// A long-lived blocking worker (`single`'s loop, a `pool` thread, a `prefork` process)
+/// keeps its exchanger and buffers from one connection to the next: a connection per
+/// request costs what the answer costs (the two of the test above), not a fresh receive
+/// buffer, send buffer and date cache each time (eight allocations per connection before).
+#[test]
+fn a_worker_allocates_nothing_per_connection_but_the_answer() {
+    use std::io::{Read, Write};
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("1k.bin"), vec![b'x'; 1024]).unwrap();
+    let server = Server::for_tests(root.path()).unwrap();
+    let shutdown = crate::net::Shutdown::new(std::time::Duration::from_secs(1)).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    const WARM: usize = 10;
+    const N: usize = 50;
+    let client = std::thread::spawn(move || {
+        for _ in 0..WARM + N {
+            let mut c = std::net::TcpStream::connect(address).unwrap();
+            c.write_all(b"GET /1k.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+            let mut response = Vec::new();
+            c.read_to_end(&mut response).unwrap();
+            assert!(response.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&response));
+        }
+    });
+    let mut worker = crate::modes::blocking::Worker::new(&server);
+    let mut serve_one = || {
+        let (stream, peer) = listener.accept().unwrap();
+        crate::modes::blocking::serve(stream, peer, &server, &shutdown, &mut worker);
+    };
+    (0..WARM).for_each(|_| serve_one());
+    let calls = allocations(|| (0..N).for_each(|_| serve_one()));
+    client.join().unwrap();
+    // The date cache formats once a second: a few more over the run.
+    let most = 2 * N as u64 + 10;
+    assert!(calls <= most, "{calls} allocations for {N} connections: {:.2} each", calls as f64 / N as f64);
+}

@@ -31,10 +31,25 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
+/// What a worker keeps from one connection to the next: the exchanger (its `Date` cache)
+/// and the receive and send buffers. A long-lived worker (`single`'s loop, a `pool` thread,
+/// a `prefork` process) makes one and allocates them once, not per connection; `thread`
+/// and `fork` make one per connection, for the thread or child that serves it.
+pub(crate) struct Worker {
+    exchanger: Exchanger,
+    buffers: Buffers,
+}
+
+impl Worker {
+    pub(crate) fn new(server: &Server) -> Worker {
+        Worker { exchanger: Exchanger::new(), buffers: Buffers::new(server) }
+    }
+}
+
 /// Serves one connection until it closes, times out, or shutdown is asked between
 /// requests. Returns when the connection is done; the stream is closed on drop.
-pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown) {
-    serve_from(stream, peer, server, shutdown, None);
+pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, server: &Server, shutdown: &Shutdown, worker: &mut Worker) {
+    serve_from(stream, peer, server, shutdown, None, worker);
 }
 
 /// [`serve`] for a connection whose first bytes were already read (`fork
@@ -46,6 +61,7 @@ pub(crate) fn serve_from(
     server: &Server,
     shutdown: &Shutdown,
     read: Option<(&[u8], Instant)>,
+    worker: &mut Worker,
 ) {
     // An open connection and a busy worker, until it ends. TCP_NODELAY and TCP_NOTSENT_LOWAT
     // come from the listener (`Listener::tune`): no setsockopt here.
@@ -54,36 +70,37 @@ pub(crate) fn serve_from(
         return;
     }
     let client = Client { stream, send_timeout: server.timeouts.send, shutdown };
-    let mut exchanger = Exchanger::new();
-    let mut buffers = Buffers::new(server);
+    let Worker { exchanger, buffers } = worker;
     let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
     if let Some((bytes, started)) = read {
         // At most max_head + RECV_ROOM bytes: the receive buffer's size.
-        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &client.stream, &mut buffers)) {
+        if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &client.stream, &mut *buffers)) {
             return;
         }
         since = Since::Head(started);
     }
     loop {
-        if session.answer(&mut exchanger, server, &mut buffers, shutdown.flagged(), Offloading::Never)
+        if session.answer(&mut *exchanger, server, &mut *buffers, shutdown.flagged(), Offloading::Never)
             == Answered::Ready
         {
             if let Held::Starts(delay) = session.held() {
                 std::thread::sleep(delay);
-                session.end_hold(HoldEnd::Deadline, &mut exchanger, server, &mut buffers);
+                session.end_hold(HoldEnd::Deadline, &mut *exchanger, server, &mut *buffers);
             }
-            let sent = respond(&client, &mut session, &mut exchanger, server, &mut buffers);
+            let sent = respond(&client, &mut session, &mut *exchanger, server, &mut *buffers);
             since =
                 if session.has_partial_request() { Since::Head(Instant::now()) } else { Since::Idle(Instant::now()) };
-            if finish(&client, &mut session, &mut buffers, server, sent) {
+            if finish(&client, &mut session, &mut *buffers, server, sent) {
                 continue;
             }
             break;
         }
         // TLS: a handshake flight (or tickets) goes out before the client is waited for.
         if session.is_sending() {
-            if client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut exchanger, server, &mut buffers)).is_err()
+            if client
+                .until_sent(|fd| session.write_to(&mut Direct(fd), &mut *exchanger, server, &mut *buffers))
+                .is_err()
             {
                 break;
             }
@@ -103,24 +120,24 @@ pub(crate) fn serve_from(
             };
         if !ready && shutdown.flagged() && !session.has_partial_request() {
             // Idle at shutdown: HTTP/2's GOAWAY, if it speaks HTTP/2, then the close.
-            if session.farewell(&mut exchanger, server, &mut buffers) {
+            if session.farewell(&mut *exchanger, server, &mut *buffers) {
                 let sent =
-                    client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut exchanger, server, &mut buffers));
-                finish(&client, &mut session, &mut buffers, server, sent);
+                    client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut *exchanger, server, &mut *buffers));
+                finish(&client, &mut session, &mut *buffers, server, sent);
             }
             break;
         }
         if !ready {
             // A TLS handshake cut by the head deadline has no HTTP to answer 408 in.
             if session.has_partial_request() && !session.is_handshaking() {
-                session.answer_timeout(&mut exchanger, server, &mut buffers);
+                session.answer_timeout(&mut *exchanger, server, &mut *buffers);
                 let sent =
-                    client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut exchanger, server, &mut buffers));
-                finish(&client, &mut session, &mut buffers, server, sent);
+                    client.until_sent(|fd| session.write_to(&mut Direct(fd), &mut *exchanger, server, &mut *buffers));
+                finish(&client, &mut session, &mut *buffers, server, sent);
             }
             break;
         }
-        match session.read_from(&mut Direct(&client.stream), &mut buffers) {
+        match session.read_from(&mut Direct(&client.stream), &mut *buffers) {
             Inflow::Bytes { .. } => {
                 if let Since::Idle(_) = since {
                     since = Since::Head(Instant::now());
@@ -130,7 +147,7 @@ pub(crate) fn serve_from(
             Inflow::Closed => break,
         }
     }
-    session.release(&mut buffers);
+    session.release(&mut *buffers);
     crate::log::flush();
 }
 

@@ -121,7 +121,7 @@ fn fork_child(children: &mut Children, shutdown: &Shutdown) -> std::io::Result<O
 fn serve_and_exit(stream: TcpStream, peer: SocketAddr, head: Option<Head>, server: &Server, shutdown: &Shutdown) -> ! {
     let read = head.as_ref().map(|h| (&h.bytes[..], h.started));
     let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        super::blocking::serve_from(stream, peer, server, shutdown, read)
+        super::blocking::serve_from(stream, peer, server, shutdown, read, &mut super::blocking::Worker::new(server))
     }));
     crate::log::flush();
     spidey_sys::exit_immediately(if served.is_ok() { 0 } else { 1 })

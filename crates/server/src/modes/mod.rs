@@ -26,7 +26,7 @@
 //!    thread when it forks, and signals reach it through the self-pipe, not a thread.
 
 pub mod accept;
-mod blocking;
+pub(crate) mod blocking;
 mod buffers;
 mod children;
 pub mod event;

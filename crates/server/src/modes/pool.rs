@@ -148,6 +148,7 @@ impl Pool {
 
     /// A worker's life: take a connection, serve it, repeat; end on retire or close.
     fn work(&self) {
+        let mut worker = super::blocking::Worker::new(&self.server);
         let mut st = self.lock();
         loop {
             while st.queue.is_empty() {
@@ -168,7 +169,8 @@ impl Pool {
             self.room.notify_one();
             // A panic costs only its connection, not the worker or the counts.
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                super::blocking::serve(stream, peer, &crate::server::newest(&self.server), &self.shutdown);
+                let server = crate::server::newest(&self.server);
+                super::blocking::serve(stream, peer, &server, &self.shutdown, &mut worker);
             }));
             st = self.lock();
             st.idle += 1;

@@ -380,6 +380,7 @@ fn worker(
             spidey_sys::exit_immediately(1)
         }
     };
+    let mut worker = super::blocking::Worker::new(server);
     loop {
         let (listener, last) = match waiter.wait() {
             Ok(Duty::Connection { index }) => (listeners[index], false),
@@ -406,7 +407,7 @@ fn worker(
                     // The last connection is served under the server's shutdown alone: under
                     // `retirable`, already fired, it would be closed before its first request.
                     let stop = if last { shutdown } else { &retirable };
-                    let serve = || super::blocking::serve(stream, peer, server, stop);
+                    let serve = || super::blocking::serve(stream, peer, server, stop, &mut worker);
                     let _ = std::panic::catch_unwind(AssertUnwindSafe(serve));
                 }
                 report(IDLE);

@@ -12,8 +12,9 @@ use super::{accept, ModeContext};
 
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let mut acceptor = accept::Acceptor::new(ctx.listeners);
+    let mut worker = super::blocking::Worker::new(&ctx.server);
     while let Some((stream, peer)) = acceptor.next(&ctx.shutdown) {
-        super::blocking::serve(stream, peer, &crate::server::newest(&ctx.server), &ctx.shutdown);
+        super::blocking::serve(stream, peer, &crate::server::newest(&ctx.server), &ctx.shutdown, &mut worker);
     }
     Ok(())
 }

@@ -63,7 +63,7 @@ fn spawn(job: Job, server: &Arc<Server>, shutdown: &Shutdown) -> bool {
         let started = std::thread::Builder::new().name("spidey-conn".into()).stack_size(STACK_SIZE).spawn(move || {
             let job = slot_for_thread.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some((stream, peer, permit)) = job {
-                super::blocking::serve(stream, peer, &server, &stop);
+                super::blocking::serve(stream, peer, &server, &stop, &mut super::blocking::Worker::new(&server));
                 drop(permit);
             }
         });
