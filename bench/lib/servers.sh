@@ -69,18 +69,25 @@ files_of_server() { # server
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start NAME CMD...: runs CMD in the background, pinned to SERVER_CPUS and inside NAME's own
-# cgroup (joined before exec, so nothing it forks escapes the count).
+# cgroup (joined before exec, so nothing it forks escapes the count). With perf_cg_root set
+# (a cgroup v1 perf_event hierarchy, bench/account.sh) it joins a cgroup there too, named
+# in perf_cgroup[NAME], so `perf stat -G` counts every process it ever has.
 start() {
   local name=$1
   shift
-  local cg="" pin=()
+  local cgs="" cg pin=()
   if [ "$cg_kind" != none ]; then
     cg="$cg_root/spidey-bench-$$-${name//[:+]/-}"
     mkdir -p "$cg"
-    cgroup[$name]=$cg
+    cgroup[$name]=$cg cgs=$cg
+  fi
+  if [ -n "${perf_cg_root:-}" ]; then
+    cg="spidey-bench-$$-${name//[:+]/-}"
+    mkdir -p "$perf_cg_root/$cg"
+    perf_cgroup[$name]=$cg cgs="$cgs $perf_cg_root/$cg"
   fi
   [ -z "$SERVER_CPUS" ] || pin=(taskset -c "$SERVER_CPUS")
-  CG="$cg" "${pin[@]}" sh -c '[ -z "$CG" ] || echo $$ >"$CG/cgroup.procs"; exec "$@"' sh "$@" &
+  CGS="$cgs" "${pin[@]}" sh -c 'for cg in $CGS; do echo $$ >"$cg/cgroup.procs"; done; exec "$@"' sh "$@" &
   pid[$name]=$!
 }
 
@@ -89,6 +96,7 @@ stop_servers() {
   for s in "${!pid[@]}"; do kill "${pid[$s]}" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for s in "${!cgroup[@]}"; do rmdir "${cgroup[$s]}" 2>/dev/null || true; done
+  [ -z "${perf_cg_root:-}" ] || for s in "${!perf_cgroup[@]}"; do rmdir "$perf_cg_root/${perf_cgroup[$s]}" 2>/dev/null || true; done
 }
 
 start_nginx() { # name workers
