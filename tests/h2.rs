@@ -266,7 +266,27 @@ fn a_slow_stream_and_its_sibling(mode: &str) {
     assert!(got.starts_with(want), "{mode}: a 2.5 s handler under a 1 s pool bound: {got}");
 }
 
+/// Two scripts on one connection: a quick one is answered as soon as it is done, not when a
+/// slow sibling started before it next writes. The loops wait on every running script's
+/// pipes (`Session::script_watch`); so does the blocking driver, which starts both scripts
+/// at once too. Before, only the first script's pipes were watched, so the quick answer
+/// waited the 3 s of the slow one.
+fn scripts_on_one_connection_do_not_wait_for_each_other(mode: &str) {
+    let dir = site();
+    let late = dir.path().join("cgi-bin").join("late");
+    std::fs::write(&late, "#!/bin/sh\nsleep 3\nprintf 'Content-Type: text/plain\\r\\n\\r\\nlate\\n'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&late, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = Spidey::start(mode, dir.path(), &["--http2", "-q", "--cgi"]);
+    let got = client(&s, "scripts");
+    let (order, gap) = got.split_once(" apart ").unwrap_or((&got, "0 s"));
+    assert_eq!(order, "3:200 1:200", "{mode}: the order the quick (3) and the slow (1) script ended: {got}");
+    let gap: f64 = gap.trim_end_matches(" s").parse().unwrap_or(0.0);
+    assert!(gap >= 1.5, "{mode}: the quick script's answer waited for the slow one: {got}");
+}
+
 for_each_mode!(
+    scripts_on_one_connection_do_not_wait_for_each_other,
     a_slow_stream_and_its_sibling,
     delay_holds_every_stream,
     max_requests_counts_streams,

@@ -147,6 +147,23 @@ def main():
                     break
         print(" ".join(ended))
         return
+    elif case == "scripts":  # a script that takes 3 s, then a quick one, at once on one connection
+        c.send(c.request(1, path="/cgi-bin/late") + c.request(3, path="/cgi-bin/echo"))
+        dec, status, ended, start = hpack.Decoder(), {}, {}, time.monotonic()
+        for f in c.frames(time.monotonic() + 15):
+            if f is None:
+                break
+            kind, flags, stream, payload = f
+            if kind == HEADERS:
+                status[stream] = dict(dec.decode(payload)).get(":status")
+            if kind in (HEADERS, DATA) and flags & END_STREAM:
+                ended[stream] = time.monotonic() - start
+                if len(ended) == 2:
+                    break
+        order = sorted(ended, key=ended.get)
+        gap = ended.get(1, 0) - ended.get(3, 0)
+        print(" ".join("%d:%s" % (s, status.get(s)) for s in order) + " apart %.1f s" % gap)
+        return
     elif case == "big":  # a 1 MiB file, the window opened as it comes
         c.send(c.request(1, path="/big.bin"))
         print(c.outcome(window=True))

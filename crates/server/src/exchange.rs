@@ -42,7 +42,7 @@
 mod cgi;
 
 pub use crate::head::{Head, Length};
-pub use cgi::{CgiResponse, CgiStep, InternalRequest};
+pub use cgi::{CgiResponse, CgiStep, InternalRequest, Ready, ScriptWatch};
 
 use crate::content::{self, DecodedPath, Response};
 use crate::log;

@@ -32,7 +32,9 @@
 //! next fill; one it cannot take, 503 ([`H2::refused_by_pool`]). Not done here: server
 //! push.
 
-use crate::exchange::{Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, Offloading, PartWriter};
+use crate::exchange::{
+    Answer, Body, CgiResponse, CgiStep, Exchanger, Head, Length, Offloading, PartWriter, ScriptWatch,
+};
 use crate::server::Server;
 use crate::software::SOFTWARE;
 use spidey_http::h2::{Config, Conn, ErrorCode, Event, RequestHead, SendError, StreamId};
@@ -40,7 +42,6 @@ use spidey_http::{BodyFraming, Field, Fields, Method, Request, StatusCode, Targe
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::net::SocketAddr;
-use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -109,7 +110,7 @@ enum Outflow {
 pub(crate) enum Fill {
     /// Every body that can move has moved: write the output, then wait for the client.
     Moved,
-    /// A script's output is awaited ([`H2::script_fds`]).
+    /// A script's output is awaited ([`H2::script_watch`]).
     WaitScript,
 }
 
@@ -427,12 +428,16 @@ impl H2 {
         self.conn.go_away(ErrorCode::NO_ERROR);
     }
 
-    /// The first running script's pipes and deadline, to wait on.
-    pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
-        self.outflows.iter().find_map(|(_, outflow)| match outflow {
-            Outflow::Cgi(cgi, _) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
-            _ => None,
-        })
+    /// Every running script's pipes and the earliest deadline, to wait on; `None` when no
+    /// stream runs a script.
+    pub(crate) fn script_watch(&self) -> Option<ScriptWatch<'_>> {
+        let mut watch = ScriptWatch::default();
+        for (_, outflow) in &self.outflows {
+            if let Outflow::Cgi(cgi, _) = outflow {
+                watch.add(cgi);
+            }
+        }
+        watch.deadline().is_some().then_some(watch)
     }
 }
 

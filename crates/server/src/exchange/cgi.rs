@@ -105,6 +105,45 @@ impl InternalRequest {
     }
 }
 
+/// What a connection waits on while its scripts run: every running script's pipes, and
+/// the earliest of their deadlines (then the connection pumps: 504 for a script past its
+/// own). One script over HTTP/1.1; over HTTP/2 one per stream that runs one, all watched at
+/// once, so a quick script's answer never waits for a slow sibling's output.
+#[derive(Debug, Default)]
+pub struct ScriptWatch<'a> {
+    pipes: smallvec::SmallVec<[(BorrowedFd<'a>, Ready); 2]>,
+    deadline: Option<Instant>,
+}
+
+/// What a pipe of a [`ScriptWatch`] is waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// The script's stdout (or once it is closed, its pidfd) is readable.
+    Read,
+    /// Its stdin can take more of the request body.
+    Write,
+}
+
+impl<'a> ScriptWatch<'a> {
+    /// Adds a running script's pipes and deadline.
+    pub fn add(&mut self, cgi: &'a CgiResponse) {
+        self.pipes.extend(cgi.stdout_fd().map(|fd| (fd, Ready::Read)));
+        self.pipes.extend(cgi.stdin_fd().map(|fd| (fd, Ready::Write)));
+        let at = cgi.deadline();
+        self.deadline = Some(self.deadline.map_or(at, |d| d.min(at)));
+    }
+
+    /// The pipes to wait on, and for what.
+    pub fn pipes(&self) -> impl Iterator<Item = (BorrowedFd<'a>, Ready)> + '_ {
+        self.pipes.iter().copied()
+    }
+
+    /// The earliest deadline of the scripts added; `None` if none was.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+}
+
 /// A script's answer being framed. Dropping it kills and reaps the script, and logs a
 /// response whose head went out but whose body did not end.
 #[derive(Debug)]

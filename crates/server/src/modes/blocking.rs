@@ -22,7 +22,7 @@
 use super::send::Sent;
 use super::session::{Answered, Buffers, Held, HoldEnd, Session, RECV_ROOM};
 use super::socket::{Direct, Inflow};
-use crate::exchange::{Exchanger, Offloading};
+use crate::exchange::{Exchanger, Offloading, Ready};
 use crate::net::{poll_until, wait_readable, Shutdown, Wake};
 use crate::server::Server;
 use rustix::event::{PollFd, PollFlags};
@@ -287,23 +287,19 @@ fn wait_socket(stream: &TcpStream, events: PollFlags, deadline: Instant) -> bool
     matches!(poll_until(&mut [PollFd::new(stream, events)], Some(deadline)), Ok(true))
 }
 
-/// Waits until the script's stdout is readable or its stdin writable, or its deadline
-/// (`Session::script_fds`). Fails once shutdown's grace period is over (the caller drops
-/// the script).
+/// Waits until a running script's stdout is readable or its stdin writable, or the earliest
+/// deadline (`Session::script_watch`: every script the connection runs). Fails once
+/// shutdown's grace period is over (the caller drops the scripts).
 fn wait_script(session: &Session, shutdown: &Shutdown) -> io::Result<()> {
-    let Some((stdout, stdin, at)) = session.script_fds() else { return Ok(()) };
+    let Some(watch) = session.script_watch() else { return Ok(()) };
+    let Some(at) = watch.deadline() else { return Ok(()) };
     let grace = if shutdown.requested() { shutdown.deadline() } else { None };
     if grace.is_some_and(|d| Instant::now() >= d) {
         return Err(io::ErrorKind::TimedOut.into());
     }
     let deadline = grace.map_or(at, |g| g.min(at));
-    let mut fds = Vec::with_capacity(2);
-    if let Some(fd) = stdout {
-        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
-    }
-    if let Some(fd) = stdin {
-        fds.push(PollFd::from_borrowed_fd(fd, PollFlags::OUT));
-    }
+    let flags = |ready| if ready == Ready::Read { PollFlags::IN } else { PollFlags::OUT };
+    let mut fds: Vec<_> = watch.pipes().map(|(fd, ready)| PollFd::from_borrowed_fd(fd, flags(ready))).collect();
     // Wake at least once a second to notice shutdown.
     poll_until(&mut fds, Some(deadline.min(Instant::now() + Duration::from_secs(1))))?;
     Ok(())

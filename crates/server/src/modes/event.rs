@@ -21,6 +21,7 @@ use super::send::Sent;
 use super::session::{Buffers, Session};
 use super::socket::{Direct, Inflow};
 use super::ModeContext;
+use crate::exchange::Ready;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -190,11 +191,13 @@ impl Backend for Epoll {
     /// Registers a running script's pipes with this loop (idempotent: a pipe already
     /// registered is left as it is).
     fn watch_script(&mut self, _: &mut Io, conn: ConnRef<'_>) -> bool {
-        let Some((stdout, stdin, _)) = conn.session.script_fds() else { return false };
-        for (fd, interest, op) in
-            [(stdout, Interest::READABLE, Op::ScriptOut), (stdin, Interest::WRITABLE, Op::ScriptIn)]
-        {
-            let Some(fd) = fd else { continue };
+        let Some(watch) = conn.session.script_watch() else { return false };
+        // Every script's pipes under the connection's two tags: any of them drives it.
+        for (fd, ready) in watch.pipes() {
+            let (interest, op) = match ready {
+                Ready::Read => (Interest::READABLE, Op::ScriptOut),
+                Ready::Write => (Interest::WRITABLE, Op::ScriptIn),
+            };
             let raw = fd.as_raw_fd();
             match self.poll.registry().register(&mut SourceFd(&raw), Token(conn.id.tag(op) as usize), interest) {
                 Ok(()) => {}

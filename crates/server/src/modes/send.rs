@@ -82,7 +82,7 @@ pub(crate) enum Sent {
     Failed,
     /// A CGI script wants request-body bytes: read the socket, then send again.
     NeedRead,
-    /// A CGI script is running: wait for its pipes (`Session::script_fds`) or its
+    /// A CGI script is running: wait for its pipes (`Session::script_watch`) or its
     /// deadline, then send again.
     WaitScript,
 }

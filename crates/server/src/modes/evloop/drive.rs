@@ -41,7 +41,7 @@ impl<B: Backend> Loop<B> {
                     Sent::Done | Sent::Failed => break false,
                     Sent::NeedRead => {} // receive the request body below
                     Sent::WaitScript => {
-                        let Some((_, _, at)) = conn.session.script_fds() else { break false };
+                        let Some(at) = conn.session.script_watch().and_then(|w| w.deadline()) else { break false };
                         park = Some((At::Script, at));
                         let (io, c) = conn.parts(slot);
                         break self.backend.watch_script(io, c);

@@ -99,7 +99,7 @@ pub(crate) trait Backend: Sized {
     /// Brings new client bytes into the session, or arranges to be told of them.
     fn receive(&mut self, io: &mut Self::Io, conn: ConnRef<'_>, buffers: &mut Buffers) -> Received;
 
-    /// Watches a running script's pipes (`Session::script_fds`); false if it cannot.
+    /// Watches the running scripts' pipes (`Session::script_watch`); false if it cannot.
     fn watch_script(&mut self, io: &mut Self::Io, conn: ConnRef<'_>) -> bool;
 
     /// The script's deadline passed: stop watching its pipes. True if the backend waits

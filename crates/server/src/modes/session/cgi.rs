@@ -4,9 +4,8 @@
 //! whether to write, read the socket, or wait for the script.
 
 use super::{Buffers, Outgoing, Session};
-use crate::exchange::{CgiStep, Exchanger};
+use crate::exchange::{CgiStep, Exchanger, ScriptWatch};
 use crate::server::Server;
-use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 /// What a CGI body needs next.
@@ -79,15 +78,20 @@ impl Session {
         }
     }
 
-    /// While a script runs: its stdout (wait readable; once closed, a pidfd readable at the
-    /// script's exit), its stdin if body bytes are still to be written (wait writable), and
-    /// its deadline (then pump: it answers 504).
-    pub(crate) fn script_fds(&self) -> Option<(Option<BorrowedFd<'_>>, Option<BorrowedFd<'_>>, Instant)> {
+    /// While scripts run: what to wait on ([`ScriptWatch`]: each one's stdout, or once it
+    /// is closed a pidfd readable at its exit; its stdin while body bytes are still to be
+    /// written), and the earliest deadline (then pump: 504 for a script past its own).
+    /// Over HTTP/2 every stream's script at once.
+    pub(crate) fn script_watch(&self) -> Option<ScriptWatch<'_>> {
         if let super::Speaking::Http2(h2) = &self.protocol {
-            return h2.script_fds();
+            return h2.script_watch();
         }
         match &self.body {
-            Some(Outgoing::Cgi(cgi, _)) => Some((cgi.stdout_fd(), cgi.stdin_fd(), cgi.deadline())),
+            Some(Outgoing::Cgi(cgi, _)) => {
+                let mut watch = ScriptWatch::default();
+                watch.add(cgi);
+                Some(watch)
+            }
             _ => None,
         }
     }

@@ -5,6 +5,7 @@
 //! The loop (`uring/mod.rs`) calls these methods; it does not touch the fields.
 
 use super::socket::{Ahead, RingSocket, Submitted};
+use crate::exchange::Ready;
 use crate::modes::evloop::conns::{ConnId, Op};
 use crate::modes::evloop::{ConnRef, Received, Shared};
 use crate::modes::send::Sent;
@@ -59,8 +60,8 @@ pub(super) struct Io {
     send_ahead: bool,
     /// Waiting for room in the socket after sendfile found none (EAGAIN).
     room_armed: bool,
-    /// Polls of a CGI script's pipes in flight.
-    script_polls: u8,
+    /// Polls of running scripts' pipes in flight, and whether the rest are being cancelled.
+    scripts: ScriptPolls,
     input: Input,
 }
 
@@ -91,13 +92,14 @@ impl Io {
             Inflow::Bytes { short: true } | Inflow::Again => Input::Drained,
             Inflow::Closed => Input::Ended,
         };
-        let (recv_armed, send_armed, send_ahead, room_armed, script_polls) = (false, false, false, false, 0);
-        Io { stream, recv_armed, send_armed, returned: None, send_ahead, room_armed, script_polls, input }
+        let (recv_armed, send_armed, send_ahead, room_armed) = (false, false, false, false);
+        let scripts = ScriptPolls::default();
+        Io { stream, recv_armed, send_armed, returned: None, send_ahead, room_armed, scripts, input }
     }
 
     /// Whether an operation that changes the response's progress is in flight.
     pub(super) fn busy(&self) -> bool {
-        self.send_armed || self.room_armed || self.script_polls > 0
+        self.send_armed || self.room_armed || self.scripts.armed()
     }
 
     /// The connection is about to wait without a receive armed.
@@ -197,32 +199,30 @@ impl Io {
         }
     }
 
-    /// Polls a running script's pipes through the ring; any completion cancels the other,
-    /// and the connection pumps again once both are resolved.
+    /// Polls every running script's pipes through the ring (all under the connection's two
+    /// script tags); the first completion cancels the rest, and the connection pumps every
+    /// script once all have resolved.
     pub(super) fn watch_script(&mut self, ring: &mut Ring, conn: ConnRef<'_>) -> bool {
         self.forget_input();
-        let Some((stdout, stdin, _)) = conn.session.script_fds() else { return false };
-        let mut armed = 0;
-        for (fd, events, op) in [(stdout, pollin(), Op::ScriptOut), (stdin, pollout(), Op::ScriptIn)] {
-            if let Some(fd) = fd {
-                if ring.poll(fd, events, conn.id.tag(op)).is_err() {
-                    return false;
-                }
-                armed += 1;
+        let Some(watch) = conn.session.script_watch() else { return false };
+        for (fd, ready) in watch.pipes() {
+            let (events, op) = match ready {
+                Ready::Read => (pollin(), Op::ScriptOut),
+                Ready::Write => (pollout(), Op::ScriptIn),
+            };
+            if ring.poll(fd, events, conn.id.tag(op)).is_err() {
+                self.scripts.cancel(ring, conn.id); // those already armed
+                return self.scripts.armed();
             }
+            self.scripts.armed_one(op);
         }
-        self.script_polls = armed;
-        armed > 0
+        self.scripts.armed()
     }
 
-    /// Cancels the script's polls, if any are in flight; returns whether there were.
+    /// Cancels the scripts' polls, if any are in flight; returns whether there were.
     pub(super) fn unwatch_script(&mut self, ring: &mut Ring, id: ConnId) -> bool {
-        if self.script_polls == 0 {
-            return false;
-        }
-        let _ = ring.cancel(id.tag(Op::ScriptOut));
-        let _ = ring.cancel(id.tag(Op::ScriptIn));
-        true
+        self.scripts.cancel(ring, id);
+        self.scripts.armed()
     }
 
     /// Records the completion of one of this connection's operations (`op`); returns
@@ -246,11 +246,8 @@ impl Io {
                 r.is_ok()
             }
             Event::Polled if op == Op::ScriptOut || op == Op::ScriptIn => {
-                self.script_polls = self.script_polls.saturating_sub(1);
-                if self.script_polls > 0 {
-                    let other = if op == Op::ScriptOut { Op::ScriptIn } else { Op::ScriptOut };
-                    let _ = ring.cancel(id.tag(other));
-                }
+                self.scripts.resolved(op);
+                self.scripts.cancel(ring, id);
                 true
             }
             Event::Polled => {
@@ -269,12 +266,60 @@ impl Io {
             (self.send_armed, Op::Send),
             (self.send_ahead, Op::SendAhead),
             (self.room_armed, Op::Room),
-            (self.script_polls > 0, Op::ScriptOut),
-            (self.script_polls > 0, Op::ScriptIn),
         ];
         for (_, op) in armed.into_iter().filter(|(armed, _)| *armed) {
             let _ = ring.cancel(id.tag(op));
         }
+        let mut scripts = self.scripts;
+        scripts.cancel(ring, id);
         let _ = ring.close(OwnedFd::from(self.stream)); // on error closed at once
+    }
+}
+
+/// The polls of a connection's script pipes in flight, by tag. Every script's pipe is
+/// polled under one of the connection's two tags, and an AsyncCancel cancels one request
+/// with its tag: so as many cancels go out as polls are in flight, once.
+#[derive(Debug, Default, Clone, Copy)]
+struct ScriptPolls {
+    /// Polls in flight for a readable stdout (or pidfd), and for a writable stdin.
+    out: u16,
+    into: u16,
+    /// The cancels for those in flight have been asked for.
+    cancelling: bool,
+}
+
+impl ScriptPolls {
+    fn armed(&self) -> bool {
+        self.out + self.into > 0
+    }
+
+    fn armed_one(&mut self, op: Op) {
+        if op == Op::ScriptOut {
+            self.out += 1;
+        } else {
+            self.into += 1;
+        }
+    }
+
+    /// One poll completed (its pipe is ready, or it was cancelled).
+    fn resolved(&mut self, op: Op) {
+        let count = if op == Op::ScriptOut { &mut self.out } else { &mut self.into };
+        *count = count.saturating_sub(1);
+        if !self.armed() {
+            self.cancelling = false;
+        }
+    }
+
+    /// Asks the ring to cancel every poll still in flight, unless that was asked already.
+    fn cancel(&mut self, ring: &mut Ring, id: ConnId) {
+        if self.cancelling || !self.armed() {
+            return;
+        }
+        self.cancelling = true;
+        for (count, op) in [(self.out, Op::ScriptOut), (self.into, Op::ScriptIn)] {
+            for _ in 0..count {
+                let _ = ring.cancel(id.tag(op));
+            }
+        }
     }
 }
