@@ -623,11 +623,14 @@ fn pairs<'s>(
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
 ) -> Vec<Pair<'s>> {
     let several = samples.iter().any(|s| s.workload != samples[0].workload);
+    // A point whose records do not hold the metric (made before it was kept) was not
+    // measured for it, whatever else its runs measured.
+    let kept = |s: &Sample| s.runs.iter().any(|r| !m.value(r).is_nan());
     samples
         .iter()
-        .filter(|s| !s.runs.is_empty() && a.matches(s) && at.matches(s))
+        .filter(|s| !s.runs.is_empty() && kept(s) && a.matches(s) && at.matches(s))
         .filter_map(|sa| {
-            let sb = twin(sa, b, samples)?;
+            let sb = twin(sa, b, samples).filter(|sb| kept(sb))?;
             let mut place = sa.place();
             if several && sa.workload == sb.workload {
                 place = format!("{}, {place}", sa.workload);
@@ -1058,6 +1061,25 @@ mod tests {
         let got = check_samples(&claim(level), &v);
         assert_eq!(got.label(), "inconclusive", "{}", got.here);
         assert!(got.here.ends_with("(insufficient clean repeats: 0 in common at most, 3 needed)"), "{}", got.here);
+    }
+
+    /// Regression: a comparison on the successful answers' latency (`ok_ms`) against records
+    /// made before its sums were kept (lab-full-c69ce8d's) read "inconclusive (insufficient
+    /// clean repeats …)" though no repeat was disturbed: such records did not measure the
+    /// metric, and the claim is "not measured", as a trend on it is.
+    #[test]
+    fn a_metric_the_records_do_not_hold_is_not_measured() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let on_ok = BEATS.replace("metric = \"rps\"", "metric = \"ok_ms\"");
+        let old = [sample("a", 1, &tight), sample("b", 1, &tight)];
+        let got = check_samples(&claim(&on_ok), &old);
+        assert_eq!((got.label().as_str(), got.here.as_str()), ("not measured", "not measured"));
+        let kept = |mut s: Sample, ms: f64| {
+            s.runs.iter_mut().zip(tight).for_each(|(r, x)| r.ok_latency_sum_us = Some((x * ms * 100.0) as u64));
+            s
+        };
+        let new = [kept(sample("a", 1, &tight), 1.0), kept(sample("b", 1, &tight), 2.0)];
+        assert_eq!(check_samples(&claim(&on_ok), &new).label(), "reproduced");
     }
 
     /// A claim is client-bound when more than half of its points have a saturated side; its
