@@ -24,7 +24,9 @@
 //! - A claim with a size: reproduced in direction but with an interval wholly outside the
 //!   size's band reads "direction reproduced, size not".
 //! - `by_construction`: checked and shown, never counted as evidence; `not_testable`: the
-//!   reason instead of numbers.
+//!   reason instead of numbers; `untestable`: the lab's method cannot test the claim (its
+//!   design decides it, or the seed's figures are impossible), its numbers shown with the
+//!   reason and not counted ([`Untestable`]).
 //! - Client-bound: a claim most of whose points (a pair, a point with its rivals, a point
 //!   of a series) had a side whose load generator was saturated while its server idled
 //!   ([`crate::run::cpu::Saturation::client_bound`]) measured the load generator: its numbers
@@ -55,6 +57,10 @@ pub(crate) enum Outcome {
     NotMeasured,
     /// The lab's setup removes what the claim is about.
     NotTestable,
+    /// The lab's method cannot test the claim though its points ran: its design decides
+    /// the outcome, or the seed's figures cannot be what they say ([`Verdict::untestable`]
+    /// says why, and what the numbers gave).
+    Untestable,
     /// Most of the claim's points measured a saturated load generator, not the server
     /// ([`Verdict::client_bound`] says what the numbers gave and why).
     ClientBound,
@@ -69,6 +75,7 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive",
             Outcome::NotMeasured => "not measured",
             Outcome::NotTestable => "not testable here",
+            Outcome::Untestable => "not testable by this method",
             Outcome::ClientBound => "client-bound",
         }
     }
@@ -108,6 +115,8 @@ pub(crate) struct Verdict {
     /// Set with [`Outcome::ClientBound`]: what the numbers alone gave, and how saturated
     /// the load generator was.
     pub client_bound: Option<ClientBound>,
+    /// Set with [`Outcome::Untestable`]: why, and what the numbers alone gave.
+    pub untestable: Option<Untestable>,
     /// Its points ran, but too few of their repeats were clean (the rest stayed disturbed,
     /// or failed) for a verdict: inconclusive, and why in `here`.
     pub few_clean: bool,
@@ -125,6 +134,15 @@ pub(crate) struct ClientBound {
     /// The medians, over those points' client-bound sides, of the load generator's busy
     /// share and the server's idle share.
     pub saturation: Saturation,
+}
+
+/// Why the lab's method cannot test a claim whose points it measured (the experiment
+/// file's `untestable`, its `{batches}` filled), and the outcome its numbers would have had.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Untestable {
+    pub reason: String,
+    /// The outcome the numbers gave (client-bound or not).
+    pub numbers: Outcome,
 }
 
 impl ClientBound {
@@ -145,9 +163,12 @@ impl Verdict {
             (Outcome::Reproduced, SizeCall::Outside) => "direction reproduced, size not".to_string(),
             (o, _) => o.label().to_string(),
         };
-        let base = match (self.outcome, &self.client_bound) {
-            (Outcome::ClientBound, Some(b)) => format!("client-bound (numbers: {})", numbers(b.numbers)),
-            (o, _) => numbers(o),
+        let base = match (self.outcome, &self.client_bound, &self.untestable) {
+            (Outcome::Untestable, _, Some(u)) => {
+                format!("not testable by this method (numbers: {})", numbers(u.numbers))
+            }
+            (Outcome::ClientBound, Some(b), _) => format!("client-bound (numbers: {})", numbers(b.numbers)),
+            (o, ..) => numbers(o),
         };
         match (&self.by_construction, self.outcome) {
             (_, Outcome::NotTestable | Outcome::NotMeasured) => base,
@@ -159,7 +180,10 @@ impl Verdict {
     /// Whether the row counts as evidence for or against the seed.
     pub fn is_evidence(&self) -> bool {
         self.by_construction.is_none()
-            && !matches!(self.outcome, Outcome::NotTestable | Outcome::NotMeasured | Outcome::ClientBound)
+            && !matches!(
+                self.outcome,
+                Outcome::NotTestable | Outcome::Untestable | Outcome::NotMeasured | Outcome::ClientBound
+            )
     }
 }
 
@@ -184,6 +208,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
         by_construction: claim.by_construction.clone(),
         contradicts: claim.contradicts.clone(),
         client_bound: None,
+        untestable: None,
         few_clean: false,
     };
     if let Kind::NotTestable { reason } = &claim.kind {
@@ -229,6 +254,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
     left_out(&mut v, pooled, &thin);
     too_few_clean(&mut v, claim, pooled, &thin, samples);
     if_client_bound(&mut v, claim, a, &points, cores);
+    if_untestable(&mut v, claim, &points);
     v
 }
 
@@ -499,6 +525,54 @@ fn if_client_bound(v: &mut Verdict, claim: &Claim, a: &Active<'_>, points: &[Vec
             v.outcome = Outcome::ClientBound;
             v.client_bound = Some(bound);
         }
+    }
+}
+
+/// A claim the lab's method cannot test (`untestable` in its experiment file): its numbers
+/// shown, with the reason, and not counted; a claim whose points did not run stays "not
+/// measured".
+fn if_untestable(v: &mut Verdict, claim: &Claim, points: &[Vec<&Sample>]) {
+    let Some(reason) = &claim.untestable else { return };
+    if matches!(v.outcome, Outcome::NotMeasured | Outcome::NotTestable) {
+        return;
+    }
+    let numbers = v.client_bound.as_ref().map_or(v.outcome, |b| b.numbers);
+    let reason = reason.replace("{batches}", &batches(points));
+    v.untestable = Some(Untestable { reason, numbers });
+    v.outcome = Outcome::Untestable;
+}
+
+/// The batches each of a claim's points ran per repeat, by client setting, fewest clients
+/// and requests first: `10 connections, N = 10: 318 to 903 batches a repeat; 10 connections,
+/// N = 100: 27 to 92`.
+fn batches(points: &[Vec<&Sample>]) -> String {
+    let mut by_place: Vec<(&Sample, u32, u32)> = Vec::new();
+    for s in points.iter().flatten() {
+        for m in s.runs.iter().filter(|m| !m.excluded) {
+            match by_place.iter_mut().find(|(x, ..)| x.client == s.client) {
+                Some((_, lo, hi)) => (*lo, *hi) = ((*lo).min(m.batches), (*hi).max(m.batches)),
+                None => by_place.push((s, m.batches, m.batches)),
+            }
+        }
+    }
+    by_place.sort_by_key(|(s, ..)| (s.client.c, s.client.n));
+    let each: Vec<String> = by_place
+        .iter()
+        .enumerate()
+        .map(|(i, (s, lo, hi))| {
+            let span = if lo == hi { lo.to_string() } else { format!("{lo} to {hi}") };
+            let unit = match (i, hi) {
+                (0, 1) => " batch a repeat",
+                (0, _) => " batches a repeat",
+                _ => "",
+            };
+            format!("{}: {span}{unit}", s.place())
+        })
+        .collect();
+    if each.is_empty() {
+        "no batches".into()
+    } else {
+        each.join("; ")
     }
 }
 
@@ -991,6 +1065,65 @@ mod tests {
         );
     }
 
+    /// A claim the lab's method cannot test (`untestable`) keeps its numbers, says why with
+    /// the batches its points ran, and is not evidence, whatever its numbers gave; client-bound
+    /// ones too. Not measured stays not measured.
+    #[test]
+    fn a_claim_the_method_cannot_test_is_shown_not_counted_table() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let times = |xs: &[f64], f: f64| xs.iter().map(|x| x * f).collect::<Vec<_>>();
+        let batched = |mut s: Sample, batches: &[u32]| {
+            s.runs.iter_mut().zip(batches).for_each(|(r, b)| r.batches = *b);
+            s
+        };
+        let why = "untestable = \"a cost paid once is spread over its batches ({batches})\"";
+        let cases: [(f64, &str); 3] = [
+            (2.0, "not testable by this method (numbers: reproduced)"),
+            (0.5, "not testable by this method (numbers: not reproduced)"),
+            (1.0, "not testable by this method (numbers: level (no difference))"),
+        ];
+        for (f, want) in cases {
+            let v = [
+                batched(sample("a", 1, &times(&tight, f)), &[860, 903, 318, 700, 650]),
+                batched(sample("b", 1, &tight), &[90, 27, 88, 91, 80]),
+            ];
+            let got = check_samples(&claim(&format!("{BEATS}\n{why}")), &v);
+            assert_eq!((got.label().as_str(), got.is_evidence()), (want, false), "{}", got.here);
+            assert_eq!(got.outcome, Outcome::Untestable);
+            assert_eq!(crate::report::summary::Category::of(&got), crate::report::summary::Category::Untestable);
+            let reason = &got.untestable.as_ref().unwrap().reason;
+            assert_eq!(
+                reason,
+                "a cost paid once is spread over its batches (1 connection, N = 100: 27 to 903 batches a repeat)"
+            );
+        }
+        // Two client settings, each with its own batches, fewest requests first.
+        let at = |server: &str, n: u64, batches: &[u32]| {
+            let mut s = batched(sample(server, 10, &tight), batches);
+            s.client = ClientSpec::closed(10, n);
+            s
+        };
+        let v = [
+            at("a", 100, &[27, 91, 80, 88, 90]),
+            at("a", 10, &[318, 903, 500, 860, 700]),
+            at("b", 100, &[30, 40, 50, 60, 70]),
+        ];
+        let by_n = BEATS
+            .replace("a = { server = \"a\" }", "a = { n = 100 }")
+            .replace("b = { server = \"b\" }", "b = { n = 10 }");
+        let c = claim(&format!("{by_n}\n{why}"));
+        let got = check_samples(&c, &v);
+        assert_eq!(
+            got.untestable.as_ref().map(|u| u.reason.as_str()),
+            Some("a cost paid once is spread over its batches (10 connections, N = 10: 318 to 903 batches a repeat; 10 connections, N = 100: 27 to 91)"),
+            "{}",
+            got.here
+        );
+        // Nothing measured: not measured, as any claim.
+        let got = check(&claim(&format!("{BEATS}\n{why}")), None, 0);
+        assert_eq!((got.outcome, got.untestable.is_none()), (Outcome::NotMeasured, true));
+    }
+
     #[test]
     fn claims_refuse_what_they_cannot_check() {
         let bad = [
@@ -998,6 +1131,11 @@ mod tests {
             (format!("{BEATS}\nsize = {{ ratio = 2.0, at_least = 2.0 }}"), "one of ratio"),
             (BEATS.replace("000:1", "seed 0 line 1"), "is not SEED:LINE"),
             (BEATS.replace("sweep = \"s\"", ""), "exactly when"),
+            (format!("{BEATS}\nuntestable = \"u\"\nby_construction = \"b\""), "not both"),
+            (
+                "kind = \"not_testable\"\ntext = \"t\"\nsource = \"004:107\"\nquote = \"q\"\nreason = \"r\"\nuntestable = \"u\"".into(),
+                "no untestable",
+            ),
         ];
         for (text, want) in bad {
             let c: Claim = toml::from_str(&text).unwrap();
