@@ -521,9 +521,9 @@ mod tests {
 
     /// Regression (issue 43, item 4): verdicts decided by the lab's design or by seed figures
     /// that cannot be what they say were counted as evidence, a ratio of two losses read as a
-    /// larger gain, and 003's CGI response time was a mean with the admission limit's instant
-    /// 503s in it. On the committed full run: each claim's verdict, what its text must say,
-    /// and the summary's counts.
+    /// larger gain, 003's CGI response time was a mean with the admission limit's instant 503s
+    /// in it, and a reason said no VM was involved. On the committed full run: each claim's
+    /// verdict, what its text must say, and the summary's counts.
     #[test]
     fn the_committed_runs_untestable_claims_are_not_evidence() {
         let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
@@ -535,7 +535,7 @@ mod tests {
         let rows = super::verdict_rows(&exps, false, &records, cores);
         let untestable = "not testable by this method (numbers: not reproduced)";
         // (experiment, the claim's first words, its verdict, what its row says)
-        let cases: [(&str, &str, &str, &str); 7] = [
+        let cases: [(&str, &str, &str, &str); 8] = [
             ("000", "fork has the higher throughput", untestable, "a request of 28 µs"),
             ("000", "fork's throughput for the 1 GB file", untestable, "24 and 11 ms"),
             ("002", "N = 10 is slower than N = 100", untestable, "N = 10: 318 to 903 batches a repeat"),
@@ -553,6 +553,12 @@ mod tests {
                 "113.8 500 req/s → 182.5 5000 req/s",
             ),
             ("003", "at small rates", "not reproduced", "pooled 0.0015×"),
+            (
+                "004",
+                "in the VM the threaded server",
+                "not testable here",
+                "a shared 2-vCPU VM under another hypervisor",
+            ),
         ];
         for (exp, claim, label, says) in cases {
             let (_, v) = rows.iter().find(|(id, v)| id == exp && v.claim.starts_with(claim)).expect(claim);
@@ -562,6 +568,7 @@ mod tests {
             assert_eq!(v.is_evidence(), !label.starts_with("not testable"), "{claim}");
         }
         let text = super::verdicts_markdown(&exps, false, &records, cores);
+        assert!(!text.contains("no VM is involved"), "the lab's runs are in a VM");
         for part in [
             "71 claims. As evidence, 49: 23 not reproduced,",
             "Not counted: 11 client-bound, 5 true by construction, 2 not testable here, 4 not testable by this method, 0 not measured.",
