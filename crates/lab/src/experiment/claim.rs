@@ -23,6 +23,11 @@ pub(crate) struct Claim {
     /// Why the claim holds by construction of the setup (the seed's or the lab's): checked
     /// and shown, but not counted as evidence.
     pub by_construction: Option<String>,
+    /// Why the lab's method cannot test the claim though it measures its points: its own
+    /// design decides the outcome, or the seed's figures cannot be what the seed says they
+    /// are (the arithmetic). Checked and shown, but not counted as evidence. `{batches}` is
+    /// filled with the batches each of the claim's points ran ([`crate::judge::verdict`]).
+    pub untestable: Option<String>,
     /// What elsewhere in the same seed says otherwise (the report lists the seeds'
     /// internal contradictions).
     pub contradicts: Option<String>,
@@ -74,13 +79,14 @@ struct Common {
     quote: String,
     size: Option<Size>,
     by_construction: Option<String>,
+    untestable: Option<String>,
     contradicts: Option<String>,
     id: Option<String>,
     explains: Option<Explains>,
 }
 
-const COMMON: [&str; 9] =
-    ["text", "sweep", "source", "quote", "size", "by_construction", "contradicts", "id", "explains"];
+const COMMON: [&str; 10] =
+    ["text", "sweep", "source", "quote", "size", "by_construction", "untestable", "contradicts", "id", "explains"];
 
 impl<'de> Deserialize<'de> for Claim {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -95,8 +101,8 @@ impl<'de> Deserialize<'de> for Claim {
         let c = Common::deserialize(toml::Value::Table(common)).map_err(D::Error::custom)?;
         let kind =
             Kind::deserialize(toml::Value::Table(rest)).map_err(|e| D::Error::custom(format!("{}: {e}", c.text)))?;
-        let Common { text, sweep, source, quote, size, by_construction, contradicts, id, explains } = c;
-        Ok(Claim { text, sweep, source, quote, size, by_construction, contradicts, id, explains, kind })
+        let Common { text, sweep, source, quote, size, by_construction, untestable, contradicts, id, explains } = c;
+        Ok(Claim { text, sweep, source, quote, size, by_construction, untestable, contradicts, id, explains, kind })
     }
 }
 
@@ -298,6 +304,10 @@ impl Claim {
         anyhow::ensure!(!self.quote.trim().is_empty(), "no quote from the seed");
         let testable = !matches!(self.kind, Kind::NotTestable { .. });
         anyhow::ensure!(testable != self.sweep.is_empty(), "a sweep is given exactly when the claim is testable");
+        if self.untestable.is_some() {
+            anyhow::ensure!(testable, "a not_testable claim has its reason already: no untestable");
+            anyhow::ensure!(self.by_construction.is_none(), "a claim is true by construction or untestable, not both");
+        }
         if let Some(size) = &self.size {
             size.check()?;
             let fits = match &self.kind {

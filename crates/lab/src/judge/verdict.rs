@@ -5,6 +5,9 @@
 //!   Reproduced when the interval lies above 1, not reproduced when below; *level* when it
 //!   contains 1 and lies within `1 ± within` (evidence against a difference); inconclusive
 //!   when it is too wide to say either.
+//!   A larger gain presumes a gain: where the claimed side loses at both places it is
+//!   compared, the ratio of its two losses is not reproduced, and where its advantage at
+//!   the points claimed contains 1 a ratio above 1 is inconclusive ([`gain_premise`]).
 //! - `best`: the same test against each other server, each interval widened for the family
 //!   (Bonferroni over the others): reproduced when all lie above 1, not reproduced when one
 //!   lies below ([`best`]).
@@ -21,7 +24,9 @@
 //! - A claim with a size: reproduced in direction but with an interval wholly outside the
 //!   size's band reads "direction reproduced, size not".
 //! - `by_construction`: checked and shown, never counted as evidence; `not_testable`: the
-//!   reason instead of numbers.
+//!   reason instead of numbers; `untestable`: the lab's method cannot test the claim (its
+//!   design decides it, or the seed's figures are impossible), its numbers shown with the
+//!   reason and not counted ([`Untestable`]).
 //! - Client-bound: a claim most of whose points (a pair, a point with its rivals, a point
 //!   of a series) had a side whose load generator was saturated while its server idled
 //!   ([`crate::run::cpu::Saturation::client_bound`]) measured the load generator: its numbers
@@ -52,6 +57,10 @@ pub(crate) enum Outcome {
     NotMeasured,
     /// The lab's setup removes what the claim is about.
     NotTestable,
+    /// The lab's method cannot test the claim though its points ran: its design decides
+    /// the outcome, or the seed's figures cannot be what they say ([`Verdict::untestable`]
+    /// says why, and what the numbers gave).
+    Untestable,
     /// Most of the claim's points measured a saturated load generator, not the server
     /// ([`Verdict::client_bound`] says what the numbers gave and why).
     ClientBound,
@@ -66,6 +75,7 @@ impl Outcome {
             Outcome::Inconclusive => "inconclusive",
             Outcome::NotMeasured => "not measured",
             Outcome::NotTestable => "not testable here",
+            Outcome::Untestable => "not testable by this method",
             Outcome::ClientBound => "client-bound",
         }
     }
@@ -105,6 +115,8 @@ pub(crate) struct Verdict {
     /// Set with [`Outcome::ClientBound`]: what the numbers alone gave, and how saturated
     /// the load generator was.
     pub client_bound: Option<ClientBound>,
+    /// Set with [`Outcome::Untestable`]: why, and what the numbers alone gave.
+    pub untestable: Option<Untestable>,
     /// Its points ran, but too few of their repeats were clean (the rest stayed disturbed,
     /// or failed) for a verdict: inconclusive, and why in `here`.
     pub few_clean: bool,
@@ -122,6 +134,15 @@ pub(crate) struct ClientBound {
     /// The medians, over those points' client-bound sides, of the load generator's busy
     /// share and the server's idle share.
     pub saturation: Saturation,
+}
+
+/// Why the lab's method cannot test a claim whose points it measured (the experiment
+/// file's `untestable`, its `{batches}` filled), and the outcome its numbers would have had.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Untestable {
+    pub reason: String,
+    /// The outcome the numbers gave (client-bound or not).
+    pub numbers: Outcome,
 }
 
 impl ClientBound {
@@ -142,9 +163,12 @@ impl Verdict {
             (Outcome::Reproduced, SizeCall::Outside) => "direction reproduced, size not".to_string(),
             (o, _) => o.label().to_string(),
         };
-        let base = match (self.outcome, &self.client_bound) {
-            (Outcome::ClientBound, Some(b)) => format!("client-bound (numbers: {})", numbers(b.numbers)),
-            (o, _) => numbers(o),
+        let base = match (self.outcome, &self.client_bound, &self.untestable) {
+            (Outcome::Untestable, _, Some(u)) => {
+                format!("not testable by this method (numbers: {})", numbers(u.numbers))
+            }
+            (Outcome::ClientBound, Some(b), _) => format!("client-bound (numbers: {})", numbers(b.numbers)),
+            (o, ..) => numbers(o),
         };
         match (&self.by_construction, self.outcome) {
             (_, Outcome::NotTestable | Outcome::NotMeasured) => base,
@@ -156,7 +180,10 @@ impl Verdict {
     /// Whether the row counts as evidence for or against the seed.
     pub fn is_evidence(&self) -> bool {
         self.by_construction.is_none()
-            && !matches!(self.outcome, Outcome::NotTestable | Outcome::NotMeasured | Outcome::ClientBound)
+            && !matches!(
+                self.outcome,
+                Outcome::NotTestable | Outcome::Untestable | Outcome::NotMeasured | Outcome::ClientBound
+            )
     }
 }
 
@@ -181,6 +208,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
         by_construction: claim.by_construction.clone(),
         contradicts: claim.contradicts.clone(),
         client_bound: None,
+        untestable: None,
         few_clean: false,
     };
     if let Kind::NotTestable { reason } = &claim.kind {
@@ -226,6 +254,7 @@ pub(crate) fn check(claim: &Claim, sweep: Option<(&Active<'_>, &[Sample])>, core
     left_out(&mut v, pooled, &thin);
     too_few_clean(&mut v, claim, pooled, &thin, samples);
     if_client_bound(&mut v, claim, a, &points, cores);
+    if_untestable(&mut v, claim, &points);
     v
 }
 
@@ -299,7 +328,7 @@ fn larger_gain<'s>(metric: Metric, [sa, b, at, than]: [&Select; 4], sw: &Sweep<'
     let (pg, pb) = (pool(metric, &gain, 1.0), pool(metric, &base, 1.0));
     let groups = [group(metric, &gain, 1.0), group(metric, &base, -1.0)];
     let p = if gain.is_empty() || base.is_empty() { rule::pooled(&[]) } else { rule::pooled(&groups) };
-    let outcome = pooled_outcome(&p, 0.05);
+    let (outcome, premise) = gain_premise(pooled_outcome(&p, 0.05), &pg, &pb, &p, [gain.len(), base.len()], sa);
     let geo = |ps: &[Pair]| {
         let v: Vec<f64> = ps.iter().filter_map(|p| p.seed).collect();
         (v.len() == ps.len() && !v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
@@ -308,14 +337,16 @@ fn larger_gain<'s>(metric: Metric, [sa, b, at, than]: [&Select; 4], sw: &Sweep<'
         (Some(g), Some(b)) => format!("{} (gain {} against {})", times(g / b), times(g), times(b)),
         _ => "–".into(),
     };
-    let here = format!(
-        "{} (gain {} over {} points against {} over {})",
-        p.text(),
-        pg.text(),
-        gain.len(),
-        pb.text(),
-        base.len()
-    );
+    let here = premise.unwrap_or_else(|| {
+        format!(
+            "{} (gain {} over {} points against {} over {})",
+            p.text(),
+            pg.text(),
+            gain.len(),
+            pb.text(),
+            base.len()
+        )
+    });
     Judged {
         seed_text,
         seed_brief: None,
@@ -324,6 +355,55 @@ fn larger_gain<'s>(metric: Metric, [sa, b, at, than]: [&Select; 4], sw: &Sweep<'
         pooled: Some(p),
         thin: [thin_points(&gain), thin_points(&base)].concat(),
         points: [sides(&gain), sides(&base)].concat(),
+    }
+}
+
+/// A larger gain presumes a gain where it is claimed larger: the ratio of two advantages
+/// says nothing of the kind when the claimed side loses at both (a smaller loss, not a
+/// larger gain: not reproduced), and cannot be reproduced when its own advantage there is
+/// not above 1 (inconclusive). `outcome` is the ratio's, `pg` and `pb` the claimed side's
+/// advantage at `at` and at `than`, `p` their ratio, `n` their points; with the text that
+/// says why when the premise decides the verdict.
+fn gain_premise(
+    outcome: Outcome,
+    pg: &Pooled,
+    pb: &Pooled,
+    p: &Pooled,
+    [n_gain, n_base]: [usize; 2],
+    side: &Select,
+) -> (Outcome, Option<String>) {
+    if !(pg.known() && pb.known() && p.known()) {
+        return (outcome, None);
+    }
+    let who = side.server.clone().unwrap_or_else(|| "the claimed side".into());
+    let points = |n: usize| format!("{n} point{}", if n == 1 { "" } else { "s" });
+    match (pg.call(), pb.call()) {
+        (Call::Loss, Call::Loss) => (
+            Outcome::NotReproduced,
+            Some(format!(
+                "no gain to compare: {who} loses at both, {} over {} and {} over {} (each interval below 1); \
+                 their ratio, {}, {}",
+                pg.text(),
+                points(n_gain),
+                pb.text(),
+                points(n_base),
+                p.text(),
+                if p.call() == Call::Win { "is a smaller loss, not a larger gain" } else { "compares two losses" }
+            )),
+        ),
+        (Call::Level, _) if outcome == Outcome::Reproduced => (
+            Outcome::Inconclusive,
+            Some(format!(
+                "no gain shown: {who}'s advantage where the gain is claimed, {} over {}, contains 1; \
+                 against {} over {}, their ratio is {}",
+                pg.text(),
+                points(n_gain),
+                pb.text(),
+                points(n_base),
+                p.text()
+            )),
+        ),
+        _ => (outcome, None),
     }
 }
 
@@ -448,6 +528,54 @@ fn if_client_bound(v: &mut Verdict, claim: &Claim, a: &Active<'_>, points: &[Vec
     }
 }
 
+/// A claim the lab's method cannot test (`untestable` in its experiment file): its numbers
+/// shown, with the reason, and not counted; a claim whose points did not run stays "not
+/// measured".
+fn if_untestable(v: &mut Verdict, claim: &Claim, points: &[Vec<&Sample>]) {
+    let Some(reason) = &claim.untestable else { return };
+    if matches!(v.outcome, Outcome::NotMeasured | Outcome::NotTestable) {
+        return;
+    }
+    let numbers = v.client_bound.as_ref().map_or(v.outcome, |b| b.numbers);
+    let reason = reason.replace("{batches}", &batches(points));
+    v.untestable = Some(Untestable { reason, numbers });
+    v.outcome = Outcome::Untestable;
+}
+
+/// The batches each of a claim's points ran per repeat, by client setting, fewest clients
+/// and requests first: `10 connections, N = 10: 318 to 903 batches a repeat; 10 connections,
+/// N = 100: 27 to 92`.
+fn batches(points: &[Vec<&Sample>]) -> String {
+    let mut by_place: Vec<(&Sample, u32, u32)> = Vec::new();
+    for s in points.iter().flatten() {
+        for m in s.runs.iter().filter(|m| !m.excluded) {
+            match by_place.iter_mut().find(|(x, ..)| x.client == s.client) {
+                Some((_, lo, hi)) => (*lo, *hi) = ((*lo).min(m.batches), (*hi).max(m.batches)),
+                None => by_place.push((s, m.batches, m.batches)),
+            }
+        }
+    }
+    by_place.sort_by_key(|(s, ..)| (s.client.c, s.client.n));
+    let each: Vec<String> = by_place
+        .iter()
+        .enumerate()
+        .map(|(i, (s, lo, hi))| {
+            let span = if lo == hi { lo.to_string() } else { format!("{lo} to {hi}") };
+            let unit = match (i, hi) {
+                (0, 1) => " batch a repeat",
+                (0, _) => " batches a repeat",
+                _ => "",
+            };
+            format!("{}: {span}{unit}", s.place())
+        })
+        .collect();
+    if each.is_empty() {
+        "no batches".into()
+    } else {
+        each.join("; ")
+    }
+}
+
 /// Whether a claim measured its load generator: more than half of its `points` (each the
 /// saturations of the samples compared there) have a side that was client-bound
 /// ([`Saturation::client_bound`]). Then how many of how many, and the medians of the busy
@@ -569,11 +697,14 @@ fn pairs<'s>(
     seed: &dyn Fn(&Sample, Metric) -> Option<f64>,
 ) -> Vec<Pair<'s>> {
     let several = samples.iter().any(|s| s.workload != samples[0].workload);
+    // A point whose records do not hold the metric (made before it was kept) was not
+    // measured for it, whatever else its runs measured.
+    let kept = |s: &Sample| s.runs.iter().any(|r| !m.value(r).is_nan());
     samples
         .iter()
-        .filter(|s| !s.runs.is_empty() && a.matches(s) && at.matches(s))
+        .filter(|s| !s.runs.is_empty() && kept(s) && a.matches(s) && at.matches(s))
         .filter_map(|sa| {
-            let sb = twin(sa, b, samples)?;
+            let sb = twin(sa, b, samples).filter(|sb| kept(sb))?;
             let mut place = sa.place();
             if several && sa.workload == sb.workload {
                 place = format!("{}, {place}", sa.workload);
@@ -862,6 +993,46 @@ mod tests {
         }
     }
 
+    /// A larger gain needs a gain. Regression (000's "fork's largest gain is on CGI" in the
+    /// committed full run): fork lost at both, 0.66× on CGI and 0.12× on files, and the
+    /// ratio of the two losses, 5.32×, read "reproduced" (direction). Losing at both is "not
+    /// reproduced", saying so from the numbers; no gain shown where it is claimed (an
+    /// interval containing 1) is inconclusive; a real gain is judged by the ratio as before.
+    #[test]
+    fn a_larger_gain_needs_a_gain_table() {
+        let gain = "kind = \"larger_gain\"\ntext = \"a gains most at c = 1\"\nsweep = \"s\"\nsource = \"000:81\"\nquote = \"q\"\nmetric = \"rps\"\na = { server = \"a\" }\nb = { server = \"b\" }\nat = { c = 1 }\nthan = { c = 2 }";
+        let (a_noise, b_noise) = ([100.0, 101.0, 99.0, 100.5, 99.5], [100.5, 99.0, 101.0, 99.5, 100.0]);
+        let scaled = |xs: &[f64], f: f64| xs.iter().map(|x| x * f).collect::<Vec<_>>();
+        // (a's advantage at c = 1, at c = 2; the label; how `here` begins)
+        let cases: [(f64, f64, &str, &str); 5] = [
+            (2.0, 1.2, "reproduced", "1.67× ["),
+            (0.66, 0.12, "not reproduced", "no gain to compare: a loses at both, 0.66× ["),
+            (0.5, 0.8, "not reproduced", "no gain to compare: a loses at both, 0.50× ["),
+            (1.0, 0.5, "inconclusive", "no gain shown: a's advantage where the gain is claimed, 1.00× ["),
+            (1.2, 2.0, "not reproduced", "0.60× ["),
+        ];
+        for (at_1, at_2, want, here) in cases {
+            let v = [
+                sample("a", 1, &scaled(&a_noise, at_1)),
+                sample("b", 1, &b_noise),
+                sample("a", 2, &scaled(&a_noise, at_2)),
+                sample("b", 2, &b_noise),
+            ];
+            let got = check_samples(&claim(gain), &v);
+            assert_eq!(got.label(), want, "{at_1} against {at_2}: {}", got.here);
+            assert!(got.here.starts_with(here), "{at_1} against {at_2}: {}", got.here);
+        }
+        let v = [
+            sample("a", 1, &scaled(&a_noise, 0.66)),
+            sample("b", 1, &b_noise),
+            sample("a", 2, &scaled(&a_noise, 0.12)),
+            sample("b", 2, &b_noise),
+        ];
+        let got = check_samples(&claim(gain), &v);
+        assert!(got.here.ends_with("is a smaller loss, not a larger gain"), "{}", got.here);
+        assert!(got.is_evidence(), "a claim whose premise fails is evidence against it");
+    }
+
     /// Regression: one point lost by chance among many vetoed "reproduced"; pooled, a
     /// claim ahead at 38 of 39 points is reproduced.
     #[test]
@@ -894,6 +1065,65 @@ mod tests {
         );
     }
 
+    /// A claim the lab's method cannot test (`untestable`) keeps its numbers, says why with
+    /// the batches its points ran, and is not evidence, whatever its numbers gave; client-bound
+    /// ones too. Not measured stays not measured.
+    #[test]
+    fn a_claim_the_method_cannot_test_is_shown_not_counted_table() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let times = |xs: &[f64], f: f64| xs.iter().map(|x| x * f).collect::<Vec<_>>();
+        let batched = |mut s: Sample, batches: &[u32]| {
+            s.runs.iter_mut().zip(batches).for_each(|(r, b)| r.batches = *b);
+            s
+        };
+        let why = "untestable = \"a cost paid once is spread over its batches ({batches})\"";
+        let cases: [(f64, &str); 3] = [
+            (2.0, "not testable by this method (numbers: reproduced)"),
+            (0.5, "not testable by this method (numbers: not reproduced)"),
+            (1.0, "not testable by this method (numbers: level (no difference))"),
+        ];
+        for (f, want) in cases {
+            let v = [
+                batched(sample("a", 1, &times(&tight, f)), &[860, 903, 318, 700, 650]),
+                batched(sample("b", 1, &tight), &[90, 27, 88, 91, 80]),
+            ];
+            let got = check_samples(&claim(&format!("{BEATS}\n{why}")), &v);
+            assert_eq!((got.label().as_str(), got.is_evidence()), (want, false), "{}", got.here);
+            assert_eq!(got.outcome, Outcome::Untestable);
+            assert_eq!(crate::report::summary::Category::of(&got), crate::report::summary::Category::Untestable);
+            let reason = &got.untestable.as_ref().unwrap().reason;
+            assert_eq!(
+                reason,
+                "a cost paid once is spread over its batches (1 connection, N = 100: 27 to 903 batches a repeat)"
+            );
+        }
+        // Two client settings, each with its own batches, fewest requests first.
+        let at = |server: &str, n: u64, batches: &[u32]| {
+            let mut s = batched(sample(server, 10, &tight), batches);
+            s.client = ClientSpec::closed(10, n);
+            s
+        };
+        let v = [
+            at("a", 100, &[27, 91, 80, 88, 90]),
+            at("a", 10, &[318, 903, 500, 860, 700]),
+            at("b", 100, &[30, 40, 50, 60, 70]),
+        ];
+        let by_n = BEATS
+            .replace("a = { server = \"a\" }", "a = { n = 100 }")
+            .replace("b = { server = \"b\" }", "b = { n = 10 }");
+        let c = claim(&format!("{by_n}\n{why}"));
+        let got = check_samples(&c, &v);
+        assert_eq!(
+            got.untestable.as_ref().map(|u| u.reason.as_str()),
+            Some("a cost paid once is spread over its batches (10 connections, N = 10: 318 to 903 batches a repeat; 10 connections, N = 100: 27 to 91)"),
+            "{}",
+            got.here
+        );
+        // Nothing measured: not measured, as any claim.
+        let got = check(&claim(&format!("{BEATS}\n{why}")), None, 0);
+        assert_eq!((got.outcome, got.untestable.is_none()), (Outcome::NotMeasured, true));
+    }
+
     #[test]
     fn claims_refuse_what_they_cannot_check() {
         let bad = [
@@ -901,6 +1131,11 @@ mod tests {
             (format!("{BEATS}\nsize = {{ ratio = 2.0, at_least = 2.0 }}"), "one of ratio"),
             (BEATS.replace("000:1", "seed 0 line 1"), "is not SEED:LINE"),
             (BEATS.replace("sweep = \"s\"", ""), "exactly when"),
+            (format!("{BEATS}\nuntestable = \"u\"\nby_construction = \"b\""), "not both"),
+            (
+                "kind = \"not_testable\"\ntext = \"t\"\nsource = \"004:107\"\nquote = \"q\"\nreason = \"r\"\nuntestable = \"u\"".into(),
+                "no untestable",
+            ),
         ];
         for (text, want) in bad {
             let c: Claim = toml::from_str(&text).unwrap();
@@ -964,6 +1199,25 @@ mod tests {
         let got = check_samples(&claim(level), &v);
         assert_eq!(got.label(), "inconclusive", "{}", got.here);
         assert!(got.here.ends_with("(insufficient clean repeats: 0 in common at most, 3 needed)"), "{}", got.here);
+    }
+
+    /// Regression: a comparison on the successful answers' latency (`ok_ms`) against records
+    /// made before its sums were kept (lab-full-c69ce8d's) read "inconclusive (insufficient
+    /// clean repeats …)" though no repeat was disturbed: such records did not measure the
+    /// metric, and the claim is "not measured", as a trend on it is.
+    #[test]
+    fn a_metric_the_records_do_not_hold_is_not_measured() {
+        let tight = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let on_ok = BEATS.replace("metric = \"rps\"", "metric = \"ok_ms\"");
+        let old = [sample("a", 1, &tight), sample("b", 1, &tight)];
+        let got = check_samples(&claim(&on_ok), &old);
+        assert_eq!((got.label().as_str(), got.here.as_str()), ("not measured", "not measured"));
+        let kept = |mut s: Sample, ms: f64| {
+            s.runs.iter_mut().zip(tight).for_each(|(r, x)| r.ok_latency_sum_us = Some((x * ms * 100.0) as u64));
+            s
+        };
+        let new = [kept(sample("a", 1, &tight), 1.0), kept(sample("b", 1, &tight), 2.0)];
+        assert_eq!(check_samples(&claim(&on_ok), &new).label(), "reproduced");
     }
 
     /// A claim is client-bound when more than half of its points have a saturated side; its

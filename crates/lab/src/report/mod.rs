@@ -184,6 +184,9 @@ fn claim_cell(v: &verdict::Verdict) -> String {
     if let Some(why) = &v.by_construction {
         claim += &format!(" (true by construction: {why})");
     }
+    if let Some(u) = &v.untestable {
+        claim += &format!(" (not testable by this method: {})", u.reason);
+    }
     if v.contradicts.is_some() {
         claim += " (the seed contradicts itself here: see below)";
     }
@@ -255,7 +258,7 @@ fn rule() -> String {
 }
 
 /// How a verdict is reached, but for the client-bound rule ([`rule`]).
-const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`); a repeat left out as disturbed takes out its own point in that repeat, not the repeat's other points, and a point with fewer than 3 clean repeats in common is left out and named. \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. A claim that one server is the best is tested against each other server, each interval widened for the family (Bonferroni over the others: each at 1 − 0.05/k for k others): reproduced when every one lies above 1, not reproduced when one lies below, so with all servers equal it is called either way at most 2.5% of the time (simulated with 3 and 4 others). Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
+const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`); a repeat left out as disturbed takes out its own point in that repeat, not the repeat's other points, and a point with fewer than 3 clean repeats in common is left out and named. \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. A claim that one server is the best is tested against each other server, each interval widened for the family (Bonferroni over the others: each at 1 − 0.05/k for k others): reproduced when every one lies above 1, not reproduced when one lies below, so with all servers equal it is called either way at most 2.5% of the time (simulated with 3 and 4 others). Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not testable by this method\": the lab measured the claim's points, but its own design decides the outcome (a cost paid once, spread over batches repeated until a point lasts its minimum time) or the seed's figures cannot be what the seed says they are (the reason gives the arithmetic): its numbers are shown (\"numbers: …\") and it is not counted as evidence; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
 
 /// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
 /// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
@@ -403,10 +406,11 @@ fn verdicts(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>,
     let evidence: usize = counts.iter().map(|c| c.1).sum();
     let constructed = rows.iter().filter(|(_, v)| v.by_construction.is_some()).count();
     let untestable = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotTestable).count();
+    let by_method = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::Untestable).count();
     let unmeasured = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::NotMeasured).count();
     let bound = rows.iter().filter(|(_, v)| v.outcome == verdict::Outcome::ClientBound).count();
     let summary = format!(
-        "{} claims. As evidence, {evidence}: {}. Not counted: {bound} client-bound, {constructed} true by construction, {untestable} not testable here, {unmeasured} not measured.",
+        "{} claims. As evidence, {evidence}: {}. Not counted: {bound} client-bound, {constructed} true by construction, {untestable} not testable here, {by_method} not testable by this method, {unmeasured} not measured.",
         rows.len(),
         counts.iter().map(|(l, n)| format!("{n} {l}")).collect::<Vec<_>>().join(", ")
     );
@@ -513,6 +517,64 @@ mod tests {
         // With the machine unknown, the older records have no figure: the numbers stand.
         let rows = super::verdict_rows(&exps, false, &records, 0);
         assert!(rows.iter().all(|(_, v)| v.outcome != crate::judge::verdict::Outcome::ClientBound));
+    }
+
+    /// Regression (issue 43, item 4): verdicts decided by the lab's design or by seed figures
+    /// that cannot be what they say were counted as evidence, a ratio of two losses read as a
+    /// larger gain, 003's CGI response time was a mean with the admission limit's instant 503s
+    /// in it, and a reason said no VM was involved. On the committed full run: each claim's
+    /// verdict, what its text must say, and the summary's counts.
+    #[test]
+    fn the_committed_runs_untestable_claims_are_not_evidence() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let run = repo.join("docs/runs/lab-full-4119505");
+        let records = crate::run::results::read(&run.join("results.jsonl.gz")).unwrap();
+        let sources = crate::experiment::sources::find(None, &[]).unwrap();
+        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        let cores = crate::report::machine::Machine::of_results(&run).cores;
+        let rows = super::verdict_rows(&exps, false, &records, cores);
+        let untestable = "not testable by this method (numbers: not reproduced)";
+        // (experiment, the claim's first words, its verdict, what its row says)
+        let cases: [(&str, &str, &str, &str); 8] = [
+            ("000", "fork has the higher throughput", untestable, "a request of 28 µs"),
+            ("000", "fork's throughput for the 1 GB file", untestable, "24 and 11 ms"),
+            ("002", "N = 10 is slower than N = 100", untestable, "N = 10: 318 to 903 batches a repeat"),
+            (
+                "010",
+                "N per client: N = 10 (100 in all)",
+                "not testable by this method (numbers: inconclusive)",
+                "N = 100: 47 to 142 batches a repeat",
+            ),
+            ("000", "fork's largest gain is on CGI", "not reproduced", "no gain to compare: fork loses at both, 0.66×"),
+            (
+                "003",
+                "CGI's response time rises",
+                "direction reproduced, size not",
+                "113.8 500 req/s → 182.5 5000 req/s",
+            ),
+            ("003", "at small rates", "not reproduced", "pooled 0.0015×"),
+            (
+                "004",
+                "in the VM the threaded server",
+                "not testable here",
+                "a shared 2-vCPU VM under another hypervisor",
+            ),
+        ];
+        for (exp, claim, label, says) in cases {
+            let (_, v) = rows.iter().find(|(id, v)| id == exp && v.claim.starts_with(claim)).expect(claim);
+            assert_eq!(v.label(), label, "{claim}: {}", v.here);
+            let row = format!("{} {}", super::claim_cell(v), v.here);
+            assert!(row.contains(says), "{claim}: {row}");
+            assert_eq!(v.is_evidence(), !label.starts_with("not testable"), "{claim}");
+        }
+        let text = super::verdicts_markdown(&exps, false, &records, cores);
+        assert!(!text.contains("no VM is involved"), "the lab's runs are in a VM");
+        for part in [
+            "71 claims. As evidence, 49: 23 not reproduced,",
+            "Not counted: 11 client-bound, 5 true by construction, 2 not testable here, 4 not testable by this method, 0 not measured.",
+        ] {
+            assert!(text.contains(part), "the summary lacks {part:?}");
+        }
     }
 
     /// The committed verdict table is the generator's output on the committed full run, not

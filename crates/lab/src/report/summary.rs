@@ -14,12 +14,15 @@ pub(crate) enum Category {
     /// The load generator, not the server, was the limit at most of its points.
     ClientBound,
     NotTestable,
+    /// The lab's method cannot test it: its design decides it, or the seed's figures
+    /// cannot be what they say.
+    Untestable,
     ByConstruction,
     NotMeasured,
 }
 
 /// The categories in the order the summary names them.
-pub(crate) const ORDER: [Category; 9] = [
+pub(crate) const ORDER: [Category; 10] = [
     Category::Reproduced,
     Category::DirectionOnly,
     Category::Level,
@@ -27,6 +30,7 @@ pub(crate) const ORDER: [Category; 9] = [
     Category::Inconclusive,
     Category::ClientBound,
     Category::NotTestable,
+    Category::Untestable,
     Category::ByConstruction,
     Category::NotMeasured,
 ];
@@ -35,6 +39,7 @@ impl Category {
     pub fn of(v: &Verdict) -> Category {
         match (v.outcome, v.size, v.by_construction.is_some()) {
             (Outcome::NotTestable, ..) => Category::NotTestable,
+            (Outcome::Untestable, ..) => Category::Untestable,
             (Outcome::NotMeasured, ..) => Category::NotMeasured,
             (_, _, true) => Category::ByConstruction,
             (Outcome::ClientBound, ..) => Category::ClientBound,
@@ -56,6 +61,7 @@ impl Category {
             Category::Inconclusive => "inconclusive",
             Category::ClientBound => "client-bound (the load generator was the limit)",
             Category::NotTestable => "not testable here",
+            Category::Untestable => "not testable by this method",
             Category::ByConstruction => "true by construction",
             Category::NotMeasured => "not measured",
         }
@@ -70,7 +76,9 @@ impl Category {
             Category::NotReproduced => "v-not",
             Category::Inconclusive => "v-inconclusive",
             Category::ClientBound => "v-client",
-            Category::NotTestable | Category::ByConstruction | Category::NotMeasured => "v-muted",
+            Category::NotTestable | Category::Untestable | Category::ByConstruction | Category::NotMeasured => {
+                "v-muted"
+            }
         }
     }
 
@@ -78,13 +86,17 @@ impl Category {
     pub fn is_evidence(self) -> bool {
         !matches!(
             self,
-            Category::ClientBound | Category::NotTestable | Category::ByConstruction | Category::NotMeasured
+            Category::ClientBound
+                | Category::NotTestable
+                | Category::Untestable
+                | Category::ByConstruction
+                | Category::NotMeasured
         )
     }
 }
 
 /// How many verdicts fall in each category, in [`ORDER`].
-pub(crate) fn counts(verdicts: &[&Verdict]) -> [(Category, usize); 9] {
+pub(crate) fn counts(verdicts: &[&Verdict]) -> [(Category, usize); 10] {
     ORDER.map(|c| (c, verdicts.iter().filter(|v| Category::of(v) == c).count()))
 }
 
@@ -203,6 +215,7 @@ mod tests {
             by_construction: by_construction.then(|| "it must".into()),
             contradicts: None,
             client_bound: None,
+            untestable: None,
             few_clean: false,
         }
     }
@@ -222,6 +235,7 @@ mod tests {
             (verdict(NotReproduced, NotStated, false), Category::NotReproduced),
             (verdict(Inconclusive, Unknown, false), Category::Inconclusive),
             (verdict(NotTestable, NotStated, false), Category::NotTestable),
+            (verdict(Untestable, NotStated, false), Category::Untestable),
             (verdict(ClientBound, NotStated, false), Category::ClientBound),
             (verdict(Reproduced, NotStated, true), Category::ByConstruction),
             (verdict(NotMeasured, NotStated, true), Category::NotMeasured),
@@ -231,12 +245,12 @@ mod tests {
         }
         let all: Vec<&Verdict> = set.iter().map(|(v, _)| v).collect();
         let got: Vec<usize> = counts(&all).iter().map(|(_, n)| *n).collect();
-        assert_eq!(got, [2, 1, 1, 3, 1, 1, 1, 1, 1]);
+        assert_eq!(got, [2, 1, 1, 3, 1, 1, 1, 1, 1, 1]);
         let text = text(&all, false);
         for part in [
-            "checked 12 claims",
+            "checked 13 claims",
             "As evidence, 8: 2 reproduced, 1 reproduced in direction but not in size, 1 level (evidence of no difference), 3 not reproduced, 1 inconclusive.",
-            "Not counted as evidence: 1 client-bound (the load generator was the limit), 1 not testable here, 1 true by construction, 1 not measured.",
+            "Not counted as evidence: 1 client-bound (the load generator was the limit), 1 not testable here, 1 not testable by this method, 1 true by construction, 1 not measured.",
             "This machine could not drive the server in 1 claim: the load generator, on the CPUs not given to the server, was saturated while the server idled; it needs a machine with more CPUs.",
             "about 0.2 of the 8",
         ] {

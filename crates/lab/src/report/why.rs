@@ -29,6 +29,8 @@ pub(crate) enum Finding {
     Undecided,
     /// Its sweep did not run here.
     NotRun,
+    /// The lab's method cannot test the prediction (its design decides it).
+    Untestable,
     /// Its load generator, not the server, was the limit: the sweep measured the client.
     ClientBound,
     /// The run's machine has fewer CPUs than the sweep needs to change only its cause.
@@ -41,6 +43,7 @@ impl Finding {
     pub fn of(if_held: IfHeld, v: &Verdict, fits: bool) -> Finding {
         match (if_held, v.outcome) {
             (_, Outcome::NotMeasured | Outcome::NotTestable) => Finding::NotRun,
+            (_, Outcome::Untestable) => Finding::Untestable,
             _ if !fits => Finding::TooFewCpus,
             (_, Outcome::ClientBound) => Finding::ClientBound,
             (_, Outcome::Inconclusive) => Finding::Undecided,
@@ -71,6 +74,7 @@ impl Finding {
             Finding::NotRuledOut => "not ruled out (it changes the result)",
             Finding::Undecided => "undecided",
             Finding::NotRun => "not run",
+            Finding::Untestable => "not testable by this method",
             Finding::ClientBound => "undecided (client-bound: its load generator was the limit)",
             Finding::TooFewCpus => "not testable on this run's machine",
         }
@@ -82,6 +86,8 @@ fn conclusion(seed: Category, findings: &[Finding]) -> &'static str {
     let any = |f: Finding| findings.contains(&f);
     if seed == Category::ClientBound {
         "Client-bound here; this run's load generator, not the server, was the limit at most of its points"
+    } else if seed == Category::Untestable {
+        "Not testable by this method here; the sweeps that each change one cause found"
     } else if !differs(seed) {
         "Nothing to explain (reproduced here); the sweeps check it under the seed's conditions"
     } else if any(Finding::Explains) {
@@ -283,6 +289,7 @@ mod tests {
             by_construction: None,
             contradicts: None,
             client_bound: None,
+            untestable: None,
             few_clean: false,
         }
     }
@@ -305,6 +312,8 @@ mod tests {
             (R, Outcome::NotTestable, SizeCall::NotStated, NotRun),
             (E, Outcome::ClientBound, SizeCall::NotStated, ClientBound),
             (R, Outcome::ClientBound, SizeCall::NotStated, ClientBound),
+            (E, Outcome::Untestable, SizeCall::NotStated, Untestable),
+            (R, Outcome::Untestable, SizeCall::Outside, Untestable),
         ];
         for (if_held, outcome, size, want) in cases {
             assert_eq!(Finding::of(if_held, &verdict(outcome, size), true), want, "{if_held:?} {outcome:?} {size:?}");
@@ -325,7 +334,7 @@ mod tests {
     fn the_causes_add_up_to_one_conclusion() {
         use Category::{DirectionOnly as Dir, NotReproduced as Not, Reproduced as Rep};
         use Finding::*;
-        let cases: [(Category, &[Finding], &str); 10] = [
+        let cases: [(Category, &[Finding], &str); 11] = [
             (Not, &[DoesNotExplain, Explains, Undecided], "Explained here"),
             (Not, &[DoesNotExplain, ExplainsDirection], "Explained in direction, not in size"),
             (Not, &[DoesNotExplain, RuledOut, DoesNotExplain], "No cause tested explains it"),
@@ -341,6 +350,12 @@ mod tests {
                 Category::ClientBound,
                 &[Explains],
                 "Client-bound here; this run's load generator, not the server, was the limit at most of its points",
+            ),
+            // Nor one the lab's method cannot test: what its causes' sweeps found follows.
+            (
+                Category::Untestable,
+                &[Explains],
+                "Not testable by this method here; the sweeps that each change one cause found",
             ),
         ];
         for (here, findings, want) in cases {

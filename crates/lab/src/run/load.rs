@@ -211,8 +211,8 @@ fn measurement(r: &BenchResult) -> Measurement {
         // Filled in by the runner, which sees the server process.
         cpu: Default::default(),
         server: None,
-        ok_latency_sum_us: latency_sum(false),
-        error_answer_latency_sum_us: latency_sum(true),
+        ok_latency_sum_us: Some(latency_sum(false)),
+        error_answer_latency_sum_us: Some(latency_sum(true)),
         capacity_rps: None,
         repeat: None,
     }

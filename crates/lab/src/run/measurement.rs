@@ -51,12 +51,13 @@ pub(crate) struct Measurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::run::server_counts::ServerCounts>,
     /// The latencies of the successful answers (1xx to 3xx) summed, µs: with
-    /// [`Metric::OkMs`], the mean latency by status class.
-    #[serde(default)]
-    pub ok_latency_sum_us: u64,
+    /// [`Metric::OkMs`], the mean latency by status class. None in records made before it
+    /// was kept: their means by class are unknown (NaN), not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok_latency_sum_us: Option<u64>,
     /// The latencies of the error answers (4xx, 5xx) summed, µs ([`Metric::ErrorAnswerMs`]).
-    #[serde(default)]
-    pub error_answer_latency_sum_us: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_answer_latency_sum_us: Option<u64>,
     /// The server's capacity the point's rate was a share of (`capacity.rs`), in
     /// successful answers per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,12 +108,12 @@ fn ok_rps(m: &Measurement) -> f64 {
     m.rps * m.responses.saturating_sub(m.non_success) as f64 / m.responses as f64
 }
 
-/// A latency sum over its count, in ms (NaN without a count: left out of medians).
-fn mean_ms(sum_us: u64, count: u64) -> f64 {
-    if count == 0 {
-        return f64::NAN;
+/// A latency sum over its count, in ms (NaN without a count or a sum: left out of medians).
+fn mean_ms(sum_us: Option<u64>, count: u64) -> f64 {
+    match sum_us {
+        Some(sum) if count > 0 => sum as f64 / count as f64 / 1e3,
+        _ => f64::NAN,
     }
-    sum_us as f64 / count as f64 / 1e3
 }
 
 /// `n` as a share of the requests attempted (answered or failed).
@@ -164,10 +165,29 @@ mod tests {
         assert_eq!(Metric::RefusedPct.value(&m), 500.0 / 96.0);
         assert_eq!(Metric::UnansweredPct.value(&m), 600.0 / 96.0);
         // Latency by status class: 85 successful answers in 170 ms, 5 error answers in 1 ms.
-        let m = Measurement { ok_latency_sum_us: 170_000, error_answer_latency_sum_us: 1_000, ..m };
+        let m = Measurement { ok_latency_sum_us: Some(170_000), error_answer_latency_sum_us: Some(1_000), ..m };
         assert_eq!((Metric::OkMs.value(&m), Metric::ErrorAnswerMs.value(&m)), (2.0, 0.2));
-        let none = Measurement { responses: 3, ..Default::default() };
+        let none = Measurement { responses: 3, ok_latency_sum_us: Some(600), ..Default::default() };
         assert!(Metric::ErrorAnswerMs.value(&none).is_nan(), "no error answer: no mean");
+        assert_eq!(Metric::OkMs.value(&none), 0.2);
+    }
+
+    /// Regression: a record made before the sums by status class were kept (the full run
+    /// lab-full-c69ce8d) read its successful answers' mean as 0 ms, a number 003's response
+    /// time claims would be judged on; it is unknown (NaN: the claim is "not measured").
+    #[test]
+    fn a_record_without_the_sums_by_class_has_no_mean_by_class() {
+        let old = r#"{"responses":1500,"non_success":0,"errors":0,"duration_s":3.0,"rps":500.0,"bytes_per_s":1.0,
+            "mean_us":800.0,"p50_us":700.0,"p90_us":900.0,"p99_us":1000.0,"max_us":1200.0}"#;
+        let new =
+            old.replace("\"max_us\"", "\"ok_latency_sum_us\":1200000,\"error_answer_latency_sum_us\":0,\"max_us\"");
+        let cases = [(old.to_string(), f64::NAN), (new, 0.8)];
+        for (json, want) in cases {
+            let m: Measurement = serde_json::from_str(&json).unwrap();
+            let got = Metric::OkMs.value(&m);
+            assert!(got == want || (got.is_nan() && want.is_nan()), "{json}: {got}");
+            assert_eq!(Metric::MeanMs.value(&m), 0.8, "the mean over all answers is kept either way");
+        }
     }
 
     /// Successful answers per second leave the error answers (503s) out of the rate.
