@@ -112,6 +112,7 @@ for s in "${servers[@]}"; do
     -G "$(for _ in ${events//,/ }; do printf '%s,' "${perf_cgroup[$s]}"; done | sed 's/,$//')" -- \
     "${load_pin[@]}" "$BENCH" bench -c "$CONNS" -n "$REQUESTS" "${bench_flags[@]}" --json - "$url" >"$tmp/$f.json" 2>"$tmp/$f.err"
   ok=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(v for k,v in r["status"].items() if k.startswith("2")))' "$tmp/$f.json")
+  [ "$ok" = "$REQUESTS" ] || echo "$s: $ok of $REQUESTS requests answered 2xx; the counts are per 2xx response. The client's summary: $(cat "$tmp/$f.err")" >&2
   python3 - "$tmp/$f.stat" "$ok" "$s" "${#probes[@]}" <<'PY'
 import sys
 path, ok, name, probes = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
