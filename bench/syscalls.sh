@@ -81,15 +81,10 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir -p "$tmp/www"
-head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
-head -c $((1024 * 1024)) /dev/urandom >"$tmp/www/1m.bin"
-chmod -R a+rX "$tmp/www"
+make_www
 cpu_accounting_setup
 
-for s in "${servers[@]}"; do start_server "$s"; done
-check_servers "${servers[@]}"
-echo "checked: every server answers 200 with the exact length" >&2
+start_checked_servers "${servers[@]}"
 
 # Waits until strace has attached to every process of the server (one "attached" line each,
 # "with N threads" for a process of several).

@@ -61,6 +61,23 @@ install_server_packages() { # servers...
   fi
 }
 
+# The files every server is checked with and measured on: $tmp/www/1k.bin and 1m.bin,
+# random bytes, readable by the servers that drop to another user.
+make_www() {
+  mkdir -p "$tmp/www"
+  head -c 1024 /dev/urandom >"$tmp/www/1k.bin"
+  head -c $((1024 * 1024)) /dev/urandom >"$tmp/www/1m.bin"
+  chmod -R a+rX "$tmp/www"
+}
+
+# Starts every server, then checks each serves its files (see check_servers).
+start_checked_servers() { # servers...
+  local s
+  for s in "$@"; do start_server "$s"; done
+  check_servers "$@"
+  echo "checked: every server answers 200 with the exact length" >&2
+}
+
 # Which files a server can serve: the floor answers every path with its 1 KiB reply.
 files_of_server() { # server
   case ${1%%:*} in floor) echo 1k.bin ;; *) echo 1k.bin 1m.bin ;; esac
