@@ -385,7 +385,7 @@ pub(crate) fn seed_coord(row: &crate::experiment::SeedRow, over: Dim) -> f64 {
         Dim::Connections | Dim::Clients => row.c.map(f64::from).unwrap_or(f64::NAN),
         Dim::Requests => row.n.map(|n| n as f64).unwrap_or(f64::NAN),
         Dim::Rate => row.rate.unwrap_or(f64::NAN),
-        Dim::Server | Dim::Workload | Dim::Connection | Dim::Share => f64::NAN,
+        Dim::Server | Dim::Workload | Dim::Connection | Dim::Share | Dim::Streams => f64::NAN,
     }
 }
 

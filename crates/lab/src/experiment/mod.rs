@@ -219,6 +219,11 @@ pub(crate) struct ClientSpec {
     /// handshake every connection, `spidey bench --no-resume`). Plain HTTP ignores it.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub resume: bool,
+    /// HTTP/2 with at most this many requests in flight on each connection, as streams
+    /// (`spidey bench --h2 --streams N`: prior knowledge on plain TCP, ALPN `h2` over TLS);
+    /// absent: HTTP/1.1, one request at a time per connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u32>,
 }
 
 /// How an open-loop client gets a connection for each request ([`spidey_bench::OpenModel`]).
@@ -248,11 +253,12 @@ impl ClientSpec {
             keepalive: true,
             model: Model::default(),
             resume: true,
+            streams: None,
         }
     }
 
     /// A short stable label: `c4-n100`, `c10-d2s-r500`, `c1-n100-close`, `c1-d1s-r500-close-per-request`,
-    /// `c1-d3s-x1.5-close-per-request` (1.5 times the server's capacity).
+    /// `c1-d3s-x1.5-close-per-request` (1.5 times the server's capacity), `c4-d2s-h2x32`.
     pub fn label(&self) -> String {
         let mut s = format!("c{}", self.c);
         if let Some(n) = self.n {
@@ -276,7 +282,16 @@ impl ClientSpec {
         if !self.resume {
             s += "-no-resume";
         }
+        if let Some(m) = self.streams {
+            s += &format!("-h2x{m}");
+        }
         s
+    }
+
+    /// Requests in flight at once on all connections: `c`, times the streams over HTTP/2.
+    #[cfg(test)]
+    pub fn in_flight(&self) -> u64 {
+        u64::from(self.c) * u64::from(self.streams.unwrap_or(1))
     }
 }
 
@@ -337,6 +352,9 @@ pub(crate) enum Dim {
     /// How the client uses connections: keep-alive, or a new one per request (over TLS
     /// with or without session resumption).
     Connection,
+    /// The protocol and the requests in flight per connection: HTTP/1.1's one, or HTTP/2's
+    /// streams (`ClientSpec::streams`).
+    Streams,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -513,7 +531,37 @@ pub(crate) enum Cold {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_size, ClientSpec, Experiment};
+
+    /// 014's design: every shape of every form (HTTP/1.1's connections, HTTP/2's
+    /// connections x streams) keeps the same requests in flight, and every HTTP/2 shape
+    /// stays within the 100 streams a connection of every mode allows.
+    #[test]
+    fn experiment_014_keeps_the_requests_in_flight() {
+        let sources = crate::experiment::sources::find(None, &["014".to_string()]).unwrap();
+        let exp = Experiment::parse(&sources[0]).unwrap();
+        let sweep = &exp.sweeps[0];
+        let shapes: Vec<&ClientSpec> = sweep.clients.iter().chain(sweep.quick.clients.iter().flatten()).collect();
+        assert!(shapes.len() >= 8, "{}", shapes.len());
+        for c in &shapes {
+            assert_eq!(c.in_flight(), 96, "{}", c.label());
+            assert!(c.streams.is_none_or(|m| m <= 100), "{}", c.label());
+        }
+        assert!(shapes.iter().any(|c| c.streams.is_none()), "no HTTP/1.1 shape to compare with");
+        assert!(sweep.servers.iter().all(|s| s.args.iter().any(|a| a == "--http2")), "a server without --http2");
+    }
+
+    /// (client, label): HTTP/2's streams are part of a point's identity.
+    #[test]
+    fn labels_name_the_streams() {
+        let h2 =
+            |c, m| ClientSpec { streams: Some(m), duration: Some("2s".into()), n: None, ..ClientSpec::closed(c, 1) };
+        let cases =
+            [(ClientSpec::closed(96, 100), "c96-n100"), (h2(12, 8), "c12-d2s-h2x8"), (h2(1, 96), "c1-d2s-h2x96")];
+        for (client, want) in cases {
+            assert_eq!(client.label(), want);
+        }
+    }
 
     #[test]
     fn sizes_table() {

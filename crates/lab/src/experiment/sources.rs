@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The experiment files built into the binary, so `spidey lab` runs from any directory
 /// (`--experiments-dir` reads a directory instead).
-const BUILT_IN: [(&str, &str); 14] = [
+const BUILT_IN: [(&str, &str); 15] = [
     ("000-fork.toml", include_str!("../../../../experiments/000-fork.toml")),
     ("001-delay.toml", include_str!("../../../../experiments/001-delay.toml")),
     ("002-threads.toml", include_str!("../../../../experiments/002-threads.toml")),
@@ -21,6 +21,7 @@ const BUILT_IN: [(&str, &str); 14] = [
     ("011-explain-003-cgi.toml", include_str!("../../../../experiments/011-explain-003-cgi.toml")),
     ("012-explain-004-seed-servers.toml", include_str!("../../../../experiments/012-explain-004-seed-servers.toml")),
     ("013-explain-000-parse-cpus.toml", include_str!("../../../../experiments/013-explain-000-parse-cpus.toml")),
+    ("014-multiplexing.toml", include_str!("../../../../experiments/014-multiplexing.toml")),
 ];
 
 /// The source files experiments compile (`{repo}` in a server's `prepare`), built in for

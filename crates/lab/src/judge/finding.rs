@@ -183,6 +183,7 @@ fn dim_name(d: Dim) -> &'static str {
         Dim::Server => "servers",
         Dim::Workload => "workloads",
         Dim::Connection => "connection uses",
+        Dim::Streams => "streams per connection",
     }
 }
 

@@ -124,6 +124,8 @@ impl Sample {
             Dim::Rate => self.client.rate.unwrap_or(f64::NAN),
             Dim::Share => self.client.capacity.unwrap_or(f64::NAN),
             Dim::Connection => CONNECTION_USES.iter().position(|u| u.0 == (c.keepalive, c.resume)).unwrap_or(0) as f64,
+            // HTTP/1.1 reads 0, so it sorts before HTTP/2 with one stream.
+            Dim::Streams => c.streams.map_or(0.0, f64::from),
             Dim::Server | Dim::Workload => f64::NAN,
         }
     }
@@ -132,6 +134,9 @@ impl Sample {
     pub fn place(&self) -> String {
         let c = &self.client;
         let mut parts = vec![phrase(Dim::Connections, f64::from(c.c))];
+        if let Some(m) = c.streams {
+            parts.push(phrase(Dim::Streams, f64::from(m)));
+        }
         if let Some(n) = c.n {
             parts.push(phrase(Dim::Requests, n as f64));
         }
@@ -158,6 +163,7 @@ impl Sample {
                 None => self.client.c.to_string(),
             },
             Dim::Connection => phrase(Dim::Connection, self.coord(Dim::Connection)),
+            Dim::Streams => phrase(Dim::Streams, self.coord(Dim::Streams)),
         }
     }
 }
@@ -260,6 +266,8 @@ pub(crate) fn phrase(d: Dim, x: f64) -> String {
         Dim::Rate => format!("{x} req/s"),
         Dim::Share => format!("{x}× capacity"),
         Dim::Connection => CONNECTION_USES.get(x as usize).map_or("?", |u| u.1).to_string(),
+        Dim::Streams if x == 0.0 => "HTTP/1.1".to_string(),
+        Dim::Streams => format!("h2, {x} stream{} each", if x == 1.0 { "" } else { "s" }),
         Dim::Server | Dim::Workload => format!("{x}"),
     }
 }
@@ -267,6 +275,15 @@ pub(crate) fn phrase(d: Dim, x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (streams coordinate, words): HTTP/1.1 is 0, before HTTP/2 with one stream.
+    #[test]
+    fn streams_read_as_protocol_and_count() {
+        let cases = [(0.0, "HTTP/1.1"), (1.0, "h2, 1 stream each"), (32.0, "h2, 32 streams each")];
+        for (x, want) in cases {
+            assert_eq!(phrase(Dim::Streams, x), want);
+        }
+    }
 
     /// A twin has the sample's share of capacity: "2 CPUs" at 2× its capacity pairs with
     /// "1 CPU" at 2× its own, never with the first share the other server has (regression:

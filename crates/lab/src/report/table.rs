@@ -173,6 +173,7 @@ pub(crate) fn dim_header(d: Dim) -> &'static str {
         Dim::Share => "Rate (× capacity)",
         Dim::Clients => "Clients × requests",
         Dim::Connection => "Connection",
+        Dim::Streams => "Protocol",
     }
 }
 

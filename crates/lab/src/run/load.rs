@@ -8,7 +8,8 @@ use crate::run::hosts::Hosts;
 use crate::run::measurement::Measurement;
 use spidey_bench::LATE_AFTER;
 use spidey_bench::{
-    merge, run_bench, run_bench_with, BenchConfig, BenchResult, OpenModel, Resume, Stop, Target, TlsOptions, Verify,
+    merge, run_bench, run_bench_protocol, run_bench_with, BenchConfig, BenchResult, OpenModel, Protocol, Resume, Stop,
+    Target, TlsOptions, Verify,
 };
 use std::net::SocketAddr;
 use std::path::Path;
@@ -85,12 +86,25 @@ fn repeat_until<T>(
 }
 
 fn once(load: &Load<'_>, cfg: &BenchConfig) -> anyhow::Result<BenchResult> {
+    let protocol = match load.client.streams {
+        Some(streams) => Protocol::H2 { streams: streams as usize },
+        None => Protocol::Http1,
+    };
+    let tls = |ca: &Path| {
+        let resume = if load.client.resume { Resume::On } else { Resume::Off };
+        TlsOptions { verify: Verify::CaFile(ca.to_path_buf()), resume, ciphers: Vec::new() }
+    };
+    if protocol != Protocol::Http1 {
+        anyhow::ensure!(
+            load.hosts.load_runs_here(),
+            "client {}: HTTP/2 load runs from this host only, not from --client-hosts",
+            load.client.label()
+        );
+        let tls = load.tls.map(tls).unwrap_or_default();
+        return run_bench_protocol(cfg, protocol, &tls, &mut |_| {});
+    }
     Ok(match (load.tls, load.hosts.measure(cfg)) {
-        (Some(ca), _) => {
-            let resume = if load.client.resume { Resume::On } else { Resume::Off };
-            let tls = TlsOptions { verify: Verify::CaFile(ca.to_path_buf()), resume, ciphers: Vec::new() };
-            run_bench_with(cfg, &tls, &mut |_| {})?
-        }
+        (Some(ca), _) => run_bench_with(cfg, &tls(ca), &mut |_| {})?,
         (None, Some(merged)) => merged?,
         (None, None) => run_bench(cfg)?,
     })
