@@ -96,6 +96,22 @@ class Client:
                 return ("refused %d " % refused if refused else "") + "served %s %d" % (status, body)
         return "timeout"
 
+    def endings(self, count):
+        """Reads until `count` streams have ended (or 15 s): {stream: (status, seconds from
+        now)}, in the order they ended."""
+        dec, status, ended, start = hpack.Decoder(), {}, {}, time.monotonic()
+        for f in self.frames(start + 15):
+            if f is None:
+                break
+            kind, flags, stream, payload = f
+            if kind == HEADERS:
+                status[stream] = dict(dec.decode(payload)).get(":status")
+            if kind in (HEADERS, DATA) and flags & END_STREAM:
+                ended[stream] = (status.get(stream), time.monotonic() - start)
+                if len(ended) == count:
+                    break
+        return ended
+
     def send(self, data):
         try:
             self.s.sendall(data)
@@ -134,35 +150,14 @@ def main():
         c.send(c.request(1, path="/sleep/x?2500"))
     elif case == "slow-first":  # a slow handler's stream, then a file's, at once: the order they end
         c.send(c.request(1, path="/sleep/x?1000") + c.request(3, path="/index.html"))
-        dec, status, ended = hpack.Decoder(), {}, []
-        for f in c.frames(time.monotonic() + 15):
-            if f is None:
-                break
-            kind, flags, stream, payload = f
-            if kind == HEADERS:
-                status[stream] = dict(dec.decode(payload)).get(":status")
-            if kind in (HEADERS, DATA) and flags & END_STREAM:
-                ended.append("%d:%s" % (stream, status.get(stream)))
-                if len(ended) == 2:
-                    break
-        print(" ".join(ended))
+        ended = c.endings(2)
+        print(" ".join("%d:%s" % (s, status) for s, (status, _) in ended.items()))
         return
     elif case == "scripts":  # a script that takes 3 s, then a quick one, at once on one connection
         c.send(c.request(1, path="/cgi-bin/late") + c.request(3, path="/cgi-bin/echo"))
-        dec, status, ended, start = hpack.Decoder(), {}, {}, time.monotonic()
-        for f in c.frames(time.monotonic() + 15):
-            if f is None:
-                break
-            kind, flags, stream, payload = f
-            if kind == HEADERS:
-                status[stream] = dict(dec.decode(payload)).get(":status")
-            if kind in (HEADERS, DATA) and flags & END_STREAM:
-                ended[stream] = time.monotonic() - start
-                if len(ended) == 2:
-                    break
-        order = sorted(ended, key=ended.get)
-        gap = ended.get(1, 0) - ended.get(3, 0)
-        print(" ".join("%d:%s" % (s, status.get(s)) for s in order) + " apart %.1f s" % gap)
+        ended = c.endings(2)
+        gap = ended.get(1, (None, 0))[1] - ended.get(3, (None, 0))[1]
+        print(" ".join("%d:%s" % (s, status) for s, (status, _) in ended.items()) + " apart %.1f s" % gap)
         return
     elif case == "big":  # a 1 MiB file, the window opened as it comes
         c.send(c.request(1, path="/big.bin"))
