@@ -10,6 +10,7 @@ pub(crate) mod cdf;
 pub(crate) mod chart;
 pub(crate) mod machine;
 pub(crate) mod plot;
+pub(crate) mod prose;
 pub(crate) mod render;
 pub(crate) mod robustness_report;
 pub(crate) mod sizes;
@@ -222,17 +223,7 @@ fn appendix(
 ) -> Vec<Block> {
     let mut doc = vec![
         Block::Heading(2, "Appendix: method".into()),
-        Block::Para(format!(
-            "A {kind}. Each table has the seed study's shape, this machine's numbers (\"here\": the median of the repeats and, in brackets, a distribution-free interval for it with that interval's exact coverage, `11 [9–30, 93.8%]`: the narrowest pair of order statistics of the repeats that contains the true median with at least 95% probability, or, with fewer than 6 repeats, the smallest and largest repeat, which contain it with probability 1 - 2/2^n (93.8% for 5 repeats, 75% for 3); plots draw it as error bars) and the seed's published numbers beside them. Each point is measured {repeats} times, the servers of a sweep visited in an order rotated every repeat, and each server's points in an order shuffled afresh every repeat (seeded: each point's seed and position are in results.jsonl), so neither a server nor a point's place along the sweep is tied to when it ran. Findings are computed from the numbers here: a ratio between two points (one server's advantage over another) is taken per round, repeat r of one against repeat r of the other (measured in the same round of the sweep), and shown as the median of those per-round ratios with their order-statistic interval and its coverage, `1.31× [1.20–1.42, 93.8%]`; one server beats another only where that interval excludes 1, and is level with it otherwise. Each point lasts at least {floor} s: its batch (the seed's request count, or its duration) runs back to back until the batches do, and the time in a \"Time\" column is one batch's (in ms where every value in it is under a second) (results.jsonl records the number of batches). Every sweep's second table gives the server's CPU time per request (the CPU-time clocks of the server's process tree, in nanoseconds, every thread included; children it has reaped, such as fork's and CGI's, are counted from /proc at the kernel's tick resolution), the load generator's own CPU time as a share of the CPUs it could keep busy (a thread per CPU of its own: near 100% it, not the server, was the limit), and how many repeats ran on a disturbed machine: more than {other}% of the machine's CPU time busy with processes other than the server and the load generator (the wall clock times the CPUs, less the idle and stolen time /proc/stat gives, less the two clocks), or more than {steal}% stolen by the hypervisor. A disturbed repeat is measured again up to {extra} times; one still disturbed is kept in results.jsonl marked excluded and left out of every interval, finding and verdict, and a point left with fewer than {clean} clean repeats gets no verdict{keep} (load average, steal and the CPU times are in results.jsonl per point); and the answers the client counted beside those the server counted itself (spidey's `--metrics`, scraped before and after each point: by status class, with the body bytes; `–` for peers), summed over the repeats. The client does not count an answer to a request it sent late, the server does. Where a seed's claim is about latency, the sweep's heaviest client setting is also drawn as a latency distribution: every request of every clean repeat, from the HDR histograms each point stores.",
-            kind = if quick { "quick run (reduced sweeps: a smoke test, not a measurement to quote)" } else { "full run" },
-            other = crate::run::cpu::OTHER_BUSY_LIMIT_PCT,
-            floor = if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64(),
-            extra = runner::EXTRA_TRIES,
-            clean = sample::MIN_CLEAN_REPEATS,
-            keep = if keep_disturbed { " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)" } else { "" },
-            steal = crate::run::cpu::STEAL_LIMIT_PCT,
-            repeats = if quick { "3" } else { "5 (or more)" }
-        )),
+        Block::Para(method(quick, keep_disturbed)),
         Block::Para(rule()),
     ];
     let rows: Vec<(String, verdict::Verdict)> =
@@ -248,17 +239,47 @@ fn appendix(
     doc
 }
 
-/// How a verdict is reached: [`RULE`], then when a claim is client-bound.
-fn rule() -> String {
-    format!(
-        "{RULE} \"client-bound\": more than half of the claim's points had a side whose load generator used at least {busy}% of the CPUs it could keep busy (its threads, at most its CPUs) while the server left at least {idle}% of its CPUs idle (counting the load generator's time on CPUs they share as used): such a point measured the load generator, not the server. Its numbers are shown (\"numbers: …\") with the load generator's busy share and the server's idle share (medians over those points), and it is not counted as evidence; claims on the server's CPU per request are exempt.",
-        busy = crate::run::cpu::CLIENT_BUSY_PCT,
-        idle = crate::run::cpu::SERVER_IDLE_PCT
+/// How the numbers were made: `docs/lab-method/method.md`, filled for a quick or a full
+/// run, made with --keep-disturbed or not.
+fn method(quick: bool, keep_disturbed: bool) -> String {
+    prose::fill(
+        prose::METHOD,
+        &[
+            (
+                "kind",
+                &if quick {
+                    "quick run (reduced sweeps: a smoke test, not a measurement to quote)"
+                } else {
+                    "full run"
+                },
+            ),
+            ("other", &crate::run::cpu::OTHER_BUSY_LIMIT_PCT),
+            ("floor", &if quick { runner::MIN_QUICK_POINT } else { runner::MIN_POINT }.as_secs_f64()),
+            ("extra", &runner::EXTRA_TRIES),
+            ("clean", &sample::MIN_CLEAN_REPEATS),
+            (
+                "keep",
+                &if keep_disturbed {
+                    " (this run was made with --keep-disturbed: every repeat was measured once and kept, disturbed or not)"
+                } else {
+                    ""
+                },
+            ),
+            ("steal", &crate::run::cpu::STEAL_LIMIT_PCT),
+            ("tick_min", &crate::run::cpu::TICK_MIN_S),
+            ("steal_min", &crate::run::cpu::STEAL_MIN_S),
+            ("repeats", &if quick { "3" } else { "5 (or more)" }),
+        ],
     )
 }
 
-/// How a verdict is reached, but for the client-bound rule ([`rule`]).
-const RULE: &str = "Each claim a seed study made, as its author made it (the seed's file and line, and its words), checked against this run's numbers. A comparison is one test per claim: the claimed side's advantage at each of its points, pooled by repeat (the geometric mean over the points, repeat by repeat) with a t interval over the repeats (`spidey lab`'s `rule.rs`); a repeat left out as disturbed takes out its own point in that repeat, not the repeat's other points, and a point with fewer than 3 clean repeats in common is left out and named. \"reproduced\": the interval lies above 1; \"not reproduced\": below 1 (or, for a claim of no difference, wholly outside its band); \"level (no difference)\": it contains 1 and lies within the level band, evidence against the claimed difference; \"inconclusive\": too wide to tell. A claim that states a size is held to it within the tolerance its experiment file writes (a factor either way): \"direction reproduced, size not\" where the interval lies above 1 but wholly outside that band. Under no difference, a claim is called reproduced at most 2.5% of the time whatever its number of points (a simulation in the lab's tests checks it); across K claims, at most 0.025·K are expected by chance. A claim that one server is the best is tested against each other server, each interval widened for the family (Bonferroni over the others: each at 1 − 0.05/k for k others): reproduced when every one lies above 1, not reproduced when one lies below, so with all servers equal it is called either way at most 2.5% of the time (simulated with 3 and 4 others). Trends and limits are judged from each point's own interval. Claims true by construction are shown but not counted as evidence; \"not testable here\" says what the lab's setup removes; \"not testable by this method\": the lab measured the claim's points, but its own design decides the outcome (a cost paid once, spread over batches repeated until a point lasts its minimum time) or the seed's figures cannot be what the seed says they are (the reason gives the arithmetic): its numbers are shown (\"numbers: …\") and it is not counted as evidence; \"not measured\": the sweep or points did not run (a quick run, or results older than the claim).";
+/// How a verdict is reached, and when a claim is client-bound: `docs/lab-method/rule.md`.
+fn rule() -> String {
+    prose::fill(
+        prose::RULE,
+        &[("busy", &crate::run::cpu::CLIENT_BUSY_PCT), ("idle", &crate::run::cpu::SERVER_IDLE_PCT)],
+    )
+}
 
 /// An experiment's seed as the report names it: `seeds/000 (…)`, a path the reader does
 /// not have, as "Seed 000 (…)", the study in docs/lab.md's table of seeds.
@@ -369,12 +390,14 @@ pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String>
     (excluded > 0).then(|| {
         format!(
             "{excluded} of {} measured repeats were left out as disturbed: other processes kept more than {}% of the \
-             machine's CPU busy (or the hypervisor stole more than {}%) through every try, and a point left with too \
+             machine's CPU busy (or, in a point of at least {} s, the hypervisor stole more than {}%) through every \
+             try, and a point left with too \
              few clean repeats is left out of its claims, and a claim left with none gets no verdict (\"inconclusive \
              (insufficient clean repeats …)\"). Run again on a quieter machine, or with \
              --keep-disturbed to keep every repeat (marked in the report).",
             measured.len(),
             crate::run::cpu::OTHER_BUSY_LIMIT_PCT,
+            crate::run::cpu::STEAL_MIN_S,
             crate::run::cpu::STEAL_LIMIT_PCT
         )
     })
@@ -477,6 +500,30 @@ fn notes(exp: &str, sweep: &str, quick: bool, records: &HashMap<String, Record>)
 
 #[cfg(test)]
 mod tests {
+    /// The method paragraph from its Markdown file, with the run's values in their places.
+    #[test]
+    fn the_method_paragraph_is_filled_for_the_run() {
+        let full = super::method(false, false);
+        for part in [
+            "A full run. Each table",
+            "Each point is measured 5 (or more) times",
+            "Each point lasts at least 0.5 s",
+            "more than 10% of the machine's CPU time busy",
+            "a point shorter than 0.2 s is too short to judge",
+            "or more than 2% stolen",
+            "judged in points of at least 0.5 s",
+            "measured again up to 2 times",
+            "fewer than 3 clean repeats gets no verdict (load average",
+        ] {
+            assert!(full.contains(part), "{part:?} not in: {full}");
+        }
+        assert!(!full.contains('{') && !full.contains('\n') && !full.contains("  "), "{full}");
+        let quick = super::method(true, true);
+        assert!(quick.starts_with("A quick run (reduced sweeps"), "{quick}");
+        assert!(quick.contains("measured 3 times") && quick.contains("lasts at least 0.1 s"), "{quick}");
+        assert!(quick.contains("gets no verdict (this run was made with --keep-disturbed"), "{quick}");
+    }
+
     use crate::experiment::Experiment;
     use std::path::Path;
 
