@@ -539,17 +539,23 @@ mod tests {
         }
     }
 
+    /// The committed full run (docs/runs/lab-full-4119505): the built-in experiments, its
+    /// records and its machine's CPUs, as the verdict tests below judge it.
+    fn committed_full_run() -> (Vec<Experiment>, std::collections::HashMap<String, crate::run::results::Record>, usize)
+    {
+        let run = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/runs/lab-full-4119505"));
+        let records = crate::run::results::read(&run.join("results.jsonl.gz")).unwrap();
+        let sources = crate::experiment::sources::find(None, &[]).unwrap();
+        let exps = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
+        (exps, records, crate::report::machine::Machine::of_results(run).cores)
+    }
+
     /// Regression (issue 43): in the committed full run, 002's "two and three processes beat
     /// one" read "level" while its one-thread load generator ran 95-99% busy and the server
     /// idled a quarter of its CPU; it is client-bound, with the figures, and not evidence.
     #[test]
     fn the_committed_runs_saturated_client_claims_are_client_bound() {
-        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-        let run = repo.join("docs/runs/lab-full-4119505");
-        let records = crate::run::results::read(&run.join("results.jsonl.gz")).unwrap();
-        let sources = crate::experiment::sources::find(None, &[]).unwrap();
-        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
-        let cores = crate::report::machine::Machine::of_results(&run).cores;
+        let (exps, records, cores) = committed_full_run();
         let rows = super::verdict_rows(&exps, false, &records, cores);
         let (_, v) =
             rows.iter().find(|(id, v)| id == "002" && v.claim.starts_with("two and three processes beat one")).unwrap();
@@ -573,12 +579,7 @@ mod tests {
     /// verdict, what its text must say, and the summary's counts.
     #[test]
     fn the_committed_runs_untestable_claims_are_not_evidence() {
-        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-        let run = repo.join("docs/runs/lab-full-4119505");
-        let records = crate::run::results::read(&run.join("results.jsonl.gz")).unwrap();
-        let sources = crate::experiment::sources::find(None, &[]).unwrap();
-        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
-        let cores = crate::report::machine::Machine::of_results(&run).cores;
+        let (exps, records, cores) = committed_full_run();
         let rows = super::verdict_rows(&exps, false, &records, cores);
         let untestable = "not testable by this method (numbers: not reproduced)";
         // (experiment, the claim's first words, its verdict, what its row says)
@@ -630,11 +631,8 @@ mod tests {
     #[test]
     fn committed_verdict_table_is_generated_from_the_committed_full_run() {
         let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-        let records = crate::run::results::read(&repo.join("docs/runs/lab-full-4119505/results.jsonl.gz")).unwrap();
+        let (exps, records, cores) = committed_full_run();
         assert!(records.len() >= 2600, "the full run's points: {}", records.len());
-        let sources = crate::experiment::sources::find(None, &[]).unwrap();
-        let exps: Vec<Experiment> = sources.iter().map(|s| Experiment::parse(s).unwrap()).collect();
-        let cores = crate::report::machine::Machine::of_results(&repo.join("docs/runs/lab-full-4119505")).cores;
         assert_eq!(cores, 2, "the full run's machine.json");
         let got = super::verdicts_markdown(&exps, false, &records, cores);
         let want = std::fs::read_to_string(repo.join("docs/lab-verdicts.md")).unwrap();
