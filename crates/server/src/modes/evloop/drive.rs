@@ -21,7 +21,9 @@ impl<B: Backend> Loop<B> {
             match conn.session.held() {
                 Held::No => {}
                 Held::Starts(delay) => {
-                    park = Some((At::Delay, self.now + delay));
+                    // From now, not from the turn's wake-up: a request read late in a
+                    // long turn would otherwise be held less than the delay.
+                    park = Some((At::Delay, Instant::now() + delay));
                     break true;
                 }
                 Held::Yes => break true, // its timer, or `hybrid`'s pool, drives it on
