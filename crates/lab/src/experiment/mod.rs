@@ -113,6 +113,11 @@ pub(crate) struct Sweep {
     /// started for it and gone after it, as seed 002's client processes were (plain HTTP).
     #[serde(default)]
     pub fresh_clients: bool,
+    /// Each point gets a server of its own, started for it and stopped after it (after its
+    /// warm-up and, for shares of capacity, its capacity probe), so no point inherits what
+    /// an earlier one left queued: for servers whose queue has no bound.
+    #[serde(default)]
+    pub server_per_point: bool,
     /// Each point is one batch of its requests, not batches repeated until the lab's
     /// minimum point duration (as `cold` and `fresh_clients` points always are).
     #[serde(default)]

@@ -4,7 +4,8 @@
 //! does not always fall on the same server. Each server starts afresh for each repeat, and
 //! measures its points in a shuffled order, seeded from [`ORDER_SEED`] and the server run's
 //! place (experiment, sweep, server, repeat), so a point's position in the run is not tied
-//! to the swept variable; each record keeps its seed and position.
+//! to the swept variable; each record keeps its seed and position. A sweep with
+//! `server_per_point` starts its server afresh for every point, in that same order.
 
 use crate::experiment::{ClientSpec, Experiment, ServerSpec, Sweep};
 
@@ -86,7 +87,20 @@ pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {
                     let (warmup, cold, fresh_clients) = (a.sweep.warmup, a.sweep.cold, a.sweep.fresh_clients);
                     let one_batch = a.sweep.one_batch || cold.is_some() || fresh_clients;
                     let server = server.clone();
-                    runs.push(ServerRun { server, warmup, rtt, cold, fresh_clients, one_batch, points });
+                    let run = |points| ServerRun {
+                        server: server.clone(),
+                        warmup,
+                        rtt,
+                        cold,
+                        fresh_clients,
+                        one_batch,
+                        points,
+                    };
+                    if a.sweep.server_per_point {
+                        runs.extend(points.into_iter().map(|p| run(vec![p])));
+                    } else {
+                        runs.push(run(points));
+                    }
                 }
             }
         }
@@ -212,6 +226,28 @@ mod tests {
             let seed = order_seed(&exp.id, &p.sweep, &p.server, p.repeat);
             assert!(r.points.iter().enumerate().all(|(i, p)| p.position == i as u32 && p.order_seed == seed));
         }
+    }
+
+    /// `server_per_point`: every point is a server run of its own, in the order the points
+    /// of its server and repeat would have run in one; without it, one run per server and
+    /// repeat holds them all.
+    #[test]
+    fn a_server_per_point_splits_each_run_in_its_order() {
+        let mut exp = experiment("011");
+        let sweep = exp.sweeps.iter().position(|s| s.name == "unbounded").expect("011's unbounded sweep");
+        exp.sweeps.retain(|s| s.name == "unbounded");
+        let per_point = |exp: &Experiment| exp.sweeps[0].server_per_point;
+        assert!(per_point(&exp), "011's unbounded sweep (sweep {sweep}) starts a server per point");
+        let split = server_runs(&exp, false);
+        exp.sweeps[0].server_per_point = false;
+        let whole = server_runs(&exp, false);
+        let (servers, repeats) = (exp.sweeps[0].servers.len(), exp.sweeps[0].repeats as usize);
+        assert_eq!(whole.len(), servers * repeats, "one run per server and repeat");
+        assert!(split.iter().all(|r| r.points.len() == 1), "one point per run");
+        let ids =
+            |runs: &[ServerRun]| runs.iter().flat_map(|r| r.points.iter().map(|p| p.id.clone())).collect::<Vec<_>>();
+        assert_eq!(ids(&split), ids(&whole), "the same points in the same order");
+        assert_eq!(split.len(), ids(&whole).len());
     }
 
     #[test]

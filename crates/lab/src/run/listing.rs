@@ -334,10 +334,12 @@ mod committed_runs {
     }
 
     /// Whether the plan of `exp` has sweeps whose points need setup of their own that the
-    /// estimate does not model: caches made cold or client processes started per point,
-    /// CPUs set per arm (a delay line's setup and round trips it does model).
+    /// estimate does not model: caches made cold, client processes or servers started per
+    /// point, CPUs set per arm (a delay line's setup and round trips it does model).
     fn special(exp: &Experiment) -> bool {
-        exp.sweeps.iter().any(|s| s.cold.is_some() || s.fresh_clients || s.servers.iter().any(|x| x.cpus.is_some()))
+        exp.sweeps.iter().any(|s| {
+            s.cold.is_some() || s.fresh_clients || s.server_per_point || s.servers.iter().any(|x| x.cpus.is_some())
+        })
     }
 
     /// The plan's estimate of each experiment whose points a committed run holds in full
