@@ -74,8 +74,11 @@ fn one() -> u32 {
 
 impl Metric {
     /// The metric's value in one measurement, in its unit.
+    /// A latency of a point that got no answer is NaN (no value, left out of medians and
+    /// trends), not 0: nothing was that fast.
     pub fn value(self, m: &Measurement) -> f64 {
         match self {
+            Metric::MeanS | Metric::MeanMs | Metric::P50Ms | Metric::P99Ms if m.responses == 0 => f64::NAN,
             Metric::MeanS => m.mean_us / 1e6,
             Metric::MeanMs => m.mean_us / 1e3,
             Metric::P50Ms => m.p50_us / 1e3,
@@ -191,6 +194,22 @@ mod tests {
     }
 
     /// Successful answers per second leave the error answers (503s) out of the rate.
+    /// Regression: 011's unbounded arm got no answer at 1.5x its capacity and beyond, and
+    /// its mean response time read 0 ms there, so "the response time rises with the rate"
+    /// was judged not reproduced on points that had no response time at all.
+    #[test]
+    fn a_point_without_answers_has_no_latency() {
+        let none = Measurement { responses: 0, errors: 2262, duration_s: 13.0, ..Default::default() };
+        let some = Measurement { responses: 10, mean_us: 4000.0, p50_us: 3000.0, p99_us: 9000.0, ..none.clone() };
+        for metric in [Metric::MeanS, Metric::MeanMs, Metric::P50Ms, Metric::P99Ms, Metric::OkMs, Metric::CpuUs] {
+            assert!(metric.value(&none).is_nan(), "{metric:?} of a point without answers");
+        }
+        let got: Vec<f64> = [Metric::MeanMs, Metric::P50Ms, Metric::P99Ms].iter().map(|m| m.value(&some)).collect();
+        assert_eq!(got, [4.0, 3.0, 9.0]);
+        // Errors and rates stay numbers: none answered is 100% errors and 0 per second.
+        assert_eq!((Metric::SeedErrorPct.value(&none), Metric::Rps.value(&none)), (100.0, 0.0));
+    }
+
     #[test]
     fn ok_rps_counts_successful_answers_only() {
         let cases = [
