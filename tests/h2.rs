@@ -132,6 +132,28 @@ fn h2load_multiplexes(mode: &str) {
     }
 }
 
+/// Regression: a connection busy with streams for longer than `--idle-timeout` (or
+/// `--head-timeout`) is not cut. The event loops armed the idle deadline once, when a drive
+/// first ended with every stream answered, and did not move it while later drives answered
+/// more: the connection was closed (a reset, no GOAWAY) one idle timeout after it began.
+/// Here 2 connections keep 16 streams each busy for 8 of either timeout, sent in batches
+/// (`spidey bench --h2`: a connection's next 16 go once its last 16 are answered, so a
+/// drive often ends with every stream answered; h2load, which sends a stream as each one
+/// ends, did not show it).
+fn a_busy_connection_outlives_the_timeouts(mode: &str) {
+    let dir = site();
+    let timeouts = ["--head-timeout", "250ms", "--idle-timeout", "250ms"];
+    let s =
+        Spidey::start(mode, dir.path(), &[&["--http2", "-q", "--max-requests", "4000000000"][..], &timeouts].concat());
+    let ca = tls::ca_file().to_str().unwrap().to_string();
+    let trust: &[&str] = if s.tls { &["--cacert", &ca] } else { &[] };
+    let load = ["bench", "--h2", "-c", "2", "--streams", "16", "-d", "2s", &s.url("/index.html")];
+    let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(load).args(trust).output().expect("spidey bench runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Errors:       none"), "{mode}: {text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("HTTP/2:       2 connections opened"), "{mode}: {text}");
+}
+
 /// Runs `h2/client.py` against `s`: what the server did with `case`.
 fn client(s: &Spidey, case: &str) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/client.py");
@@ -292,6 +314,7 @@ for_each_mode!(
     max_requests_counts_streams,
     curl_sees_the_same_site,
     h2load_multiplexes,
+    a_busy_connection_outlives_the_timeouts,
     attacks_meet_their_limits,
     without_the_flag_http1_only,
     shutdown_says_goaway

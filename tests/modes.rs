@@ -245,7 +245,32 @@ fn sigterm_during_slow_download_completes(mode: &str) {
     assert!(status.success(), "{mode}: {status}");
 }
 
-for_each_mode!(burst_of_500_connections_all_answered, sigterm_during_slow_download_completes);
+/// Regression: a keep-alive connection answering request after request for longer than
+/// `--idle-timeout` is never idle, so it is not closed. The event loops armed the idle
+/// deadline once, when a drive first ended with nothing to do, and did not move it while
+/// later drives answered more requests: the connection was closed one idle timeout after
+/// it began, the request in flight lost. Here one connection asks for 1.2 s, 4 idle
+/// timeouts, each request sent as the last answer arrives.
+fn a_busy_connection_outlives_the_idle_timeout(mode: &str) {
+    let fx = Fixture::new();
+    let args = ["-q", "--idle-timeout", "300ms", "--max-requests", "4000000000"];
+    let s = Spidey::start(mode, &fx.root(), &args);
+    let mut c = s.connect();
+    let started = std::time::Instant::now();
+    let mut answered = 0;
+    while started.elapsed() < Duration::from_millis(1200) {
+        c.write_all(KEEP_ALIVE_GET).unwrap();
+        let (head, body) = read_response(&mut c);
+        assert_eq!((status_of(&head), body.as_slice()), (200, HELLO.as_bytes()), "{mode}: after {answered} answers");
+        answered += 1;
+    }
+}
+
+for_each_mode!(
+    burst_of_500_connections_all_answered,
+    sigterm_during_slow_download_completes,
+    a_busy_connection_outlives_the_idle_timeout
+);
 
 /// Out of the box, `pool` and `prefork` survive a small slowloris crowd: 64 connections
 /// holding partial heads (each pins a worker until the 10 s head timeout) do not keep a

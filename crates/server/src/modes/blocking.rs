@@ -73,6 +73,9 @@ pub(crate) fn serve_from(
     let Worker { exchanger, buffers } = worker;
     let Some(mut session) = Session::open(peer, server) else { return }; // closed: no TLS state
     let mut since = Since::Idle(Instant::now());
+    // The requests answered when `since` last started: more since then restart the head
+    // deadline at the next byte ([`Session::answered`]).
+    let mut answered = 0;
     if let Some((bytes, started)) = read {
         // At most max_head + RECV_ROOM bytes: the receive buffer's size.
         if !bytes.chunks(RECV_ROOM).all(|chunk| session.push_bytes(chunk, &client.stream, &mut *buffers)) {
@@ -139,8 +142,9 @@ pub(crate) fn serve_from(
         }
         match session.read_from(&mut Direct(&client.stream), &mut *buffers) {
             Inflow::Bytes { .. } => {
-                if let Since::Idle(_) = since {
+                if matches!(since, Since::Idle(_)) || session.answered() != answered {
                     since = Since::Head(Instant::now());
+                    answered = session.answered();
                 }
             }
             Inflow::Again => {}

@@ -174,6 +174,18 @@ impl Session {
         }
     }
 
+    /// How many requests (HTTP/2: streams) this connection has answered so far. A driver
+    /// restarts the head deadline when it grows: over HTTP/2 the buffer often ends in part
+    /// of a frame between reads, so "part of a request has arrived" holds across many
+    /// answered streams, and only this count says the client is getting somewhere.
+    pub(crate) fn answered(&self) -> u32 {
+        let streams = match &self.protocol {
+            Speaking::Http2(h2) => h2.streams_answered(),
+            Speaking::Undecided | Speaking::Http1 => 0,
+        };
+        self.served.saturating_add(streams)
+    }
+
     /// Whether part of a request has arrived (the head deadline runs), or a request is
     /// still unanswered: over HTTP/2, streams on the worker pool.
     /// Over TLS, a handshake under way counts: the head deadline bounds it.

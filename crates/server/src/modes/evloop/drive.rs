@@ -15,7 +15,7 @@ impl<B: Backend> Loop<B> {
     pub(crate) fn drive(&mut self, slot: usize) {
         let Some(conn) = self.conns.get_mut(slot) else { return };
         let (server, closing) = (&*self.server, self.draining);
-        let was_sending = conn.session.is_sending();
+        let (was_sending, answered) = (conn.session.is_sending(), conn.session.answered());
         let mut park: Option<(At, Instant)> = None;
         let keep = loop {
             match conn.session.held() {
@@ -100,16 +100,21 @@ impl<B: Backend> Loop<B> {
         }
         match park {
             Some((kind, at)) => self.park(slot, kind, at),
-            None => self.rearm(slot, was_sending),
+            None => {
+                let progressed = self.conns.get_mut(slot).is_some_and(|c| c.session.answered() != answered);
+                self.rearm(slot, was_sending, progressed)
+            }
         }
     }
 
     /// Arms the deadline matching the connection's new state, only when the state changed
-    /// (or a send made progress), so a busy connection appends O(1) per event: the send
+    /// (or a send made progress, or a request was answered: `progressed`), so a busy
+    /// connection appends O(1) per event: the send
     /// deadline restarts on every drive of a sending connection, the head deadline runs
-    /// from the first byte of a request, the idle one (which also bounds a lingering
-    /// close) from the end of the last response. A parked connection keeps its own.
-    fn rearm(&mut self, slot: usize, was_sending: bool) {
+    /// from the first byte of a request (and again once this drive answered one:
+    /// `progressed`), the idle one (which also bounds a lingering close) from the end of
+    /// the last response. A parked connection keeps its own.
+    fn rearm(&mut self, slot: usize, was_sending: bool, progressed: bool) {
         let Some(conn) = self.conns.get_mut(slot) else { return };
         if conn.parked {
             return;
@@ -125,9 +130,9 @@ impl<B: Backend> Loop<B> {
         let (kind, rearm) = if s.is_sending() {
             (Fixed::Send, true)
         } else if s.has_partial_request() {
-            (Fixed::Head, conn.deadline != Kind::Head)
+            (Fixed::Head, conn.deadline != Kind::Head || progressed)
         } else {
-            (Fixed::Idle, conn.deadline != Kind::Idle || was_sending)
+            (Fixed::Idle, conn.deadline != Kind::Idle || was_sending || progressed)
         };
         if rearm {
             conn.stamp = self.deadlines.arm(kind, self.now, slot);
