@@ -19,6 +19,7 @@
 #
 #   bench/account.sh                                          # every mode beside its reference
 #   WORKLOAD=1k-close bench/account.sh                        # a connection per request
+#   WORKLOAD=h2c-m32 CONNS=4 SERVERS="h2o event:1" bench/account.sh  # h2c, 4 x 32 streams
 #   SERVERS="ref-fork fork" REQUESTS=2000 bench/account.sh
 #   SPIDEY_ALT=/path/to/old/spidey SERVERS="alt-event:1 event:1" bench/account.sh
 #
@@ -90,7 +91,7 @@ cpu_accounting_setup
 
 start_checked_servers "${servers[@]}"
 
-echo "Per response: $WORKLOAD, a 1 KiB file, \`spidey bench -c $CONNS -n $REQUESTS\` after $WARMUP uncounted;" \
+echo "Per response: $WORKLOAD, a 1 KiB file, \`spidey bench -c $CONNS -n $REQUESTS${bench_flags[*]:+ ${bench_flags[*]}}\` after $WARMUP uncounted;" \
   "$(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d), spidey $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates src || echo '+changes')."
 echo
 if [ "${#probes[@]}" -gt 0 ]; then

@@ -16,6 +16,7 @@
 #   SERVERS="h2o event:1 uring:1" ROUNDS=7 N=300000 bench/h2-vs-peers.sh
 #   WORKLOADS="h2c-m32" bench/h2-vs-peers.sh
 #   TLS=1 SERVERS="h2o nginx:1 event:1" WORKLOADS="h2c-m32 h2c-m1" bench/h2-vs-peers.sh  # h2 over TLS
+#   SPIDEY_ALT=/path/to/old/spidey SERVERS="h2o alt-event:1 event:1" bench/h2-vs-peers.sh  # before/after
 #
 # TLS=1 runs the same workloads over TLS 1.3 with ALPN h2 (the names keep "h2c"; h1-c32
 # is then HTTP/1.1 over TLS).
@@ -67,6 +68,8 @@ for s in $SERVERS; do
   case $name:${TLS:-0} in
     lighttpd:1) echo "lighttpd takes no part with TLS=1" >&2; exit 2 ;;
     h2o:* | lighttpd:* | nginx:*) start_server "$s" ;;
+    alt-*:1) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;
+    alt-*) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" --http2 >"$tmp/${s//:/-}.out" 2>&1 ;;
     *:1) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;
     *) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac

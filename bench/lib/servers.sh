@@ -24,6 +24,7 @@
 #   MODE:N       a Spidey mode with --workers N (event:1, uring:1, hybrid:1...); single,
 #                fork and thread take no --workers (single:1, fork:1 and thread:1 are those);
 #   alt-MODE:N   the same with $SPIDEY_ALT (another build) and $SPIDEY_ALT_ARGS.
+# Every Spidey server (MODE:N and alt-MODE:N) also gets $SPIDEY_SERVE_ARGS (e.g. --http2).
 # No access log anywhere.
 #
 # The caller sets: tmp (a directory that holds www/), SPIDEY (a spidey binary), and
@@ -249,8 +250,9 @@ start_spidey() { # name mode workers [binary [serve flags...]]
   local out="$tmp/${name//:/-}.out" count=(--workers "$workers")
   # single, fork and thread have no workers to count and refuse --workers (fork:1 is fork).
   case $mode in single | fork | thread) count=() ;; esac
+  # shellcheck disable=SC2086 # SPIDEY_SERVE_ARGS: extra flags for every Spidey server, as words
   start "$name" "$bin" serve "$tmp/www" --port 0 --quiet --mode "$mode" "${count[@]}" \
-    --max-requests 4000000000 --max-conns 100000 "$@"
+    --max-requests 4000000000 --max-conns 100000 ${SPIDEY_SERVE_ARGS:-} "$@"
   for _ in $(seq 50); do grep -q listening "$out" 2>/dev/null && break; sleep 0.1; done
   port[$name]=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
 }

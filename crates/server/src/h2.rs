@@ -37,6 +37,7 @@ use crate::exchange::{
 };
 use crate::server::Server;
 use crate::software::SOFTWARE;
+use smallvec::SmallVec;
 use spidey_http::h2::{Config, Conn, ErrorCode, Event, RequestHead, SendError, StreamId};
 use spidey_http::{BodyFraming, Field, Fields, Method, Request, StatusCode, Target, Version};
 use std::collections::{HashMap, VecDeque};
@@ -63,6 +64,9 @@ pub(crate) struct H2 {
     jobs: Vec<StreamJob>,
     /// Which requests the driver hands to a pool (given with each [`H2::receive`]).
     offloading: Offloading,
+    /// The access-log line of the request being answered, its memory kept between
+    /// requests while the connection is busy.
+    line: Vec<u8>,
 }
 
 /// A stream being answered on the worker pool.
@@ -125,6 +129,7 @@ impl H2 {
             offloaded: HashMap::new(),
             jobs: Vec::new(),
             offloading: Offloading::Never,
+            line: Vec::new(),
         }
     }
 
@@ -234,7 +239,9 @@ impl H2 {
         server: &Server,
         peer: SocketAddr,
     ) {
-        let line = log_line(head);
+        // The access-log line, written into a buffer the connection keeps for it.
+        let mut line = std::mem::take(&mut self.line);
+        write_log_line(head, &mut line);
         let offloading = self.offloading;
         let built = with_request(head, body, &line, |req| {
             // Counted before it is answered (a metrics scrape counts itself).
@@ -258,11 +265,13 @@ impl H2 {
                 self.jobs.push(StreamJob { stream, head: head.clone(), body: body.to_vec() });
                 // The pool's bound on an answer, as for an HTTP/1.1 request it takes.
                 let deadline = Instant::now() + server.site.options().cgi.timeout;
-                self.offloaded.insert(stream, Offloaded { deadline, line });
+                self.offloaded.insert(stream, Offloaded { deadline, line: line.clone() });
+                self.line = line;
                 return;
             }
         };
         self.start(stream, answer, body);
+        self.line = line;
     }
 
     /// Streams left for the worker pool since the last call: the driver submits each; one
@@ -405,6 +414,7 @@ impl H2 {
             self.outflows = VecDeque::new();
         }
         self.incoming = HashMap::new(); // allocates nothing while empty
+        self.line = Vec::new();
         self.conn.trim()
     }
 
@@ -617,7 +627,7 @@ impl PartWriter for H2PartWriter<'_> {
 /// then the response's own fields (the connection drops those HTTP/2 forbids).
 fn send_head(conn: &mut Conn, stream: StreamId, head: &Head<'_>, end_stream: bool) -> Result<(), ()> {
     let mut digits = [0u8; 20];
-    let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(8);
+    let mut fields: SmallVec<[(&[u8], &[u8]); 12]> = SmallVec::new();
     fields.push((b"server", SOFTWARE.as_bytes()));
     fields.push((b"date", head.date.as_bytes()));
     if let Length::Known(n) = head.length {
@@ -650,7 +660,8 @@ fn with_request<R>(
     };
     let Ok(target) = Target::parse(path) else { return Err("The path is not a request target.") };
     let cookie = join_cookies(head);
-    let mut fields: Vec<Field<'_>> = head
+    // On the stack for the usual head (16 fields), as httparse's array is for HTTP/1.1.
+    let mut fields: SmallVec<[Field<'_>; 16]> = head
         .fields()
         .filter(|(n, _)| *n != b"cookie")
         .filter_map(|(n, v)| Some(Field { name: std::str::from_utf8(n).ok()?, value: v }))
@@ -700,8 +711,18 @@ pub(crate) fn answer_offloaded<'h>(
 
 /// The request as the access log shows it: `GET /path HTTP/2.0`.
 fn log_line(head: &RequestHead) -> Vec<u8> {
+    let mut line = Vec::new();
+    write_log_line(head, &mut line);
+    line
+}
+
+/// [`log_line`] into `line`, which is cleared first (its memory kept).
+fn write_log_line(head: &RequestHead, line: &mut Vec<u8>) {
     let target = head.path().or(head.authority()).unwrap_or(b"");
-    [head.method(), b" ", target, b" HTTP/2.0"].concat()
+    line.clear();
+    for part in [head.method(), b" ", target, b" HTTP/2.0"] {
+        line.extend_from_slice(part);
+    }
 }
 
 /// The `cookie` crumbs joined into one value, as RFC 9113 §8.2.3 says to for HTTP/1 code.

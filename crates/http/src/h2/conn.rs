@@ -165,6 +165,10 @@ pub struct Conn {
     events: VecDeque<Event>,
     /// `send_head`'s buffers for the lower-cased names and where each ends, kept.
     lowered: (Vec<u8>, Vec<usize>),
+    /// The HPACK block of the head being sent, before it is framed; its memory kept.
+    encoded: Vec<u8>,
+    /// The field list of the block being received, decoded; its memory kept.
+    decoded: FieldList,
     out: Vec<u8>,
     /// Octets of `out` already written.
     written: usize,
@@ -203,6 +207,8 @@ impl Conn {
             block: None,
             events: VecDeque::new(),
             lowered: (Vec::new(), Vec::new()),
+            encoded: Vec::new(),
+            decoded: FieldList::default(),
             out: Vec::new(),
             written: 0,
             settings_unacked: true,

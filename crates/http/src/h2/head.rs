@@ -62,6 +62,12 @@ pub(crate) struct FieldList {
 }
 
 impl FieldList {
+    /// Empties the list, its memory kept.
+    pub(crate) fn clear(&mut self) {
+        self.octets.clear();
+        self.spans.clear();
+    }
+
     /// Appends one decoded field.
     pub(crate) fn push(&mut self, name: &[u8], value: &[u8]) {
         let mut span = |bytes: &[u8]| {
@@ -120,14 +126,14 @@ fn check_regular(name: &[u8], value: &[u8]) -> Result<(), &'static str> {
 
 /// Validates a request's decoded field list into a [`RequestHead`]; the reason it is
 /// malformed otherwise (a stream error of type PROTOCOL_ERROR, §8.1.1).
-pub(crate) fn request(list: FieldList) -> Result<RequestHead, &'static str> {
+pub(crate) fn request(list: &FieldList) -> Result<RequestHead, &'static str> {
     let FieldList { octets, spans } = list;
     let at = |(start, end): Span| &octets[start as usize..end as usize];
     let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
     let mut host = None;
     let mut content_length = None;
     let mut fields = Vec::with_capacity(spans.len());
-    for (n, v) in spans {
+    for &(n, v) in spans {
         let (name, value) = (at(n), at(v));
         check_field(name, value)?;
         if name.first() == Some(&b':') {
@@ -177,7 +183,8 @@ pub(crate) fn request(list: FieldList) -> Result<RequestHead, &'static str> {
             return Err("host differs from :authority");
         }
     }
-    Ok(RequestHead { octets, method, scheme, authority, path, fields, content_length })
+    // The octets copied at their exact size: one allocation, the list kept for the next.
+    Ok(RequestHead { octets: octets.clone(), method, scheme, authority, path, fields, content_length })
 }
 
 /// Validates a trailer section (§8.1): the field rules, and no pseudo-header at all.

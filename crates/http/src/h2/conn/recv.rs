@@ -98,7 +98,16 @@ impl Conn {
     /// A whole field block: decoded first, whatever becomes of the stream, so the HPACK
     /// tables stay in step (§4.3); then a new request, trailers, or a refusal.
     fn field_block(&mut self, block: &Block, octets: &[u8]) -> Result<(), ConnError> {
-        let mut list = FieldList::default();
+        // Decoded into a list the connection keeps, so a request costs no growth of it.
+        let mut list = std::mem::take(&mut self.decoded);
+        list.clear();
+        let result = self.decoded_block(block, octets, &mut list);
+        self.decoded = list;
+        result
+    }
+
+    /// [`Conn::field_block`], decoding into `list`.
+    fn decoded_block(&mut self, block: &Block, octets: &[u8], list: &mut FieldList) -> Result<(), ConnError> {
         if self.decoder.decode(octets, |f| list.push(f.name, f.value)).is_err() {
             return Err(self.fail(ErrorCode::COMPRESSION_ERROR, "a field block HPACK cannot decode"));
         }
@@ -107,7 +116,7 @@ impl Conn {
             if !s.state.receiving() {
                 return self.stream_error(id, ErrorCode::STREAM_CLOSED);
             }
-            if !block.end_stream || head::trailers(&list).is_err() {
+            if !block.end_stream || head::trailers(list).is_err() {
                 return self.stream_error(id, ErrorCode::PROTOCOL_ERROR);
             }
             if s.content_length.is_some_and(|n| n != s.received) {

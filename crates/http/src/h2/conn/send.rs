@@ -233,8 +233,10 @@ impl Conn {
 
     /// Writes a field block as HEADERS and CONTINUATION frames.
     fn write_block<'f>(&mut self, id: StreamId, fields: impl IntoIterator<Item = Field<'f>>, end_stream: bool) {
-        let mut block = Vec::new();
+        let mut block = std::mem::take(&mut self.encoded);
+        block.clear();
         self.encoder.encode(fields, &mut block);
         frame::encode_headers(&mut self.out, id, &block, end_stream, self.peer_max_frame);
+        self.encoded = block;
     }
 }
