@@ -136,10 +136,10 @@ fn h2load_multiplexes(mode: &str) {
 /// `--head-timeout`) is not cut. The event loops armed the idle deadline once, when a drive
 /// first ended with every stream answered, and did not move it while later drives answered
 /// more: the connection was closed (a reset, no GOAWAY) one idle timeout after it began.
-/// Here 2 connections keep 16 streams each busy for 8 of either timeout, sent in batches
-/// (`spidey bench --h2`: a connection's next 16 go once its last 16 are answered, so a
-/// drive often ends with every stream answered; h2load, which sends a stream as each one
-/// ends, did not show it).
+/// Here 2 connections keep 16 streams each busy for 8 of either timeout, from `spidey
+/// bench --h2`, which opens new streams after it has read what the server wrote, so a
+/// server's drive can end with every stream answered.
+/// h2load (`-c2 -m16`, 2 s) against the same old build did not show it.
 fn a_busy_connection_outlives_the_timeouts(mode: &str) {
     let dir = site();
     let timeouts = ["--head-timeout", "250ms", "--idle-timeout", "250ms"];
