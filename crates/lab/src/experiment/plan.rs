@@ -86,7 +86,6 @@ pub(crate) fn server_runs(exp: &Experiment, quick: bool) -> Vec<ServerRun> {
                     let rtt = a.sweep.rtt().ok().flatten();
                     let (warmup, cold, fresh_clients) = (a.sweep.warmup, a.sweep.cold, a.sweep.fresh_clients);
                     let one_batch = a.sweep.one_batch || cold.is_some() || fresh_clients;
-                    let server = server.clone();
                     let run = |points| ServerRun {
                         server: server.clone(),
                         warmup,
@@ -234,10 +233,11 @@ mod tests {
     #[test]
     fn a_server_per_point_splits_each_run_in_its_order() {
         let mut exp = experiment("011");
-        let sweep = exp.sweeps.iter().position(|s| s.name == "unbounded").expect("011's unbounded sweep");
         exp.sweeps.retain(|s| s.name == "unbounded");
-        let per_point = |exp: &Experiment| exp.sweeps[0].server_per_point;
-        assert!(per_point(&exp), "011's unbounded sweep (sweep {sweep}) starts a server per point");
+        assert!(
+            exp.sweeps.len() == 1 && exp.sweeps[0].server_per_point,
+            "011's unbounded sweep starts a server per point"
+        );
         let split = server_runs(&exp, false);
         exp.sweeps[0].server_per_point = false;
         let whole = server_runs(&exp, false);

@@ -389,16 +389,12 @@ pub(crate) fn excluded_note(records: &HashMap<String, Record>) -> Option<String>
     let excluded = measured.iter().filter(|m| m.excluded).count();
     (excluded > 0).then(|| {
         format!(
-            "{excluded} of {} measured repeats were left out as disturbed: other processes kept more than {}% of the \
-             machine's CPU busy (or, in a point of at least {} s, the hypervisor stole more than {}%) through every \
-             try, and a point left with too \
-             few clean repeats is left out of its claims, and a claim left with none gets no verdict (\"inconclusive \
-             (insufficient clean repeats …)\"). Run again on a quieter machine, or with \
+            "{excluded} of {} measured repeats were left out as disturbed: {} through every try, and a point left \
+             with too few clean repeats is left out of its claims, and a claim left with none gets no verdict \
+             (\"inconclusive (insufficient clean repeats …)\"). Run again on a quieter machine, or with \
              --keep-disturbed to keep every repeat (marked in the report).",
             measured.len(),
-            crate::run::cpu::OTHER_BUSY_LIMIT_PCT,
-            crate::run::cpu::STEAL_MIN_S,
-            crate::run::cpu::STEAL_LIMIT_PCT
+            crate::run::cpu::disturbance_rule()
         )
     })
 }

@@ -152,12 +152,9 @@ fn remedy(folded: &[Folded]) -> String {
     let mut todo = Vec::new();
     if has(Why::Disturbed) {
         todo.push(format!(
-            "a repeat is left out as disturbed when other processes kept more than {}% of the machine's CPU busy (or, \
-             in a point of at least {} s, the hypervisor stole more than {}%) through every try: run on a quieter \
-             machine, or pass --keep-disturbed to keep every repeat (marked in the report)",
-            crate::run::cpu::OTHER_BUSY_LIMIT_PCT,
-            crate::run::cpu::STEAL_MIN_S,
-            crate::run::cpu::STEAL_LIMIT_PCT
+            "a repeat is left out as disturbed when {} through every try: run on a quieter machine, or pass \
+             --keep-disturbed to keep every repeat (marked in the report)",
+            crate::run::cpu::disturbance_rule()
         ));
     }
     if has(Why::FullOnly) {

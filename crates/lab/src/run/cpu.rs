@@ -92,6 +92,16 @@ pub(crate) const STEAL_MIN_S: f64 = 0.5;
 /// than 2.5% of two CPUs' time, and at 5 ms a whole 100%.
 pub(crate) const TICK_MIN_S: f64 = 0.2;
 
+/// When a repeat counts as disturbed, as the report and the terminal say it: "other
+/// processes kept more than 10% of the machine's CPU busy (or, in a point of at least 0.5 s,
+/// the hypervisor stole more than 2%)", from the limits above.
+pub(crate) fn disturbance_rule() -> String {
+    format!(
+        "other processes kept more than {OTHER_BUSY_LIMIT_PCT}% of the machine's CPU busy (or, in a point of at \
+         least {STEAL_MIN_S} s, the hypervisor stole more than {STEAL_LIMIT_PCT}%)"
+    )
+}
+
 /// Where a point's figure for other processes' CPU use came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -74,11 +74,14 @@ fn one() -> u32 {
 
 impl Metric {
     /// The metric's value in one measurement, in its unit.
-    /// A latency of a point that got no answer is NaN (no value, left out of medians and
-    /// trends), not 0: nothing was that fast.
+    ///
+    /// A latency or a CPU time per request of a point that got no answer is NaN (no value,
+    /// left out of medians and trends), not 0: nothing was that fast or that cheap.
     pub fn value(self, m: &Measurement) -> f64 {
         match self {
-            Metric::MeanS | Metric::MeanMs | Metric::P50Ms | Metric::P99Ms if m.responses == 0 => f64::NAN,
+            Metric::MeanS | Metric::MeanMs | Metric::P50Ms | Metric::P99Ms | Metric::CpuUs if m.responses == 0 => {
+                f64::NAN
+            }
             Metric::MeanS => m.mean_us / 1e6,
             Metric::MeanMs => m.mean_us / 1e3,
             Metric::P50Ms => m.p50_us / 1e3,
@@ -94,7 +97,6 @@ impl Metric {
             Metric::LatePct => pct(m.late_or_unsent, m),
             Metric::RefusedPct => on_time_pct(m.non_success, m),
             Metric::UnansweredPct => on_time_pct(m.errors.saturating_sub(m.late_or_unsent), m),
-            Metric::CpuUs if m.responses == 0 => f64::NAN,
             Metric::CpuUs => m.cpu.server_cpu_us / m.responses as f64,
             Metric::ClientBusyPct => m.cpu.client_busy_pct(),
             Metric::OkMs => mean_ms(m.ok_latency_sum_us, m.responses.saturating_sub(m.non_success)),
@@ -193,7 +195,6 @@ mod tests {
         }
     }
 
-    /// Successful answers per second leave the error answers (503s) out of the rate.
     /// Regression: 011's unbounded arm got no answer at 1.5x its capacity and beyond, and
     /// its mean response time read 0 ms there, so "the response time rises with the rate"
     /// was judged not reproduced on points that had no response time at all.
@@ -210,6 +211,7 @@ mod tests {
         assert_eq!((Metric::SeedErrorPct.value(&none), Metric::Rps.value(&none)), (100.0, 0.0));
     }
 
+    /// Successful answers per second leave the error answers (503s) out of the rate.
     #[test]
     fn ok_rps_counts_successful_answers_only() {
         let cases = [
