@@ -65,13 +65,14 @@ fi
 for s in $SERVERS; do
   name=${s%%:*} loops=${s#*:}
   [ "$loops" = "$s" ] && loops=1
+  # A Spidey mode, or alt-MODE: the same mode of $SPIDEY_ALT (another build).
+  mode=$name bin=$SPIDEY
+  case $name in alt-*) mode=${name#alt-} bin=${SPIDEY_ALT:?alt- servers need SPIDEY_ALT} ;; esac
   case $name:${TLS:-0} in
     lighttpd:1) echo "lighttpd takes no part with TLS=1" >&2; exit 2 ;;
     h2o:* | lighttpd:* | nginx:*) start_server "$s" ;;
-    alt-*:1) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;
-    alt-*) start_spidey "$s" "${name#alt-}" "$loops" "${SPIDEY_ALT:?alt- servers need SPIDEY_ALT}" --http2 >"$tmp/${s//:/-}.out" 2>&1 ;;
-    *:1) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;
-    *) start_spidey "$s" "$name" "$loops" "$SPIDEY" --http2 >"$tmp/${s//:/-}.out" 2>&1 ;;
+    *:1) start_spidey "$s" "$mode" "$loops" "$bin" --http2 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" >"$tmp/${s//:/-}.out" 2>&1 ;;
+    *) start_spidey "$s" "$mode" "$loops" "$bin" --http2 >"$tmp/${s//:/-}.out" 2>&1 ;;
   esac
 done
 sleep 1

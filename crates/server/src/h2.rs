@@ -259,18 +259,18 @@ impl H2 {
             }
         });
         let answer = match built {
-            Err(why) => ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer),
-            Ok(Some(answer)) => answer,
-            Ok(None) => {
+            Err(why) => Some(ex.refuse_request(server, StatusCode::BAD_REQUEST, why, &line, peer)),
+            Ok(answer) => answer,
+        };
+        match answer {
+            Some(answer) => self.start(stream, answer, body),
+            None => {
                 self.jobs.push(StreamJob { stream, head: head.clone(), body: body.to_vec() });
                 // The pool's bound on an answer, as for an HTTP/1.1 request it takes.
                 let deadline = Instant::now() + server.site.options().cgi.timeout;
                 self.offloaded.insert(stream, Offloaded { deadline, line: line.clone() });
-                self.line = line;
-                return;
             }
-        };
-        self.start(stream, answer, body);
+        }
         self.line = line;
     }
 

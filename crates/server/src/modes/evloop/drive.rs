@@ -100,25 +100,22 @@ impl<B: Backend> Loop<B> {
         }
         match park {
             Some((kind, at)) => self.park(slot, kind, at),
-            None => {
-                let progressed = self.conns.get_mut(slot).is_some_and(|c| c.session.answered() != answered);
-                self.rearm(slot, was_sending, progressed)
-            }
+            None => self.rearm(slot, was_sending, answered),
         }
     }
 
-    /// Arms the deadline matching the connection's new state, only when the state changed
-    /// (or a send made progress, or a request was answered: `progressed`), so a busy
-    /// connection appends O(1) per event: the send
+    /// Arms the deadline matching the connection's new state, only when the state changed,
+    /// a send made progress or this drive answered a request (`answered`: the session's
+    /// count when the drive began), so a busy connection appends O(1) per event: the send
     /// deadline restarts on every drive of a sending connection, the head deadline runs
-    /// from the first byte of a request (and again once this drive answered one:
-    /// `progressed`), the idle one (which also bounds a lingering close) from the end of
-    /// the last response. A parked connection keeps its own.
-    fn rearm(&mut self, slot: usize, was_sending: bool, progressed: bool) {
+    /// from the first byte of a request, the idle one (which also bounds a lingering close)
+    /// from the end of the last response. A parked connection keeps its own.
+    fn rearm(&mut self, slot: usize, was_sending: bool, answered: u32) {
         let Some(conn) = self.conns.get_mut(slot) else { return };
         if conn.parked {
             return;
         }
+        let progressed = conn.session.answered() != answered;
         if let Some(at) = conn.session.wake_at() {
             // A CGI request body: one deadline for all of it; its expiry pumps (408). Or
             // HTTP/2 streams on the pool: the first one late gets its 504.
