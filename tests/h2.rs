@@ -139,7 +139,9 @@ fn h2load_multiplexes(mode: &str) {
 /// Here 2 connections keep 16 streams each busy for 8 of either timeout, from `spidey
 /// bench --h2`, which opens new streams after it has read what the server wrote, so a
 /// server's drive can end with every stream answered.
-/// h2load (`-c2 -m16`, 2 s) against the same old build did not show it.
+/// h2load (`-c2 -m16`, 2 s) against the same old build did not show it. Each cut came
+/// with streams in flight, so errors; a connection the server closes after really idling
+/// for 250 ms (a client stalled on a loaded machine) is no error and may be reopened.
 fn a_busy_connection_outlives_the_timeouts(mode: &str) {
     let dir = site();
     let timeouts = ["--head-timeout", "250ms", "--idle-timeout", "250ms"];
@@ -151,7 +153,6 @@ fn a_busy_connection_outlives_the_timeouts(mode: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_spidey")).args(load).args(trust).output().expect("spidey bench runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Errors:       none"), "{mode}: {text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("HTTP/2:       2 connections opened"), "{mode}: {text}");
 }
 
 /// Runs `h2/client.py` against `s`: what the server did with `case`.
