@@ -6,7 +6,8 @@
 //! spawned child's life to its parent's (prctl PR_SET_PDEATHSIG, set between fork and exec).
 //! [`shared`] maps counters that forked workers share with their parent,
 //! [`activation`] takes the listening sockets a service manager passed (LISTEN_FDS), and
-//! [`tcp`] sets the one TCP option the safe crates lack, [`tun`] opens a TUN device,
+//! [`tcp`] sets the one TCP option the safe crates lack, [`thread`] starts a detached thread
+//! without std's per-thread extras, [`tun`] opens a TUN device,
 //! [`cputime`] reads another process's CPU-time clock, and [`user`] looks up an account and
 //! drops to it (`--user`). For tests only (`test-support`): [`alloc_count`], an allocator
 //! that counts, and `seccomp`.
@@ -22,6 +23,7 @@ pub mod process;
 pub mod seccomp;
 pub mod shared;
 pub mod tcp;
+pub mod thread;
 pub mod tun;
 pub mod uring;
 pub mod user;

@@ -39,9 +39,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
+use std::hash::RandomState;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a resolution is trusted before the path is looked up again, and how long a
@@ -102,13 +103,25 @@ impl Stamp {
 }
 
 /// One thread's cache.
-#[derive(Default)]
 struct Cache {
     /// Keyed by the root's identity (see [`super::resolve::Root`]) and the decoded path.
     roots: HashMap<u64, HashMap<Vec<u8>, Entry>>,
     /// Bytes held in entries' `contents`, this thread's share of [`SMALL_HELD`].
     /// INVARIANT: the sum of every entry's `contents` length.
     small_bytes: usize,
+}
+
+impl Default for Cache {
+    fn default() -> Cache {
+        Cache { roots: HashMap::with_hasher(hash_keys()), small_bytes: 0 }
+    }
+}
+
+/// The hash keys of every thread's maps, drawn once per process: `RandomState::new` draws
+/// them from getrandom(2) once per thread, a system call per connection in `thread` mode.
+fn hash_keys() -> RandomState {
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    KEYS.get_or_init(RandomState::new).clone()
 }
 
 impl Drop for Cache {
@@ -158,7 +171,7 @@ pub(crate) fn get(root: u64, relative: &[u8]) -> Option<(Arc<File>, Metadata)> {
 pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata) {
     CACHE.with(|cache| {
         let cache = &mut *cache.borrow_mut();
-        let files = cache.roots.entry(root).or_default();
+        let files = cache.roots.entry(root).or_insert_with(|| HashMap::with_hasher(hash_keys()));
         if files.len() >= CAPACITY {
             for (_, entry) in files.drain() {
                 release(&mut cache.small_bytes, entry);

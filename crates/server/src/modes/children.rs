@@ -104,6 +104,20 @@ impl Drop for Children {
     }
 }
 
+/// Runs once, in a forking parent before its first fork, the first-use initialisations
+/// every child would otherwise repeat on its first request (a child starts from a copy of
+/// the parent's memory, so what the parent has set up, each child has):
+/// - httparse's choice of its SIMD parser, a CPU-feature detection whose `cpuid`
+///   instructions trap to the hypervisor in a virtual machine: 6% of `fork`'s CPU per
+///   connection on the 2-vCPU VM (`perf record`, docs/performance.md);
+/// - rustix's lookup of the vDSO's `getcpu`, which the metrics' per-CPU shards call.
+pub(crate) fn warm() {
+    let mut slots = spidey_http::HeaderSlots::new();
+    let parsed = spidey_http::parse(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", &mut slots, &spidey_http::Limits::default());
+    debug_assert!(matches!(parsed, Ok(spidey_http::Parsed::Complete(..))), "the warm-up request parses");
+    let _ = rustix::thread::sched_getcpu();
+}
+
 /// How many fds a parent polls without allocating: its shutdown and SIGCHLD pipes and a
 /// few listeners.
 pub(crate) const POLLED: usize = 8;

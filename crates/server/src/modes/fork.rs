@@ -40,6 +40,7 @@ const FORK_BACKOFF: Duration = Duration::from_millis(100);
 pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let ModeContext { mut server, listeners, shutdown, max_conns, fork_after_parse, .. } = ctx;
     let mut children = Children::watch().context("cannot watch SIGCHLD")?;
+    super::children::warm();
     let mut listener = Some(accept::Acceptor::new(listeners));
     loop {
         if shutdown.flagged() {

@@ -19,9 +19,18 @@ const RECHECK: Duration = Duration::from_millis(100);
 
 #[derive(Debug)]
 pub(crate) struct ConnLimit {
-    open: Mutex<usize>,
+    state: Mutex<Count>,
     released: Condvar,
     max: usize,
+}
+
+/// The count under [`ConnLimit`]'s lock.
+#[derive(Debug, Default)]
+struct Count {
+    open: usize,
+    /// Threads waiting on `released` (the acceptor at the cap, the final drain): a release
+    /// with none makes no futex call.
+    waiting: usize,
 }
 
 /// One open connection's place under the limit; released on drop.
@@ -30,42 +39,53 @@ pub(crate) struct Permit(Arc<ConnLimit>);
 
 impl ConnLimit {
     pub(crate) fn new(max: usize) -> Arc<ConnLimit> {
-        Arc::new(ConnLimit { open: Mutex::new(0), released: Condvar::new(), max })
+        Arc::new(ConnLimit { state: Mutex::new(Count::default()), released: Condvar::new(), max })
     }
 
     /// Waits for a free place; `None` once shutdown is asked.
     pub(crate) fn acquire(self: &Arc<Self>, shutdown: &Shutdown) -> Option<Permit> {
-        let mut open = self.lock();
-        while *open >= self.max {
+        let mut count = self.lock();
+        while count.open >= self.max {
             if shutdown.requested() {
                 return None;
             }
-            open = self.released.wait_timeout(open, RECHECK).unwrap_or_else(|e| e.into_inner()).0;
+            count = self.wait(count, RECHECK);
         }
-        *open += 1;
+        count.open += 1;
         Some(Permit(Arc::clone(self)))
     }
 
     /// Waits until every permit is released or `deadline` passes; returns whether all were.
     pub(crate) fn wait_all_released(&self, deadline: Instant) -> bool {
-        let mut open = self.lock();
-        while *open > 0 {
+        let mut count = self.lock();
+        while count.open > 0 {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else { return false };
-            open = self.released.wait_timeout(open, left).unwrap_or_else(|e| e.into_inner()).0;
+            count = self.wait(count, left);
         }
         true
     }
 
-    fn lock(&self) -> MutexGuard<'_, usize> {
+    /// Waits on `released` for at most `timeout`, counted in `waiting` meanwhile.
+    fn wait<'a>(&self, mut count: MutexGuard<'a, Count>, timeout: Duration) -> MutexGuard<'a, Count> {
+        count.waiting += 1;
+        let mut count = self.released.wait_timeout(count, timeout).unwrap_or_else(|e| e.into_inner()).0;
+        count.waiting -= 1;
+        count
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Count> {
         // A panicking connection thread must not wedge the limit: the count stays valid.
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        *self.0.lock() -= 1;
-        self.0.released.notify_all();
+        let mut count = self.0.lock();
+        count.open -= 1;
+        if count.waiting > 0 {
+            self.0.released.notify_all();
+        }
     }
 }
 
@@ -172,5 +192,32 @@ impl LoopLimit {
     /// Resets loop `i`'s eventfd after a wake-up.
     pub(crate) fn drain(&self, i: usize) {
         let _ = rustix::io::read(&self.wakers[i], &mut [0u8; 8]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A release with a thread waiting wakes it, and a release with none makes no call the
+    /// waiter would need: the drain below would otherwise sleep to its 30 s deadline.
+    #[test]
+    fn a_release_wakes_whoever_waits() {
+        let shutdown = Shutdown::new(Duration::from_secs(1)).unwrap();
+        let limit = ConnLimit::new(1);
+        let held = limit.acquire(&shutdown).expect("a free place");
+        let (limit_for_drain, started) = (Arc::clone(&limit), Instant::now());
+        let drain = std::thread::spawn(move || limit_for_drain.wait_all_released(started + Duration::from_secs(30)));
+        while limit.lock().waiting == 0 {
+            std::thread::yield_now();
+        }
+        drop(held);
+        assert!(drain.join().unwrap(), "every permit released");
+        assert!(started.elapsed() < Duration::from_secs(10), "the drain slept to its deadline: no wake-up");
+        assert_eq!(limit.lock().waiting, 0);
+        let again = limit.acquire(&shutdown).expect("the place is free again");
+        drop(again);
+        let count = limit.lock();
+        assert_eq!((count.open, count.waiting), (0, 0));
     }
 }

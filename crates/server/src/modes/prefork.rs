@@ -101,6 +101,7 @@ pub fn run(ctx: ModeContext) -> anyhow::Result<()> {
     let range = Workers { min: range.min.min(max_conns), max: range.max.min(max_conns) };
     let status = if range.min < range.max { Some(pipe().context("cannot create the status pipe")?) } else { None };
     let children = Children::watch().context("cannot watch SIGCHLD")?;
+    super::children::warm();
     let mut master = Master {
         server,
         shutdown,
