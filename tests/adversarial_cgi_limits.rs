@@ -58,7 +58,12 @@ fn trickled_cgi_body_is_408(mode: &str) {
     let fx = Fixture::new();
     let root = fx.root();
     script(&root, "cgi-bin/echo", "#!/bin/sh\ncat >/dev/null\nprintf 'Content-Type: text/plain\\r\\n\\r\\nread'\n");
-    let args = ["--body-timeout", "1s", "--idle-timeout", "1s", "--head-timeout", "2s", "--send-timeout", "2s"];
+    // The close after the 408 lingers (drops the trickle) for at most --idle-timeout; past
+    // it, the next trickled byte is answered with a reset, which discards a 408 the client
+    // has not read yet. 5 s, not 1: a reader starved for over a second on a loaded machine
+    // lost the 408 that way (CI, `prefork` over TLS, once). The client ends the linger at
+    // once by closing below.
+    let args = ["--body-timeout", "1s", "--idle-timeout", "5s", "--head-timeout", "2s", "--send-timeout", "2s"];
     let server = start(mode, &root, &args);
     let mut s = server.connect();
     let head = "POST /cgi-bin/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n";
@@ -75,9 +80,10 @@ fn trickled_cgi_body_is_408(mode: &str) {
     let start = Instant::now();
     let (text, closed) = read_until_close(&mut s, Duration::from_secs(8));
     let took = start.elapsed();
+    let _ = s.shutdown(std::net::Shutdown::Both); // ends the linger: the trickle's next write fails
     drop(s);
     let _ = trickle.join();
-    assert_eq!(status_of(&text), 408, "{text}");
+    assert_eq!(status_of(&text), 408, "closed {closed}, after {took:?}: {text}");
     assert!(closed, "the connection stayed open after the 408 ({took:?}): {text}");
     assert!(took < Duration::from_secs(5), "408 and close took {took:?}");
     // A body that keeps above the minimum rate may take longer than --body-timeout:
