@@ -11,8 +11,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// A strong ETag for a file: modification time (seconds and nanoseconds) and size, in hex,
 /// in the spirit of nginx's `"mtime-size"`.
 pub fn etag(mtime: SystemTime, len: u64) -> String {
+    use std::fmt::Write;
     let since = mtime.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-    format!("\"{:x}.{:x}-{:x}\"", since.as_secs(), since.subsec_nanos(), len)
+    // Sized for the longest tag (two quotes, 16 + 8 + 16 hex digits, '.' and '-'), so
+    // formatting never grows it.
+    let mut tag = String::with_capacity(44);
+    let _ = write!(tag, "\"{:x}.{:x}-{:x}\"", since.as_secs(), since.subsec_nanos(), len);
+    tag
 }
 
 /// Whether a GET or HEAD may be answered 304 Not Modified (RFC 9110 §13.2.2).

@@ -215,14 +215,15 @@ pub(crate) fn small_contents(root: u64, relative: &[u8], meta: &Metadata) -> Opt
         if !reserve(len) {
             return None;
         }
-        let mut bytes = vec![0; len];
+        // Made in place (one allocation, not a Vec's and then the Arc's copy of it).
+        let mut bytes: Arc<[u8]> = std::iter::repeat(0).take(len).collect();
         let stamp = entry.stamp;
         let unchanged = |file: &File| file.metadata().is_ok_and(|now| Stamp::of(&now) == stamp);
-        if entry.file.read_exact_at(&mut bytes, 0).is_err() || !unchanged(&entry.file) {
+        let into = Arc::get_mut(&mut bytes).expect("a new Arc has no other owner");
+        if entry.file.read_exact_at(into, 0).is_err() || !unchanged(&entry.file) {
             SMALL_HELD.fetch_sub(len, Ordering::AcqRel);
             return None;
         }
-        let bytes: Arc<[u8]> = bytes.into();
         entry.contents = Some(Arc::clone(&bytes));
         cache.small_bytes += len;
         Some(bytes)

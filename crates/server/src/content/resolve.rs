@@ -190,9 +190,17 @@ fn open_beneath(dir: &OwnedFd, relative: &[u8]) -> Result<OwnedFd, ResolveError>
 /// Opens for reading the very inode an `O_PATH` descriptor names (proc(5): opening
 /// `/proc/self/fd/N` reopens the file the descriptor refers to, not a path looked up again).
 fn reopen(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
-    let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    // Written on the stack: a cache miss allocates nothing for the path.
+    let mut path = [0u8; 32];
+    let len = {
+        let mut rest = &mut path[..];
+        std::io::Write::write_fmt(&mut rest, format_args!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|_| Errno::NAMETOOLONG)?;
+        32 - rest.len()
+    };
+    let proc_path = std::str::from_utf8(&path[..len]).map_err(|_| Errno::INVAL)?;
     loop {
-        match rustix::fs::open(proc_path.as_str(), OPEN_FLAGS, Mode::empty()) {
+        match rustix::fs::open(proc_path, OPEN_FLAGS, Mode::empty()) {
             Err(Errno::AGAIN | Errno::INTR) => continue,
             other => return other,
         }
