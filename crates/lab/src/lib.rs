@@ -50,6 +50,8 @@ Examples:
       every experiment in full, going on from an interrupted run
   spidey lab --verdicts lab-out/results.jsonl
       the verdict table of a run, measuring nothing
+  spidey lab --verdicts lab-out/results.jsonl --replicate old-run/results.jsonl
+      whether each verdict replicated in another run
   spidey lab --report lab-out/results.jsonl --out lab-report
       the report of a run, measuring nothing";
 
@@ -107,6 +109,10 @@ pub struct LabArgs {
     /// RESULTS is a `results.jsonl` or `results.jsonl.gz`; the table goes to stdout.
     #[arg(help_heading = "Results and reports", long, value_name = "RESULTS")]
     pub verdicts: Option<PathBuf>,
+    /// With --verdicts: print instead each claim's verdict beside OTHER's (another run's
+    /// results, judged by the same rules) and whether it replicated there.
+    #[arg(help_heading = "Results and reports", long, value_name = "OTHER", requires = "verdicts")]
+    pub replicate: Option<PathBuf>,
     /// Measure nothing: print why the seeds' results differ (Markdown), from a results file.
     ///
     /// Each seed claim an explain experiment put to the test, with every suspected cause
@@ -139,7 +145,18 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     if let Some(results) = &args.verdicts {
         let (quick, records) = read_results(results)?;
         let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
-        print!("{}", report::verdicts_markdown(&exps, quick, &records, cores));
+        match &args.replicate {
+            Some(other) => {
+                let (other_quick, other_records) = read_results(other)?;
+                let other_cores =
+                    machine::Machine::of_results(other.parent().unwrap_or(std::path::Path::new("."))).cores;
+                let rows = report::verdict_rows(&exps, quick, &records, cores);
+                let other_rows = report::verdict_rows(&exps, other_quick, &other_records, other_cores);
+                let name = other.parent().unwrap_or(other).display().to_string();
+                print!("{}", report::replication::markdown(&rows, &other_rows, &report::seed_claims(&exps), &name));
+            }
+            None => print!("{}", report::verdicts_markdown(&exps, quick, &records, cores)),
+        }
         return Ok(());
     }
     if let Some(results) = &args.why {

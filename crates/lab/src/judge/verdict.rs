@@ -157,12 +157,29 @@ impl ClientBound {
 }
 
 impl Verdict {
-    /// The verdict as the table says it.
-    pub fn label(&self) -> String {
-        let numbers = |o: Outcome| match (o, self.size) {
+    /// The label of outcome `o` with this verdict's size call.
+    fn outcome_label(&self, o: Outcome) -> String {
+        match (o, self.size) {
             (Outcome::Reproduced, SizeCall::Outside) => "direction reproduced, size not".to_string(),
             (o, _) => o.label().to_string(),
-        };
+        }
+    }
+
+    /// What the numbers alone say, under the wrappers a row may carry (client-bound, true
+    /// by construction, not testable by this method); `None` where no numbers were judged
+    /// (not measured, not testable here).
+    pub fn numbers_label(&self) -> Option<String> {
+        match (self.outcome, &self.client_bound, &self.untestable) {
+            (Outcome::NotMeasured | Outcome::NotTestable, ..) => None,
+            (Outcome::Untestable, _, Some(u)) => Some(self.outcome_label(u.numbers)),
+            (Outcome::ClientBound, Some(b), _) => Some(self.outcome_label(b.numbers)),
+            (o, ..) => Some(self.outcome_label(o)),
+        }
+    }
+
+    /// The verdict as the table says it.
+    pub fn label(&self) -> String {
+        let numbers = |o: Outcome| self.outcome_label(o);
         let base = match (self.outcome, &self.client_bound, &self.untestable) {
             (Outcome::Untestable, _, Some(u)) => {
                 format!("not testable by this method (numbers: {})", numbers(u.numbers))

@@ -12,6 +12,7 @@ pub(crate) mod machine;
 pub(crate) mod plot;
 pub(crate) mod prose;
 pub(crate) mod render;
+pub(crate) mod replication;
 pub(crate) mod robustness_report;
 pub(crate) mod sizes;
 pub(crate) mod summary;
@@ -363,6 +364,18 @@ pub(crate) fn verdict_rows(
     rows
 }
 
+/// Whether each claim, in [`verdict_rows`]' order, is a seed study's: one of an experiment
+/// none of whose claims explains another (an explain experiment's are its predictions and
+/// controls).
+pub(crate) fn seed_claims(exps: &[Experiment]) -> Vec<bool> {
+    exps.iter()
+        .flat_map(|exp| {
+            let seed = exp.claims.iter().all(|c| c.explains.is_none());
+            exp.claims.iter().map(move |_| seed)
+        })
+        .collect()
+}
+
 /// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
 /// the sweep does not run in this kind of run).
 fn claim_sections(exps: &[Experiment], quick: bool, records: &HashMap<String, Record>) -> Vec<Option<String>> {
@@ -619,6 +632,28 @@ mod tests {
         ] {
             assert!(text.contains(part), "the summary lacks {part:?}");
         }
+    }
+
+    /// The committed replication table is the generator's output on the two committed full
+    /// runs: regenerate it with `spidey lab --verdicts
+    /// docs/runs/lab-full-4119505/results.jsonl.gz --replicate
+    /// docs/runs/lab-full-c69ce8d/results.jsonl.gz > docs/lab-replication.md`.
+    #[test]
+    fn committed_replication_table_is_generated_from_the_committed_full_runs() {
+        let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let (exps, records, cores) = committed_full_run();
+        let older = repo.join("docs/runs/lab-full-c69ce8d");
+        let old_records = crate::run::results::read(&older.join("results.jsonl.gz")).unwrap();
+        let old_cores = crate::report::machine::Machine::of_results(&older).cores;
+        let rows = super::verdict_rows(&exps, false, &records, cores);
+        let old_rows = super::verdict_rows(&exps, false, &old_records, old_cores);
+        let seed = super::seed_claims(&exps);
+        let got = super::replication::markdown(&rows, &old_rows, &seed, "docs/runs/lab-full-c69ce8d");
+        let want = std::fs::read_to_string(repo.join("docs/lab-replication.md")).unwrap();
+        assert!(
+            got == want,
+            "docs/lab-replication.md is stale: regenerate it with `spidey lab --verdicts docs/runs/lab-full-4119505/results.jsonl.gz --replicate docs/runs/lab-full-c69ce8d/results.jsonl.gz > docs/lab-replication.md`"
+        );
     }
 
     /// The committed verdict table is the generator's output on the committed full run, not
