@@ -144,16 +144,13 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     if let Some(results) = &args.verdicts {
         let (quick, records) = read_results(results)?;
-        let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
+        let cores = cores_of(results);
         match &args.replicate {
             Some(other) => {
                 let (other_quick, other_records) = read_results(other)?;
-                let other_cores =
-                    machine::Machine::of_results(other.parent().unwrap_or(std::path::Path::new("."))).cores;
-                let rows = report::verdict_rows(&exps, quick, &records, cores);
-                let other_rows = report::verdict_rows(&exps, other_quick, &other_records, other_cores);
                 let name = other.parent().unwrap_or(other).display().to_string();
-                print!("{}", report::replication::markdown(&rows, &other_rows, &report::seed_claims(&exps), &name));
+                let (run, there) = ((quick, &records, cores), (other_quick, &other_records, cores_of(other)));
+                print!("{}", report::replication_markdown(&exps, run, there, &name));
             }
             None => print!("{}", report::verdicts_markdown(&exps, quick, &records, cores)),
         }
@@ -161,7 +158,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
     }
     if let Some(results) = &args.why {
         let (quick, records) = read_results(results)?;
-        let cores = machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores;
+        let cores = cores_of(results);
         let rows = report::verdict_rows(&exps, quick, &records, cores);
         let text = if args.brief { why::brief(&exps, &rows, cores) } else { why::markdown(&exps, &rows, cores) };
         print!("{text}");
@@ -276,6 +273,12 @@ fn read_results(results: &std::path::Path) -> anyhow::Result<(bool, HashMap<Stri
     let records = results::read(results)?;
     let quick = !records.is_empty() && records.keys().all(|id| id.starts_with("quick/"));
     Ok((quick, records))
+}
+
+/// The CPUs of the machine a results file was measured on (its `machine.json` or
+/// `report.md`, beside it).
+fn cores_of(results: &std::path::Path) -> usize {
+    machine::Machine::of_results(results.parent().unwrap_or(std::path::Path::new("."))).cores
 }
 
 /// `--report`: the report of a results file, measuring nothing. The experiments are those

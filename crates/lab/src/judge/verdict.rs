@@ -204,6 +204,30 @@ impl Verdict {
     }
 }
 
+/// A verdict with `outcome` and `size` and nothing else said: the tests' fixture, which each
+/// fills further with struct update syntax.
+#[cfg(test)]
+impl Verdict {
+    pub(crate) fn bare(outcome: Outcome, size: SizeCall) -> Verdict {
+        Verdict {
+            claim: String::new(),
+            source: String::new(),
+            seed: String::new(),
+            here: String::new(),
+            seed_brief: String::new(),
+            here_brief: String::new(),
+            outcome,
+            size,
+            size_text: String::new(),
+            by_construction: None,
+            contradicts: None,
+            client_bound: None,
+            untestable: None,
+            few_clean: false,
+        }
+    }
+}
+
 /// Checks `claim` against its sweep (`None` when the sweep did not run); `cores` is the
 /// CPU count of the run's machine, for records that did not store who had which CPUs
 /// ([`Shares::on`]; 0 when unknown: such records have no saturation figure).

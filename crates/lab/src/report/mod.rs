@@ -367,13 +367,27 @@ pub(crate) fn verdict_rows(
 /// Whether each claim, in [`verdict_rows`]' order, is a seed study's: one of an experiment
 /// none of whose claims explains another (an explain experiment's are its predictions and
 /// controls).
-pub(crate) fn seed_claims(exps: &[Experiment]) -> Vec<bool> {
+fn seed_claims(exps: &[Experiment]) -> Vec<bool> {
     exps.iter()
         .flat_map(|exp| {
             let seed = exp.claims.iter().all(|c| c.explains.is_none());
             exp.claims.iter().map(move |_| seed)
         })
         .collect()
+}
+
+/// The replication section (`spidey lab --verdicts RUN --replicate OTHER`): every claim
+/// judged on `run`'s records and on `other`'s, each given as its quick flag, records and
+/// machine's CPUs ([`verdict_rows`]); `other_name` says which run the other is.
+pub(crate) fn replication_markdown(
+    exps: &[Experiment],
+    run: (bool, &HashMap<String, Record>, usize),
+    other: (bool, &HashMap<String, Record>, usize),
+    other_name: &str,
+) -> String {
+    let rows = verdict_rows(exps, run.0, run.1, run.2);
+    let other_rows = verdict_rows(exps, other.0, other.1, other.2);
+    replication::markdown(&rows, &other_rows, &seed_claims(exps), other_name)
 }
 
 /// The anchor of the sweep each claim is measured in, in [`verdict_rows`]' order (None where
@@ -645,10 +659,9 @@ mod tests {
         let older = repo.join("docs/runs/lab-full-c69ce8d");
         let old_records = crate::run::results::read(&older.join("results.jsonl.gz")).unwrap();
         let old_cores = crate::report::machine::Machine::of_results(&older).cores;
-        let rows = super::verdict_rows(&exps, false, &records, cores);
-        let old_rows = super::verdict_rows(&exps, false, &old_records, old_cores);
-        let seed = super::seed_claims(&exps);
-        let got = super::replication::markdown(&rows, &old_rows, &seed, "docs/runs/lab-full-c69ce8d");
+        let run = (false, &records, cores);
+        let got =
+            super::replication_markdown(&exps, run, (false, &old_records, old_cores), "docs/runs/lab-full-c69ce8d");
         let want = std::fs::read_to_string(repo.join("docs/lab-replication.md")).unwrap();
         assert!(
             got == want,

@@ -103,22 +103,7 @@ mod tests {
     use crate::run::cpu::Saturation;
 
     fn verdict(outcome: Outcome) -> Verdict {
-        Verdict {
-            claim: "fork beats single".into(),
-            source: String::new(),
-            seed: String::new(),
-            here: String::new(),
-            seed_brief: String::new(),
-            here_brief: String::new(),
-            outcome,
-            size: SizeCall::NotStated,
-            size_text: String::new(),
-            by_construction: None,
-            contradicts: None,
-            client_bound: None,
-            untestable: None,
-            few_clean: false,
-        }
+        Verdict { claim: "fork beats single".into(), ..Verdict::bare(outcome, SizeCall::NotStated) }
     }
 
     fn client_bound(numbers: Outcome) -> Verdict {

@@ -209,14 +209,9 @@ mod tests {
             here: "–".into(),
             seed_brief: "–".into(),
             here_brief: "–".into(),
-            outcome,
-            size,
             size_text: "–".into(),
             by_construction: by_construction.then(|| "it must".into()),
-            contradicts: None,
-            client_bound: None,
-            untestable: None,
-            few_clean: false,
+            ..Verdict::bare(outcome, size)
         }
     }
 

@@ -276,22 +276,7 @@ mod tests {
     use crate::judge::verdict::Outcome;
 
     fn verdict(outcome: Outcome, size: SizeCall) -> Verdict {
-        Verdict {
-            claim: String::new(),
-            source: String::new(),
-            seed: String::new(),
-            here: String::new(),
-            seed_brief: String::new(),
-            here_brief: String::new(),
-            outcome,
-            size,
-            size_text: String::new(),
-            by_construction: None,
-            contradicts: None,
-            client_bound: None,
-            untestable: None,
-            few_clean: false,
-        }
+        Verdict::bare(outcome, size)
     }
 
     #[test]
