@@ -192,11 +192,12 @@ fn open_beneath(dir: &OwnedFd, relative: &[u8]) -> Result<OwnedFd, ResolveError>
 fn reopen(fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
     // Written on the stack: a cache miss allocates nothing for the path.
     let mut path = [0u8; 32];
+    let room = path.len();
     let len = {
         let mut rest = &mut path[..];
         std::io::Write::write_fmt(&mut rest, format_args!("/proc/self/fd/{}", fd.as_raw_fd()))
             .map_err(|_| Errno::NAMETOOLONG)?;
-        32 - rest.len()
+        room - rest.len()
     };
     let proc_path = std::str::from_utf8(&path[..len]).map_err(|_| Errno::INVAL)?;
     loop {
