@@ -61,6 +61,64 @@ pub struct Encoder {
     index_all: bool,
     /// Huffman-code the strings that get shorter (else none).
     huffman: bool,
+    /// Counts every change of the table (an insertion, a new maximum size): a block
+    /// encoded against one count encodes the same fields again only while it holds.
+    generation: u64,
+    /// The last field list and its block, kept so the same list is not encoded again.
+    replay: Replay,
+    /// How many blocks were the last block again.
+    #[cfg(test)]
+    replayed: usize,
+}
+
+/// The last field list encoded, and its block (without any size update), which the next
+/// block repeats octet for octet when it has the same fields and the table has not
+/// changed since: the encoding is a function of the fields and the table, and a block that
+/// added nothing to the table left it as it found it. A connection answering the same file
+/// again sends the same head but for its `date`, which changes once a second; so most heads
+/// cost one comparison instead of a table search per field.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    fields: FlatFields,
+    block: Vec<u8>,
+    /// The table's generation `block` was encoded against; `None` when that block changed
+    /// the table (encoded again, it would not say the same).
+    generation: Option<u64>,
+}
+
+/// A field list laid flat: every name and value in one buffer, and where each ends.
+#[derive(Debug, Clone, Default)]
+struct FlatFields {
+    bytes: Vec<u8>,
+    /// Per field: where its name ends, where its value ends, and its never-indexed mark.
+    /// INVARIANT: the offsets rise and the last is `bytes.len()`.
+    ends: Vec<(usize, usize, bool)>,
+}
+
+impl FlatFields {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> Option<Field<'_>> {
+        let &(name_end, value_end, never_indexed) = self.ends.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p].1);
+        let (name, value) = (&self.bytes[start..name_end], &self.bytes[name_end..value_end]);
+        Some(Field { name, value, never_indexed })
+    }
+
+    fn push(&mut self, field: Field<'_>) {
+        self.bytes.extend_from_slice(field.name);
+        let name_end = self.bytes.len();
+        self.bytes.extend_from_slice(field.value);
+        self.ends.push((name_end, self.bytes.len(), field.never_indexed));
+    }
+
+    /// Keeps the first `n` fields.
+    fn truncate(&mut self, n: usize) {
+        self.ends.truncate(n);
+        self.bytes.truncate(self.ends.last().map_or(0, |e| e.1));
+    }
 }
 
 impl Default for Encoder {
@@ -78,6 +136,10 @@ impl Encoder {
             smallest: None,
             index_all: false,
             huffman: true,
+            generation: 0,
+            replay: Replay::default(),
+            #[cfg(test)]
+            replayed: 0,
         }
     }
 
@@ -98,20 +160,69 @@ impl Encoder {
         self.smallest = Some(self.smallest.map_or(size, |s| s.min(size)));
     }
 
-    /// Appends the header block of `fields` to `out`.
+    /// Appends the header block of `fields` to `out`: the last block's octets again when
+    /// the fields are the last block's and the table has not changed since (see
+    /// [`Replay`]), else each field by the policy above.
     pub fn encode<'f>(&mut self, fields: impl IntoIterator<Item = Field<'f>>, out: &mut Vec<u8>) {
         if let Some(smallest) = self.smallest.take() {
             if smallest < self.table.max_size() && smallest < self.target {
                 size_update(smallest, out);
                 self.table.set_max_size(smallest);
+                self.generation += 1;
             }
             if self.target != self.table.max_size() {
                 size_update(self.target, out);
                 self.table.set_max_size(self.target);
+                self.generation += 1;
             }
         }
+        let mut replay = std::mem::take(&mut self.replay);
+        let (start, before) = (out.len(), self.generation);
+        // The fields are compared with the last list's as they come, and encoded from the
+        // first that differs (with the equal ones before it): `matched` of them so far.
+        let mut matched = 0;
+        let mut same = replay.generation == Some(before);
+        if !same {
+            replay.fields.truncate(0);
+        }
         for field in fields {
+            if same {
+                if replay.fields.get(matched) == Some(field) {
+                    matched += 1;
+                    continue;
+                }
+                same = false;
+                self.diverge(&mut replay.fields, matched, out);
+            }
+            replay.fields.push(field);
             self.field(field, out);
+        }
+        if same && matched == replay.fields.len() {
+            out.extend_from_slice(&replay.block);
+            self.replay = replay;
+            #[cfg(test)]
+            {
+                self.replayed += 1;
+            }
+            return;
+        }
+        if same {
+            self.diverge(&mut replay.fields, matched, out);
+        }
+        replay.generation = (self.generation == before).then_some(before);
+        replay.block.clear();
+        replay.block.extend_from_slice(&out[start..]);
+        self.replay = replay;
+    }
+
+    /// The list differs from the last one after its first `matched` fields: those are
+    /// encoded (they were only compared so far), and the rest of the last list dropped.
+    fn diverge(&mut self, last: &mut FlatFields, matched: usize, out: &mut Vec<u8>) {
+        last.truncate(matched);
+        for i in 0..matched {
+            if let Some(field) = last.get(i) {
+                self.field(field, out);
+            }
         }
     }
 
@@ -136,6 +247,7 @@ impl Encoder {
         literal(kind, found.name, name, value, self.huffman, out);
         if kind == Literal::Indexed {
             self.table.insert(Entry::new(name, value));
+            self.generation += 1;
         }
     }
 
@@ -246,6 +358,65 @@ mod tests {
         block.clear();
         e.encode([Field::new(b"server", b"spidey")], &mut block);
         assert_eq!(block, [0xbe]);
+    }
+
+    /// A sequence of heads on one connection: which blocks are the last block again (the
+    /// same fields, nothing added to the table since), and that every block, replayed or
+    /// not, decodes to its fields in order.
+    #[test]
+    fn the_last_block_is_replayed_while_the_table_holds() {
+        let head = |date: &'static [u8], extra: &[Field<'static>]| {
+            let mut list = vec![
+                Field::new(b":status", b"200"),
+                Field::new(b"server", b"spidey"),
+                Field::new(b"date", date),
+                Field::new(b"content-length", b"1024"),
+            ];
+            list.extend_from_slice(extra);
+            list
+        };
+        let (d1, d2): (&[u8], &[u8]) = (b"Sun, 29 Nov 2026 05:00:00 GMT", b"Sun, 29 Nov 2026 05:00:01 GMT");
+        let etag = Field::new(b"etag", b"\"x\"");
+        // (table size settings before the block, fields, replayed)
+        let steps: Vec<(&[usize], Vec<Field>, bool)> = vec![
+            (&[], head(d1, &[]), false), // adds server, date, content-length
+            (&[], head(d1, &[]), false), // indices only: kept for replay
+            (&[], head(d1, &[]), true),
+            (&[], head(d1, &[]), true),
+            (&[], head(d2, &[]), false), // a new date: added
+            (&[], head(d2, &[]), false),
+            (&[], head(d2, &[]), true),
+            (&[], head(d1, &[]), false), // the older date, still in the table
+            (&[], head(d1, &[]), true),
+            (&[], head(d1, &[etag]), false), // one field more: etag added
+            (&[], head(d1, &[etag]), false),
+            (&[], head(d1, &[]), false), // one field fewer
+            (&[], head(d1, &[]), true),
+            (&[], head(d1, &[Field::sensitive(b"etag", b"\"x\"")]), false), // the mark differs
+            (&[], head(d1, &[]), false),
+            (&[4096], head(d1, &[]), true), // the same size: no update, nothing changed
+            (&[0, 4096], head(d1, &[]), false), // the table emptied: the block says so
+            (&[], head(d1, &[]), false),
+            (&[], head(d1, &[]), true),
+            (&[], vec![], false), // an empty list
+            (&[], vec![], true),
+            (&[], head(d1, &[])[..2].to_vec(), false),
+            (&[], head(d1, &[])[..2].to_vec(), true),
+        ];
+        let (mut e, mut d) = (Encoder::new(), Decoder::new(1 << 20));
+        let owned = |f: Field| (f.name.to_vec(), f.value.to_vec());
+        for (i, (sizes, fields, replayed)) in steps.into_iter().enumerate() {
+            for &size in sizes {
+                e.set_max_table_size(size);
+            }
+            let before = e.replayed;
+            let mut block = Vec::new();
+            e.encode(fields.iter().copied(), &mut block);
+            assert_eq!(e.replayed - before == 1, replayed, "step {i}: {block:02x?}");
+            let mut back = Vec::new();
+            d.decode(&block, |f| back.push(owned(f))).unwrap();
+            assert_eq!(back, fields.into_iter().map(owned).collect::<Vec<_>>(), "step {i}");
+        }
     }
 
     /// The peer's table sizes set between two blocks, and the size updates the next block
