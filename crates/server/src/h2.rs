@@ -633,8 +633,29 @@ fn send_head(conn: &mut Conn, stream: StreamId, head: &Head<'_>, end_stream: boo
     if let Length::Known(n) = head.length {
         fields.push((b"content-length", decimal(n, &mut digits)));
     }
-    fields.extend(head.fields().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
+    fields.extend(head.fields().map(|(n, v)| (h2_name(n), v.as_bytes())));
     conn.send_head(stream, head.status.0, &fields, end_stream).map_err(|_| ())
+}
+
+/// The lower-case spelling HTTP/2 sends (RFC 9113 §8.2.1) of the names the server's own
+/// responses carry, so the connection does not lower-case them per response; any other
+/// name as it is (the connection lower-cases it).
+fn h2_name(name: &str) -> &[u8] {
+    match name {
+        "Content-Type" => b"content-type",
+        "Last-Modified" => b"last-modified",
+        "ETag" => b"etag",
+        "Accept-Ranges" => b"accept-ranges",
+        "Content-Encoding" => b"content-encoding",
+        "Content-Range" => b"content-range",
+        "Cache-Control" => b"cache-control",
+        "Vary" => b"vary",
+        "Location" => b"location",
+        "Allow" => b"allow",
+        "Retry-After" => b"retry-after",
+        "WWW-Authenticate" => b"www-authenticate",
+        _ => name.as_bytes(),
+    }
 }
 
 /// `n` in decimal, written into `buf` by std's formatting (20 digits hold any u64): a
@@ -734,6 +755,19 @@ fn join_cookies(head: &RequestHead) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    /// Each name the table spells is the name lower-cased; others pass as they are.
+    #[test]
+    fn h2_names_are_the_names_lower_cased() {
+        let names = ["Content-Type", "Last-Modified", "ETag", "Accept-Ranges", "Content-Encoding", "Content-Range"];
+        let more = ["Cache-Control", "Vary", "Location", "Allow", "Retry-After", "WWW-Authenticate"];
+        for name in names.into_iter().chain(more) {
+            assert_eq!(super::h2_name(name), name.to_ascii_lowercase().as_bytes(), "{name}");
+        }
+        for name in ["X-Custom-Thing", "x-already-lower", "Set-Cookie"] {
+            assert_eq!(super::h2_name(name), name.as_bytes());
+        }
+    }
+
     #[test]
     fn decimal_table() {
         for n in [0, 7, 10, 1024, 1 << 20, u64::MAX] {

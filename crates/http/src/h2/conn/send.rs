@@ -37,15 +37,26 @@ impl Conn {
         let interim = status < 200;
         let code = status.clamp(100, 999);
         let status = [b'0' + (code / 100) as u8, b'0' + (code / 10 % 10) as u8, b'0' + (code % 10) as u8];
-        // Every name lower-cased into one buffer the connection keeps for the purpose.
+        // A name with an upper-case letter is lower-cased into one buffer the connection
+        // keeps for the purpose; the others are used as they are.
         let (mut lower, mut ends) = std::mem::take(&mut self.lowered);
         lower.clear();
         ends.clear();
         for (n, _) in fields {
-            lower.extend(n.iter().map(u8::to_ascii_lowercase));
-            ends.push(lower.len());
+            if n.iter().any(u8::is_ascii_uppercase) {
+                let from = lower.len();
+                lower.extend_from_slice(n);
+                lower[from..].make_ascii_lowercase();
+                ends.push(Some(lower.len()));
+            } else {
+                ends.push(None);
+            }
         }
-        let names = ends.iter().scan(0, |start, &end| Some(&lower[std::mem::replace(start, end)..end]));
+        let mut start = 0;
+        let names = ends.iter().zip(fields).map(|(end, (n, _))| match *end {
+            Some(end) => &lower[std::mem::replace(&mut start, end)..end],
+            None => *n,
+        });
         let regular =
             names.zip(fields).filter(|(n, _)| !head::is_connection_specific(n)).map(|(n, (_, v))| Field::new(n, v));
         let list = std::iter::once(Field::new(b":status", &status)).chain(regular);

@@ -562,7 +562,15 @@ fn responses_under_flow_control() {
     // The head's fields went lower-cased and without `connection`: decode them back.
     let mut conn = open(Config::default());
     go(&mut conn, &get(1));
-    conn.send_head(1, 404, &[(b"Content-Type", b"text/plain"), (b"Connection", b"close")], true).unwrap();
+    let head: [(&[u8], &[u8]); 6] = [
+        (b"server", b"spidey"),
+        (b"Content-Type", b"text/plain"),
+        (b"Connection", b"close"),
+        (b"etag", b"\"x\""),
+        (b"X-Mixed-CASE", b"Kept"),
+        (b"keep-alive", b"timeout=5"),
+    ];
+    conn.send_head(1, 404, &head, true).unwrap();
     let out = conn.pending_output().to_vec();
     let Ok(Some((Frame::Headers { fragment, end_stream: true, end_headers: true, .. }, _))) =
         Frame::decode(&out, 16_384)
@@ -571,7 +579,14 @@ fn responses_under_flow_control() {
     };
     let mut fields = Vec::new();
     crate::hpack::Decoder::new(4096).decode(fragment, |f| fields.push((f.name.to_vec(), f.value.to_vec()))).unwrap();
-    assert_eq!(fields, [(b":status".to_vec(), b"404".to_vec()), (b"content-type".to_vec(), b"text/plain".to_vec())]);
+    let want: [(&[u8], &[u8]); 5] = [
+        (b":status", b"404"),
+        (b"server", b"spidey"),
+        (b"content-type", b"text/plain"),
+        (b"etag", b"\"x\""),
+        (b"x-mixed-case", b"Kept"),
+    ];
+    assert_eq!(fields, want.map(|(n, v)| (n.to_vec(), v.to_vec())));
 }
 
 #[test]
