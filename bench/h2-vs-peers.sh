@@ -145,4 +145,17 @@ for w, by in data.items():
             ratios = [by[sp][r][0] / by[p][r][0] for r in by.get(sp, {}) if r in by.get(p, {}) and by[p][r][0] > 0 and by[p][r][1] > 0]
             if ratios:
                 print(f"\n{sp} / {p}, CPU per response, round by round: median {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+        # A build against the build before it (alt-MODE against MODE), round by round.
+        alt = "alt-" + sp
+        if alt in by:
+            ratios = [by[sp][r][0] / by[alt][r][0] for r in by[sp] if r in by[alt] and by[alt][r][0] > 0]
+            print(f"\n{sp} / {alt}, CPU per response, round by round: median {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+# One stream per connection against the same server's HTTP/1.1 (issue 41's goal: at most 1.1x).
+if "h2c-m1" in data and "h1-c32" in data:
+    print("\n## h2c-m1 over h1-c32, the same server, round by round\n")
+    for s in servers:
+        m1, h1 = data["h2c-m1"].get(s, {}), data["h1-c32"].get(s, {})
+        ratios = [m1[r][0] / h1[r][0] for r in m1 if r in h1 and h1[r][1] > 0 and m1[r][1] > 0]
+        if ratios:
+            print(f"- {s}: median {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 PY

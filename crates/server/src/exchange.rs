@@ -142,7 +142,7 @@ pub enum Offloading {
 
 impl Offloading {
     /// Whether `req` (its path decoded as `path`) goes to the pool.
-    pub(crate) fn takes(self, server: &Server, req: &Request<'_, '_>, path: &DecodedPath) -> bool {
+    pub(crate) fn takes(self, server: &Server, req: &Request<'_, '_>, path: &DecodedPath<'_>) -> bool {
         match self {
             Offloading::Never => false,
             Offloading::Passwords => server.site.must_hash(req),
@@ -263,7 +263,7 @@ impl Exchanger {
         &'h mut self,
         server: &'h Server,
         req: &Request<'_, '_>,
-        path: DecodedPath,
+        path: DecodedPath<'_>,
         head_len: usize,
         buf: &[u8],
         peer: SocketAddr,

@@ -3,28 +3,33 @@
 //! the caller receives it.
 
 /// A request's head as the client sent it, validated (RFC 9113 §8.3.1): every decoded
-/// name and value in one buffer, the fields as spans of it, so a request costs two
-/// allocations however many fields it has.
+/// name and value in one buffer, followed by the regular fields' spans of it, so a request
+/// costs one allocation however many fields it has.
 ///
 /// INVARIANT: `method` is present; for CONNECT, `authority` is present and `scheme` and
 /// `path` are absent; for every other method `scheme` and `path` are present and not
-/// empty. Every name in `fields` is lower case, has no colon, and is not one of the
-/// connection-specific fields §8.2.2 forbids; `te`, if present, is `trailers`. Every span
-/// lies within `octets`.
+/// empty. Every regular field's name is lower case, has no colon, and is not one of the
+/// connection-specific fields §8.2.2 forbids; `te`, if present, is `trailers`. `octets`
+/// holds the names and values up to `table`, then [`SPAN_ROW`] octets per regular field;
+/// every span lies below `table`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHead {
     octets: Vec<u8>,
+    table: usize,
     method: Span,
     scheme: Option<Span>,
     authority: Option<Span>,
     path: Option<Span>,
-    fields: Vec<(Span, Span)>,
     /// The `content-length`, if sent: the DATA frames must add up to it (§8.1.1).
     pub content_length: Option<u64>,
 }
 
 /// Where one name or value lies in its buffer: `start..end`.
 type Span = (u32, u32);
+
+/// A regular field's row in a [`RequestHead`]'s table: its name's span and its value's,
+/// four `u32`s, little-endian.
+const SPAN_ROW: usize = 16;
 
 impl RequestHead {
     fn at(&self, (start, end): Span) -> &[u8] {
@@ -50,7 +55,10 @@ impl RequestHead {
     /// The regular fields in order, `cookie` crumbs as separate fields (§8.2.3: the caller
     /// joins them with "; " before passing them to HTTP/1.1 code).
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.fields.iter().map(|&(n, v)| (self.at(n), self.at(v)))
+        self.octets[self.table..].chunks_exact(SPAN_ROW).map(|row| {
+            let word = |i: usize| u32::from_le_bytes([row[i], row[i + 1], row[i + 2], row[i + 3]]);
+            (self.at((word(0), word(4))), self.at((word(8), word(12))))
+        })
     }
 }
 
@@ -132,12 +140,16 @@ pub(crate) fn request(list: &FieldList) -> Result<RequestHead, &'static str> {
     let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
     let mut host = None;
     let mut content_length = None;
-    let mut fields = Vec::with_capacity(spans.len());
+    // The names and values copied at their exact size, and the table after them: one
+    // allocation, the list kept for the next.
+    let mut head = Vec::with_capacity(octets.len() + SPAN_ROW * spans.len());
+    head.extend_from_slice(octets);
+    let mut regular = 0;
     for &(n, v) in spans {
         let (name, value) = (at(n), at(v));
         check_field(name, value)?;
         if name.first() == Some(&b':') {
-            if !fields.is_empty() {
+            if regular > 0 {
                 return Err("a pseudo-header after a regular field");
             }
             let slot = match name {
@@ -164,7 +176,10 @@ pub(crate) fn request(list: &FieldList) -> Result<RequestHead, &'static str> {
             b"host" if host.is_none() => host = Some(v),
             _ => {}
         }
-        fields.push((n, v));
+        for word in [n.0, n.1, v.0, v.1] {
+            head.extend_from_slice(&word.to_le_bytes());
+        }
+        regular += 1;
     }
     let method = method.ok_or("no :method")?;
     if at(method) == b"CONNECT" {
@@ -183,8 +198,7 @@ pub(crate) fn request(list: &FieldList) -> Result<RequestHead, &'static str> {
             return Err("host differs from :authority");
         }
     }
-    // The octets copied at their exact size: one allocation, the list kept for the next.
-    Ok(RequestHead { octets: octets.clone(), method, scheme, authority, path, fields, content_length })
+    Ok(RequestHead { octets: head, table: octets.len(), method, scheme, authority, path, content_length })
 }
 
 /// Validates a trailer section (§8.1): the field rules, and no pseudo-header at all.

@@ -51,7 +51,7 @@ pub fn parse_flag(s: &str) -> Result<(String, std::path::PathBuf), String> {
         return Err(invalid());
     }
     let decoded = super::resolve::decode_path(prefix).map_err(|_| invalid())?;
-    let decoded = String::from_utf8(decoded).map_err(|_| invalid())?;
+    let decoded = String::from_utf8(decoded.into_owned()).map_err(|_| invalid())?;
     let prefix = match decoded.trim_end_matches('/') {
         "." => String::new(),
         rest => format!("/{rest}"),

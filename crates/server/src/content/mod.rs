@@ -32,6 +32,7 @@ pub mod serving;
 pub mod static_file;
 
 use spidey_http::{Method, Request, StatusCode};
+use std::borrow::Cow;
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -185,10 +186,10 @@ impl Response {
 /// exchanger makes it, [`Site::is_heavy`] reads it, and [`Site::respond_from`] finds handler
 /// mounts, static files and scripts by it, so no request decodes its path twice.
 #[derive(Debug)]
-pub struct DecodedPath(Result<Vec<u8>, resolve::ResolveError>);
+pub struct DecodedPath<'b>(Result<Cow<'b, [u8]>, resolve::ResolveError>);
 
-impl DecodedPath {
-    pub fn of(req: &Request<'_, '_>) -> Self {
+impl<'b> DecodedPath<'b> {
+    pub fn of(req: &Request<'_, 'b>) -> Self {
         DecodedPath(resolve::decode_path(req.target.path))
     }
 }
@@ -290,7 +291,7 @@ impl Site {
     /// ([`Site::must_hash`]), or a GET that may
     /// encode a file on the fly ([`Site::may_encode`]). Cheap: no system call, no
     /// allocation (`path` is `req`'s, decoded by the caller).
-    pub fn is_heavy(&self, req: &Request<'_, '_>, path: &DecodedPath) -> bool {
+    pub fn is_heavy(&self, req: &Request<'_, '_>, path: &DecodedPath<'_>) -> bool {
         if self.options.cpu_work.is_some() || req.target.path.ends_with('/') || self.must_hash(req) {
             return true;
         }
@@ -328,7 +329,13 @@ impl Site {
     /// Access comes first: a CORS preflight is answered before authentication (browsers
     /// send it without credentials), then `--basic-auth` guards everything else, the
     /// `--metrics` path (matched on the decoded path, answered before any lookup) included.
-    pub fn respond_from(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
+    pub fn respond_from(
+        &self,
+        req: &Request<'_, '_>,
+        path: DecodedPath<'_>,
+        peer: SocketAddr,
+        body: &[u8],
+    ) -> Response {
         if matches!((&path.0, &self.options.health), (Ok(relative), Some(health)) if relative == health) {
             return health_page(req);
         }
@@ -362,7 +369,7 @@ impl Site {
         }
     }
 
-    fn answer(&self, req: &Request<'_, '_>, path: DecodedPath, peer: SocketAddr, body: &[u8]) -> Response {
+    fn answer(&self, req: &Request<'_, '_>, path: DecodedPath<'_>, peer: SocketAddr, body: &[u8]) -> Response {
         // Decoded once: handler mounts, static files and scripts are all found by this path.
         let relative = path.0;
         if let Ok(relative) = &relative {
@@ -533,7 +540,7 @@ fn redirect_to_slash(req: &Request<'_, '_>) -> Response {
 /// normalised as a request's path is, relative to ROOT (a path that cannot be decoded is
 /// kept as given, less its leading slashes).
 pub(crate) fn endpoint_path(path: &str) -> Vec<u8> {
-    resolve::decode_path(path).unwrap_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec())
+    resolve::decode_path(path).map_or_else(|_| path.trim_start_matches('/').as_bytes().to_vec(), Cow::into_owned)
 }
 
 /// The answer at the `--health` path (any query): 200 `ok` while the server runs, 503

@@ -239,10 +239,19 @@ pub struct OpenDir {
 /// Refuses invalid escapes, NUL, and `..` segments; drops empty and `.` segments. A path
 /// ending in `/` (or `/.`) keeps one trailing slash, so it only ever names a directory: a
 /// file asked for as `/x.txt/` is not found rather than served under a name it does not have.
-pub fn decode_path(raw: &str) -> Result<Vec<u8>, ResolveError> {
+///
+/// A path that is already what decoding makes of it (no escape, one leading slash, no empty,
+/// `.` or `..` segment: most paths) is returned borrowed, without its leading slash, so
+/// decoding it costs no allocation.
+pub fn decode_path(raw: &str) -> Result<Cow<'_, [u8]>, ResolveError> {
     let decoded = percent_decode(raw.as_bytes())?;
     if decoded.contains(&0) {
         return Err(ResolveError::BadPath);
+    }
+    if let Cow::Borrowed(bytes) = decoded {
+        if let Some(relative) = canonical(bytes) {
+            return Ok(Cow::Borrowed(relative));
+        }
     }
     let mut out = Vec::with_capacity(decoded.len());
     let mut trailing_slash = false;
@@ -264,7 +273,17 @@ pub fn decode_path(raw: &str) -> Result<Vec<u8>, ResolveError> {
     } else if trailing_slash {
         out.push(b'/');
     }
-    Ok(out)
+    Ok(Cow::Owned(out))
+}
+
+/// `path` without its leading slash, when that is what [`decode_path`] would make of it:
+/// one leading `/`, then segments none of which is empty, `.` or `..`, and at most one `/`
+/// after the last.
+fn canonical(path: &[u8]) -> Option<&[u8]> {
+    let relative = path.strip_prefix(b"/")?;
+    let segments = relative.strip_suffix(b"/").unwrap_or(relative);
+    let plain = !segments.is_empty() && segments.split(|&b| b == b'/').all(|s| !matches!(s, b"" | b"." | b".."));
+    plain.then_some(relative)
 }
 
 /// `raw` with its `%XX` escapes decoded: itself, borrowed, when it has none (most paths),
@@ -318,6 +337,30 @@ mod tests {
         ];
         for (raw, want) in cases {
             assert_eq!(decode_path(raw).as_deref().map_err(|e| *e), *want, "{raw}");
+        }
+    }
+
+    /// Which paths decode without a copy: those already in the decoded form.
+    #[test]
+    fn plain_paths_are_decoded_without_a_copy() {
+        let cases = [
+            ("/1k.bin", true),
+            ("/a/b.txt", true),
+            ("/dir/", true),
+            ("/.well-known/x", true),
+            ("/", false),
+            ("//a", false),
+            ("/a//b", false),
+            ("/a/./b", false),
+            ("/a/.", false),
+            ("/dir//", false),
+            ("/a%20b", false),
+            ("/a/..", false),
+            ("*", false),
+        ];
+        for (raw, borrowed) in cases {
+            let got = decode_path(raw);
+            assert_eq!(matches!(got, Ok(Cow::Borrowed(_))), borrowed, "{raw}: {got:?}");
         }
     }
 

@@ -36,6 +36,7 @@
 use super::resolve::{self, decode_path};
 use super::{cgi, Body, Response};
 use spidey_http::{Method, Request};
+use std::borrow::Cow;
 
 /// The index names when `--index` is not given, tried in this order.
 pub const DEFAULT_INDEX: [&str; 2] = ["index.html", "index.htm"];
@@ -59,9 +60,9 @@ pub fn parse_page_path(flag: &str, value: &str) -> Result<Vec<u8>, String> {
     } else {
         match decode_path(value) {
             Err(_) => "the path is malformed or has a '..' segment",
-            Ok(relative) if relative == b"." || relative.ends_with(b"/") => "the path names a directory, not a file",
+            Ok(relative) if *relative == *b"." || relative.ends_with(b"/") => "the path names a directory, not a file",
             Ok(relative) if resolve::hidden(&relative) => "the path has a dot-segment",
-            Ok(relative) => return Ok(relative),
+            Ok(relative) => return Ok(relative.into_owned()),
         }
     };
     Err(format!("{flag} {value:?}: {why}"))
@@ -89,12 +90,12 @@ pub(crate) fn fallback_allowed(req: &Request<'_, '_>, relative: &[u8], cgi: &cgi
 
 /// The request path a single-file site answers: `/` and `/NAME` become NAME, anything
 /// else is not found.
-pub(crate) fn single_file(
-    name: &[u8],
-    relative: Result<Vec<u8>, resolve::ResolveError>,
-) -> Result<Vec<u8>, resolve::ResolveError> {
+pub(crate) fn single_file<'p>(
+    name: &'p [u8],
+    relative: Result<Cow<'_, [u8]>, resolve::ResolveError>,
+) -> Result<Cow<'p, [u8]>, resolve::ResolveError> {
     match relative {
-        Ok(r) if r == b"." || r == name => Ok(name.to_vec()),
+        Ok(r) if *r == *b"." || *r == *name => Ok(Cow::Borrowed(name)),
         Ok(_) => Err(resolve::ResolveError::NotFound),
         Err(e) => Err(e),
     }
@@ -184,7 +185,7 @@ mod tests {
             (Err(BadPath), Err(BadPath)),
         ];
         for (input, want) in cases {
-            let got = single_file(b"r.pdf", input.map(<[u8]>::to_vec));
+            let got = single_file(b"r.pdf", input.map(std::borrow::Cow::Borrowed));
             assert_eq!(got.as_deref().map_err(|e| *e), *want, "{input:?}");
         }
     }
