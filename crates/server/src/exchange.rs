@@ -53,7 +53,7 @@ use spidey_http::{
 };
 use std::borrow::Cow;
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// How the connection's protocol writes one response part by part: the exchange hands it a
 /// script's answer (or the error page standing in for one) as a head, body bytes and an
@@ -350,7 +350,7 @@ impl Exchanger {
         close: bool,
         consumed: usize,
     ) -> Answer<'h> {
-        let date = self.dates.get(SystemTime::now());
+        let date = self.dates.get(crate::clock::wall());
         let headers = &server.site.options().response_headers;
         let (head, body) = reply(date, server.quiet, response, headers, meta);
         let body = body.whole().unwrap_or_else(|script| {

@@ -16,6 +16,7 @@ mod activation;
 #[cfg(test)]
 mod allocation_tests;
 pub mod args;
+mod clock;
 pub mod config_file;
 pub mod content;
 mod exchange;

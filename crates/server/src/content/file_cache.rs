@@ -43,7 +43,7 @@ use std::hash::RandomState;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a resolution is trusted before the path is looked up again, and how long a
 /// file held in memory is served without a check (the trust window).
@@ -73,7 +73,9 @@ struct Entry {
     stamp: Stamp,
     /// The metadata `stamp` was taken from, for the hits the trust window answers unchecked.
     meta: Metadata,
-    resolved: Instant,
+    /// When it was resolved, by the coarse monotonic clock ([`crate::clock::ticks`]): the
+    /// trust window is [`TTL`] within a timer tick.
+    resolved: Duration,
     /// The file's bytes as of `stamp`, once [`small_contents`] has read them.
     contents: Option<Arc<[u8]>>,
     /// Its ETag and Last-Modified as of `stamp`, once [`validators`] has formatted them,
@@ -150,7 +152,7 @@ pub(crate) fn get(root: u64, relative: &[u8]) -> Option<(Arc<File>, Metadata)> {
         let cache = &mut *cache.borrow_mut();
         let files = cache.roots.get_mut(&root)?;
         let entry = files.get(relative)?;
-        let fresh = entry.resolved.elapsed() < TTL;
+        let fresh = crate::clock::ticks().saturating_sub(entry.resolved) < TTL;
         if fresh && entry.contents.is_some() {
             return Some((Arc::clone(&entry.file), entry.meta.clone()));
         }
@@ -181,7 +183,7 @@ pub(crate) fn put(root: u64, relative: &[u8], file: &Arc<File>, meta: &Metadata)
             file: Arc::clone(file),
             stamp: Stamp::of(meta),
             meta: meta.clone(),
-            resolved: Instant::now(),
+            resolved: crate::clock::ticks(),
             contents: None,
             validators: None,
         };
@@ -315,7 +317,7 @@ pub(crate) mod tests {
                 file: f,
                 stamp: Stamp::of(&meta),
                 meta,
-                resolved: Instant::now() - TTL,
+                resolved: crate::clock::ticks().saturating_sub(TTL),
                 contents: None,
                 validators: None,
             };

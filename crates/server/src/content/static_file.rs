@@ -65,7 +65,7 @@ pub fn respond(
     if let Some(value) = cache_control {
         fields.push(("Cache-Control", value.to_string().into()));
     }
-    if not_modified(req.header("if-none-match"), req.header("if-modified-since"), &tag, mtime, SystemTime::now) {
+    if not_modified(req.header("if-none-match"), req.header("if-modified-since"), &tag, mtime, crate::clock::wall) {
         fields.extend([("ETag", tag.into()), ("Last-Modified", last_modified.into())]);
         return Response::new(StatusCode::NOT_MODIFIED, fields, Body::Empty);
     }
@@ -91,7 +91,7 @@ pub fn respond(
     fields.push(("Accept-Ranges", "bytes".into()));
     let wanted = match req.header("range") {
         Some(value)
-            if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime, SystemTime::now) =>
+            if req.method == Method::Get && if_range_holds(req.header("if-range"), &tag, mtime, crate::clock::wall) =>
         {
             range::resolve(value, len)
         }
