@@ -363,6 +363,13 @@ impl H2 {
         while i < self.outflows.len() {
             let (stream, outflow) = &mut self.outflows[i];
             let stream = *stream;
+            // A body with bytes left cannot move while the connection's room is spent: the
+            // rest of the queue is passed over without a lookup per stream.
+            let held = !matches!(outflow, Outflow::Cgi(..)) && !outflow_is_empty(outflow);
+            if held && self.conn.connection_room() == 0 {
+                i += 1;
+                continue;
+            }
             let step = match outflow {
                 Outflow::Bytes(b, pos) => send_slice(&mut self.conn, stream, &b[..], pos),
                 Outflow::Shared(bytes, range) => {
@@ -427,8 +434,12 @@ impl H2 {
 
     /// Whether a body can move now: [`H2::fill`] would queue output or pump a script.
     pub(crate) fn has_work(&self) -> bool {
+        // While the connection's window or output room is spent, no stream is looked up.
+        let room = self.conn.connection_room() > 0;
         self.outflows.iter().any(|(stream, outflow)| {
-            matches!(outflow, Outflow::Cgi(..)) || self.conn.data_room(*stream) > 0 || outflow_is_empty(outflow)
+            matches!(outflow, Outflow::Cgi(..))
+                || outflow_is_empty(outflow)
+                || (room && self.conn.data_room(*stream) > 0)
         })
     }
 

@@ -199,8 +199,10 @@ impl Session {
     /// Bytes the transport holds count too: TLS ciphertext rustls wants written (a
     /// handshake flight, tickets); and out bytes lent to a ring send.
     pub(crate) fn is_sending(&self) -> bool {
-        let h2_work = matches!(&self.protocol, Speaking::Http2(h2) if h2.has_work());
-        !self.out.is_empty() || self.body.is_some() || self.transport.pending() || h2_work
+        !self.out.is_empty()
+            || self.body.is_some()
+            || self.transport.pending()
+            || matches!(&self.protocol, Speaking::Http2(h2) if h2.has_work())
     }
 
     /// Answers the next buffered request, if a whole head is there and no response is

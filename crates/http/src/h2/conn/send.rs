@@ -68,6 +68,14 @@ impl Conn {
         Ok(())
     }
 
+    /// How many body octets the connection would take now on any stream: the smaller of
+    /// its flow-control window and the output room. While it is 0 no stream's body can
+    /// move, which a caller can learn without looking each stream up.
+    pub fn connection_room(&self) -> usize {
+        let room = self.config.max_output.saturating_sub(self.pending_output().len());
+        self.send_window.clamp(0, room as i64) as usize
+    }
+
     /// How many body octets [`Conn::send_data`] would take on `stream` now: the smaller
     /// of the two flow-control windows and the output room (0 for a stream not held, or
     /// one not yet past its head).

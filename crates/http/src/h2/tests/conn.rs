@@ -589,6 +589,34 @@ fn responses_under_flow_control() {
     assert_eq!(fields, want.map(|(n, v)| (n.to_vec(), v.to_vec())));
 }
 
+/// The connection's room for body octets on any stream: its window, and the output cap;
+/// a stream's own room is never more.
+#[test]
+fn the_connections_room_bounds_every_streams() {
+    let mut conn = open(Config::default());
+    go(&mut conn, &[get(1), get(3)].concat());
+    assert_eq!(conn.connection_room(), 65_535, "the initial window");
+    conn.send_head(1, 200, &[], false).unwrap();
+    conn.send_head(3, 200, &[], false).unwrap();
+    assert_eq!(conn.send_data(1, &[b'a'; 60_000], false), Ok(60_000));
+    assert_eq!(conn.connection_room(), 5_535);
+    assert_eq!(conn.data_room(3), 5_535);
+    assert_eq!(conn.send_data(3, &[b'b'; 10_000], false), Ok(5_535));
+    assert_eq!((conn.connection_room(), conn.data_room(1), conn.data_room(3)), (0, 0, 0));
+    go(&mut conn, &window(0, 1_000));
+    assert_eq!((conn.connection_room(), conn.data_room(1), conn.data_room(3)), (1_000, 1_000, 1_000));
+    // The output cap: 256 KiB queued and not yet written.
+    let mut conn = open(Config::default());
+    go(&mut conn, &[settings(&[(0x4, 1 << 20)]), window(0, 1 << 20), get(1)].concat());
+    conn.send_head(1, 200, &[], false).unwrap();
+    let queued = conn.pending_output().len();
+    assert_eq!(conn.send_data(1, &vec![b'c'; 300_000], false), Ok(256 * 1024 - queued));
+    assert_eq!(conn.connection_room(), 0, "the output is full");
+    let n = conn.pending_output().len();
+    conn.consumed(n);
+    assert!(conn.connection_room() > 0);
+}
+
 #[test]
 fn interim_heads_trailers_and_frame_sizes() {
     let mut conn = open(Config::default());
