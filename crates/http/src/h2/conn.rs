@@ -165,7 +165,7 @@ pub struct Conn {
     events: VecDeque<Event>,
     /// `send_head`'s buffers, kept: the names that had an upper-case letter, lower-cased,
     /// and per name where its lower-cased copy ends (`None`: the name is used as given).
-    lowered: (Vec<u8>, Vec<Option<usize>>),
+    lowered: (Vec<u8>, Vec<Option<u32>>),
     /// The HPACK block of the head being sent, before it is framed; its memory kept.
     encoded: Vec<u8>,
     /// The field list of the block being received, decoded; its memory kept.

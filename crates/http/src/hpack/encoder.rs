@@ -91,8 +91,9 @@ struct Replay {
 struct FlatFields {
     bytes: Vec<u8>,
     /// Per field: where its name ends, where its value ends, and its never-indexed mark.
-    /// INVARIANT: the offsets rise and the last is `bytes.len()`.
-    ends: Vec<(usize, usize, bool)>,
+    /// INVARIANT: the offsets rise and the last is `bytes.len()` (a header block's fields
+    /// are far below 4 GiB: the peer's limit on a header list is checked before).
+    ends: Vec<(u32, u32, bool)>,
 }
 
 impl FlatFields {
@@ -102,22 +103,29 @@ impl FlatFields {
 
     fn get(&self, i: usize) -> Option<Field<'_>> {
         let &(name_end, value_end, never_indexed) = self.ends.get(i)?;
-        let start = i.checked_sub(1).map_or(0, |p| self.ends[p].1);
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p].1 as usize);
+        let (name_end, value_end) = (name_end as usize, value_end as usize);
         let (name, value) = (&self.bytes[start..name_end], &self.bytes[name_end..value_end]);
         Some(Field { name, value, never_indexed })
     }
 
     fn push(&mut self, field: Field<'_>) {
         self.bytes.extend_from_slice(field.name);
-        let name_end = self.bytes.len();
+        let name_end = self.bytes.len() as u32;
         self.bytes.extend_from_slice(field.value);
-        self.ends.push((name_end, self.bytes.len(), field.never_indexed));
+        self.ends.push((name_end, self.bytes.len() as u32, field.never_indexed));
     }
 
     /// Keeps the first `n` fields.
     fn truncate(&mut self, n: usize) {
         self.ends.truncate(n);
-        self.bytes.truncate(self.ends.last().map_or(0, |e| e.1));
+        self.bytes.truncate(self.ends.last().map_or(0, |e| e.1 as usize));
+    }
+
+    /// Gives back the room the list grew beyond its length.
+    fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
     }
 }
 
@@ -212,6 +220,15 @@ impl Encoder {
         replay.generation = (self.generation == before).then_some(before);
         replay.block.clear();
         replay.block.extend_from_slice(&out[start..]);
+        if replay.generation.is_some() {
+            // Kept for as long as the table holds (on an idle connection, until it
+            // closes): at its size, not at what growing it left.
+            replay.fields.shrink_to_fit();
+            replay.block.shrink_to_fit();
+        } else {
+            // This block changed the table: it can never be replayed, so it holds nothing.
+            replay = Replay::default();
+        }
         self.replay = replay;
     }
 

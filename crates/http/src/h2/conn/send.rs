@@ -47,14 +47,14 @@ impl Conn {
                 let from = lower.len();
                 lower.extend_from_slice(n);
                 lower[from..].make_ascii_lowercase();
-                ends.push(Some(lower.len()));
+                ends.push(Some(lower.len() as u32)); // a name is far below 4 GiB
             } else {
                 ends.push(None);
             }
         }
         let mut start = 0;
         let names = ends.iter().zip(fields).map(|(end, (n, _))| match *end {
-            Some(end) => &lower[std::mem::replace(&mut start, end)..end],
+            Some(end) => &lower[std::mem::replace(&mut start, end as usize)..end as usize],
             None => *n,
         });
         let regular =
