@@ -499,15 +499,16 @@ fn send_slice(conn: &mut Conn, stream: StreamId, bytes: &[u8], pos: &mut usize) 
     }
 }
 
-/// Sends what the windows take of the file's `left` bytes from `offset`, each DATA frame's
-/// payload read by pread(2) straight into the connection's output; a short or failed read
-/// (the file shrank) resets the stream, which cannot be finished honestly.
+/// Sends what the windows take of the file's `left` bytes from `offset`, the DATA frames'
+/// payloads read straight into the connection's output, several frames' by one preadv(2)
+/// ([`read_exact_vectored_at`]); a short or failed read (the file shrank) resets the
+/// stream, which cannot be finished honestly.
 fn send_file(conn: &mut Conn, stream: StreamId, file: &File, offset: &mut u64, left: &mut u64) -> Step {
     let len = usize::try_from(*left).unwrap_or(usize::MAX);
     let mut at = *offset;
-    let read = |buf: &mut [u8]| {
-        let ok = file.read_exact_at(buf, at).is_ok();
-        at += buf.len() as u64;
+    let read = |bufs: &mut [&mut [u8]]| {
+        let ok = read_exact_vectored_at(file, bufs, at);
+        at += bufs.iter().map(|b| b.len() as u64).sum::<u64>();
         ok
     };
     match conn.send_data_with(stream, len, true, read) {
@@ -669,6 +670,29 @@ fn h2_name(name: &str) -> &[u8] {
     }
 }
 
+/// Fills `bufs`, in order, from `file` at `offset` onward: one preadv(2) for all of them,
+/// then, after a short read, pread(2) for what is left. False if the file ends first or a
+/// read fails.
+fn read_exact_vectored_at(file: &File, bufs: &mut [&mut [u8]], offset: u64) -> bool {
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    let mut io: SmallVec<[std::io::IoSliceMut<'_>; 8]> = bufs.iter_mut().map(|b| std::io::IoSliceMut::new(b)).collect();
+    let Ok(mut done) = rustix::io::preadv(file, &mut io, offset) else { return false };
+    drop(io);
+    if done == total {
+        return true;
+    }
+    let mut at = offset;
+    for buf in bufs.iter_mut() {
+        let len = buf.len();
+        if done < len && file.read_exact_at(&mut buf[done..], at + done as u64).is_err() {
+            return false;
+        }
+        done = done.saturating_sub(len);
+        at += len as u64;
+    }
+    true
+}
+
 /// `n` in decimal, written into `buf` by std's formatting (20 digits hold any u64): a
 /// `content-length` without allocating a String.
 fn decimal(n: u64, buf: &mut [u8; 20]) -> &[u8] {
@@ -776,6 +800,35 @@ mod tests {
         }
         for name in ["X-Custom-Thing", "x-already-lower", "Set-Cookie"] {
             assert_eq!(super::h2_name(name), name.as_bytes());
+        }
+    }
+
+    /// A file read into several buffers at an offset: whole, or false when the file ends
+    /// before the buffers do.
+    #[test]
+    fn vectored_reads_fill_every_buffer_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // (offset, buffer lengths, whole)
+        let cases: [(u64, &[usize], bool); 5] = [
+            (0, &[10, 20, 30], true),
+            (7, &[16_384, 16_384, 1], true),
+            (99_990, &[5, 5], true),
+            (99_990, &[5, 6], false),
+            (100_000, &[1], false),
+        ];
+        for (offset, lens, whole) in cases {
+            let mut owned: Vec<Vec<u8>> = lens.iter().map(|&n| vec![0; n]).collect();
+            let mut bufs: Vec<&mut [u8]> = owned.iter_mut().map(|b| &mut b[..]).collect();
+            assert_eq!(super::read_exact_vectored_at(&file, &mut bufs, offset), whole, "{offset} {lens:?}");
+            if whole {
+                let got: Vec<u8> = owned.concat();
+                let start = offset as usize;
+                assert_eq!(got, bytes[start..start + got.len()], "{offset} {lens:?}");
+            }
         }
     }
 

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The most DATA payloads one `read` of [`Conn::send_data_with`] is given at once.
+pub(crate) const READ_GROUP: usize = 8;
+
 impl Conn {
     /// Gives back `n` octets of `stream`'s request body, handed over in `Data` events and
     /// now consumed. The policy: credit goes back to the client in a WINDOW_UPDATE once
@@ -123,18 +126,18 @@ impl Conn {
     }
 
     /// [`Conn::send_data`] for a body the caller reads straight into the output (a file by
-    /// pread): at most `len` octets, as many as both windows and the output room allow, each
-    /// DATA frame's payload filled in place by `read`, so nothing is copied between the
-    /// source and the frame. `read` must fill the whole slice it is given and return true;
-    /// on false nothing of that frame is sent and `Err(SendError::Source)` says so (the
-    /// caller resets the stream). END_STREAM goes on the last frame if `end_stream` and all
-    /// `len` octets went; returns how many did.
+    /// preadv): at most `len` octets, as many as both windows and the output room allow, in
+    /// DATA frames whose payloads `read` fills in place, up to eight of them at a time, in order (so a file is read with one system call for as many frames), and
+    /// nothing is copied between the source and the frames. `read` must fill every slice it
+    /// is given and return true; on false nothing of that group is sent and
+    /// `Err(SendError::Source)` says so (the caller resets the stream). END_STREAM goes on
+    /// the last frame if `end_stream` and all `len` octets went; returns how many did.
     pub fn send_data_with(
         &mut self,
         stream: StreamId,
         len: usize,
         end_stream: bool,
-        mut read: impl FnMut(&mut [u8]) -> bool,
+        mut read: impl FnMut(&mut [&mut [u8]]) -> bool,
     ) -> Result<usize, SendError> {
         let allowed = self.data_room(stream);
         if allowed == 0 && len > 0 {
@@ -149,18 +152,31 @@ impl Conn {
         let max = self.peer_max_frame as usize;
         let mut sent = 0;
         while sent < n {
-            let chunk = (n - sent).min(max);
-            let last = all && end_stream && sent + chunk == n;
+            // Up to READ_GROUP frames, their payloads zeroed, then filled by one `read`.
             let start = self.out.len();
-            frame::encode_data_head(&mut self.out, stream, chunk, last);
-            let at = self.out.len();
-            self.out.resize(at + chunk, 0);
-            if !read(&mut self.out[at..]) {
+            let mut payloads = [(0, 0); READ_GROUP];
+            let (mut count, mut group) = (0, 0);
+            while count < READ_GROUP && sent + group < n {
+                let chunk = (n - sent - group).min(max);
+                let last = all && end_stream && sent + group + chunk == n;
+                frame::encode_data_head(&mut self.out, stream, chunk, last);
+                payloads[count] = (self.out.len() - start, chunk);
+                self.out.resize(self.out.len() + chunk, 0);
+                (count, group) = (count + 1, group + chunk);
+            }
+            let mut slices: [&mut [u8]; READ_GROUP] = Default::default();
+            let (mut rest, mut at) = (&mut self.out[start..], 0);
+            for (slot, &(payload_at, chunk)) in slices.iter_mut().zip(&payloads[..count]) {
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(payload_at - at);
+                let (payload, tail) = tail.split_at_mut(chunk);
+                (*slot, rest, at) = (payload, tail, payload_at + chunk);
+            }
+            if !read(&mut slices[..count]) {
                 self.out.truncate(start);
                 self.charge(stream, sent, false);
                 return Err(SendError::Source);
             }
-            sent += chunk;
+            sent += group;
         }
         if n == 0 && all && end_stream {
             frame::encode_data(&mut self.out, stream, &[], true);

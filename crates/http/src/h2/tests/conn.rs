@@ -754,14 +754,52 @@ fn data_read_in_place_is_framed_as_data_given() {
         }
         let a = given.send_data(1, &body, true);
         let mut at = 0;
-        let b = read.send_data_with(1, len, true, |buf| {
-            buf.copy_from_slice(&body[at..at + buf.len()]);
-            at += buf.len();
+        let b = read.send_data_with(1, len, true, |bufs| {
+            for buf in bufs {
+                buf.copy_from_slice(&body[at..at + buf.len()]);
+                at += buf.len();
+            }
             true
         });
         assert_eq!(a, b, "window {window}, {len} octets");
         assert_eq!(given.pending_output(), read.pending_output(), "window {window}, {len} octets");
     }
+    // More frames than one read is given (8): 12 frames of 16 KiB, read 8 and 4 at a time,
+    // each read given its frames' payloads in order.
+    let (mut given, mut read) = (open(Config::default()), open(Config::default()));
+    let big = 1 << 20;
+    for conn in [&mut given, &mut read] {
+        go(conn, &[settings(&[(0x4, big)]), window(0, big), get(1)].concat());
+        conn.send_head(1, 200, &[], false).unwrap();
+        conn.consumed(conn.pending_output().len());
+    }
+    let body: Vec<u8> = (0..12 * 16_384).map(|i| (i % 251) as u8).collect();
+    assert_eq!(given.send_data(1, &body, true), Ok(body.len()));
+    let (mut at, mut groups) = (0, Vec::new());
+    let sent = read.send_data_with(1, body.len(), true, |bufs| {
+        groups.push(bufs.iter().map(|b| b.len()).collect::<Vec<_>>());
+        for buf in bufs {
+            buf.copy_from_slice(&body[at..at + buf.len()]);
+            at += buf.len();
+        }
+        true
+    });
+    assert_eq!(sent, Ok(body.len()));
+    assert_eq!(groups, [vec![16_384; 8], vec![16_384; 4]]);
+    assert_eq!(given.pending_output(), read.pending_output());
+    // A source that fails on its second read: the first read's frames are sent, none of
+    // the second's.
+    let mut conn = open(Config::default());
+    go(&mut conn, &[settings(&[(0x4, big)]), window(0, big), get(1)].concat());
+    conn.send_head(1, 200, &[], false).unwrap();
+    conn.consumed(conn.pending_output().len());
+    let mut reads = 0;
+    let failed = conn.send_data_with(1, 12 * 16_384, true, |_| {
+        reads += 1;
+        reads == 1
+    });
+    assert_eq!(failed, Err(SendError::Source));
+    assert_eq!(frames(conn.pending_output()).len(), 8, "the first read's frames only");
     // A source that fails: nothing of its frame is sent.
     let mut conn = open(Config::default());
     go(&mut conn, &get(1));
