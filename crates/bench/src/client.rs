@@ -28,6 +28,7 @@ use super::tls::Endpoint;
 use super::Plan;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,8 +57,10 @@ pub(crate) struct Worker<'a> {
     /// Open loop only: wakes the poll a little before the next slot.
     timer: Option<SlotTimer>,
     conns: Vec<Conn>,
-    /// Connections ready for their next request, as a stack.
-    idle: Vec<usize>,
+    /// Connections waiting for their next request, oldest first: a connection whose answer
+    /// came back while others wait goes behind them, so a closed loop has every one of its
+    /// connections busy, not the few a fast server keeps answering first.
+    idle: VecDeque<usize>,
     in_flight: usize,
     rec: Recorder,
     rng: fastrand::Rng,
@@ -85,7 +88,7 @@ impl<'a> Worker<'a> {
             poll: Poll::new()?,
             timer: None,
             conns,
-            idle: (0..connections).rev().collect(),
+            idle: (0..connections).collect(),
             in_flight: 0,
             rec: Recorder::new(false, now),
             rng: fastrand::Rng::with_seed(seed),
@@ -205,9 +208,9 @@ impl<'a> Worker<'a> {
             if self.idle.is_empty() && self.per_request && self.next_slot.is_some_and(|slot| slot <= now) {
                 let conn = Conn::new(&ResponseReader::new(self.requests.head_method), now);
                 self.conns.push(conn);
-                self.idle.push(self.conns.len() - 1);
+                self.idle.push_back(self.conns.len() - 1);
             }
-            let Some(&ci) = self.idle.last() else { return };
+            let Some(&ci) = self.idle.front() else { return };
             let intended = match (self.interval, self.next_slot) {
                 (None, _) => now,
                 (Some(step), Some(slot)) if slot <= now => {
@@ -221,7 +224,7 @@ impl<'a> Worker<'a> {
                 self.next_slot = None;
                 return;
             };
-            self.idle.pop();
+            self.idle.pop_front();
             self.start(ci, intended, counted);
         }
     }
@@ -355,7 +358,7 @@ impl<'a> Worker<'a> {
         }
         c.phase = Phase::Idle;
         self.in_flight -= 1;
-        self.idle.push(ci);
+        self.idle.push_back(ci);
     }
 
     fn fail(&mut self, ci: usize, class: ErrorClass) {
@@ -372,7 +375,7 @@ impl<'a> Worker<'a> {
             c.phase = Phase::Backoff(now + CONNECT_BACKOFF);
         } else {
             c.phase = Phase::Idle;
-            self.idle.push(ci);
+            self.idle.push_back(ci);
         }
     }
 
@@ -389,7 +392,7 @@ impl<'a> Worker<'a> {
                 }
                 Phase::Backoff(until) if until <= now => {
                     c.phase = Phase::Idle;
-                    self.idle.push(ci);
+                    self.idle.push_back(ci);
                 }
                 _ => {}
             }
