@@ -6,10 +6,11 @@ use std::io;
 
 use super::error::{ErrorCode, FrameError};
 use super::frame::{self, Frame};
-use super::head::{self, FieldList, RequestHead};
+use super::head::{self, RequestHead};
 use super::settings::{
     Setting, Settings, DEFAULT_INITIAL_WINDOW_SIZE, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE, MAX_WINDOW_SIZE,
 };
+use crate::hpack::FieldList;
 mod recv;
 mod send;
 

@@ -2,6 +2,8 @@
 //! request malformed, checked once on the decoded list, and [`RequestHead`], the request as
 //! the caller receives it.
 
+use crate::hpack::{Field, FieldList, Span};
+
 /// A request's head as the client sent it, validated (RFC 9113 §8.3.1): every decoded
 /// name and value in one buffer, followed by the regular fields' spans of it, so a request
 /// costs one allocation however many fields it has.
@@ -23,9 +25,6 @@ pub struct RequestHead {
     /// The `content-length`, if sent: the DATA frames must add up to it (§8.1.1).
     pub content_length: Option<u64>,
 }
-
-/// Where one name or value lies in its buffer: `start..end`.
-type Span = (u32, u32);
 
 /// A regular field's row in a [`RequestHead`]'s table: its name's span and its value's,
 /// four `u32`s, little-endian.
@@ -59,43 +58,6 @@ impl RequestHead {
             let word = |i: usize| u32::from_le_bytes([row[i], row[i + 1], row[i + 2], row[i + 3]]);
             (self.at((word(0), word(4))), self.at((word(8), word(12))))
         })
-    }
-}
-
-/// A decoded field list, before validation: names and values back to back in `octets`.
-#[derive(Debug, Default)]
-pub(crate) struct FieldList {
-    octets: Vec<u8>,
-    spans: Vec<(Span, Span)>,
-}
-
-impl FieldList {
-    /// Empties the list, its memory kept.
-    pub(crate) fn clear(&mut self) {
-        self.octets.clear();
-        self.spans.clear();
-    }
-
-    /// Appends one decoded field.
-    pub(crate) fn push(&mut self, name: &[u8], value: &[u8]) {
-        let mut span = |bytes: &[u8]| {
-            let start = self.octets.len() as u32;
-            self.octets.extend_from_slice(bytes);
-            (start, self.octets.len() as u32)
-        };
-        let field = (span(name), span(value));
-        self.spans.push(field);
-    }
-
-    /// Every field, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let at = |(start, end): Span| &self.octets[start as usize..end as usize];
-        self.spans.iter().map(move |&(n, v)| (at(n), at(v)))
-    }
-
-    /// Every field as owned pairs (trailers, which are rare).
-    pub(crate) fn to_pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect()
     }
 }
 
@@ -135,17 +97,17 @@ fn check_regular(name: &[u8], value: &[u8]) -> Result<(), &'static str> {
 /// Validates a request's decoded field list into a [`RequestHead`]; the reason it is
 /// malformed otherwise (a stream error of type PROTOCOL_ERROR, §8.1.1).
 pub(crate) fn request(list: &FieldList) -> Result<RequestHead, &'static str> {
-    let FieldList { octets, spans } = list;
+    let octets = list.octets();
     let at = |(start, end): Span| &octets[start as usize..end as usize];
     let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
     let mut host = None;
     let mut content_length = None;
     // The names and values copied at their exact size, and the table after them: one
     // allocation, the list kept for the next.
-    let mut head = Vec::with_capacity(octets.len() + SPAN_ROW * spans.len());
+    let mut head = Vec::with_capacity(octets.len() + SPAN_ROW * list.len());
     head.extend_from_slice(octets);
     let mut regular = 0;
-    for &(n, v) in spans {
+    for (n, v) in list.spans() {
         let (name, value) = (at(n), at(v));
         check_field(name, value)?;
         if name.first() == Some(&b':') {
@@ -203,7 +165,7 @@ pub(crate) fn request(list: &FieldList) -> Result<RequestHead, &'static str> {
 
 /// Validates a trailer section (§8.1): the field rules, and no pseudo-header at all.
 pub(crate) fn trailers(list: &FieldList) -> Result<(), &'static str> {
-    for (name, value) in list.iter() {
+    for Field { name, value, .. } in list.iter() {
         check_field(name, value)?;
         if name.first() == Some(&b':') {
             return Err("a pseudo-header in trailers");

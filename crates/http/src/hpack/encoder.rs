@@ -3,7 +3,7 @@
 use super::huffman;
 use super::integer;
 use super::table::{entry_size, DynamicTable, Entry};
-use super::{Field, INITIAL_TABLE_SIZE};
+use super::{Field, FieldList, INITIAL_TABLE_SIZE};
 
 /// The most table the encoder keeps, whatever larger size the peer allows: 4096 octets,
 /// the protocol's initial size, enough for a response's repeating fields.
@@ -79,54 +79,11 @@ pub struct Encoder {
 /// cost one comparison instead of a table search per field.
 #[derive(Debug, Clone, Default)]
 struct Replay {
-    fields: FlatFields,
+    fields: FieldList,
     block: Vec<u8>,
     /// The table's generation `block` was encoded against; `None` when that block changed
     /// the table (encoded again, it would not say the same).
     generation: Option<u64>,
-}
-
-/// A field list laid flat: every name and value in one buffer, and where each ends.
-#[derive(Debug, Clone, Default)]
-struct FlatFields {
-    bytes: Vec<u8>,
-    /// Per field: where its name ends, where its value ends, and its never-indexed mark.
-    /// INVARIANT: the offsets rise and the last is `bytes.len()` (a header block's fields
-    /// are far below 4 GiB: the peer's limit on a header list is checked before).
-    ends: Vec<(u32, u32, bool)>,
-}
-
-impl FlatFields {
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn get(&self, i: usize) -> Option<Field<'_>> {
-        let &(name_end, value_end, never_indexed) = self.ends.get(i)?;
-        let start = i.checked_sub(1).map_or(0, |p| self.ends[p].1 as usize);
-        let (name_end, value_end) = (name_end as usize, value_end as usize);
-        let (name, value) = (&self.bytes[start..name_end], &self.bytes[name_end..value_end]);
-        Some(Field { name, value, never_indexed })
-    }
-
-    fn push(&mut self, field: Field<'_>) {
-        self.bytes.extend_from_slice(field.name);
-        let name_end = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(field.value);
-        self.ends.push((name_end, self.bytes.len() as u32, field.never_indexed));
-    }
-
-    /// Keeps the first `n` fields.
-    fn truncate(&mut self, n: usize) {
-        self.ends.truncate(n);
-        self.bytes.truncate(self.ends.last().map_or(0, |e| e.1 as usize));
-    }
-
-    /// Gives back the room the list grew beyond its length.
-    fn shrink_to_fit(&mut self) {
-        self.bytes.shrink_to_fit();
-        self.ends.shrink_to_fit();
-    }
 }
 
 impl Default for Encoder {
@@ -191,7 +148,7 @@ impl Encoder {
         let mut matched = 0;
         let mut same = replay.generation == Some(before);
         if !same {
-            replay.fields.truncate(0);
+            replay.fields.clear();
         }
         for field in fields {
             if same {
@@ -234,7 +191,7 @@ impl Encoder {
 
     /// The list differs from the last one after its first `matched` fields: those are
     /// encoded (they were only compared so far), and the rest of the last list dropped.
-    fn diverge(&mut self, last: &mut FlatFields, matched: usize, out: &mut Vec<u8>) {
+    fn diverge(&mut self, last: &mut FieldList, matched: usize, out: &mut Vec<u8>) {
         last.truncate(matched);
         for i in 0..matched {
             if let Some(field) = last.get(i) {

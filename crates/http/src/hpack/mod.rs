@@ -27,12 +27,14 @@
 //! the decoder does not decode a block incrementally, as it arrives.
 //!
 //! The parts, by concept: `integer` (§5.1), `huffman` (§5.2 and Appendix B), `table` (the
-//! static table of Appendix A and the dynamic table, §2.3 and §4), `decoder`, `encoder`.
+//! static table of Appendix A and the dynamic table, §2.3 and §4), `decoder`, `encoder`,
+//! and `list` (a header list laid flat, as the encoder and HTTP/2's connection keep one).
 
 mod decoder;
 mod encoder;
 mod huffman;
 mod integer;
+mod list;
 mod table;
 
 #[cfg(test)]
@@ -40,6 +42,7 @@ mod tests;
 
 pub use decoder::Decoder;
 pub use encoder::Encoder;
+pub(crate) use list::{FieldList, Span};
 
 use std::fmt;
 

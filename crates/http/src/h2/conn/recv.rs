@@ -108,7 +108,7 @@ impl Conn {
 
     /// [`Conn::field_block`], decoding into `list`.
     fn decoded_block(&mut self, block: &Block, octets: &[u8], list: &mut FieldList) -> Result<(), ConnError> {
-        if self.decoder.decode(octets, |f| list.push(f.name, f.value)).is_err() {
+        if self.decoder.decode(octets, |f| list.push(f)).is_err() {
             return Err(self.fail(ErrorCode::COMPRESSION_ERROR, "a field block HPACK cannot decode"));
         }
         let id = block.stream;
